@@ -1,0 +1,5 @@
+import sys
+
+from gse.cli import main
+
+sys.exit(main())

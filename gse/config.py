@@ -1,0 +1,117 @@
+"""Transport and switch parameters, with the UET-style defaults of ANCHORS.md.
+
+Every field can be overridden (CLI ``--set name=value``, or keyword arguments).  Values are
+integers in bytes and picoseconds so that the event order never depends on float rounding.
+"""
+
+PS_PER_US = 1_000_000
+PS_PER_NS = 1_000
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the field."""
+
+
+class GseConfig:
+    """Parameters of the GSE host agent and of the switch queues it runs over."""
+
+    __slots__ = (
+        # host
+        "mtu", "unsched_bytes", "credit_bytes", "grant_rate_fraction", "policy",
+        "ack_every_bytes", "n_entropies", "entropy_penalty", "reorder_window_ps",
+        "rto_ps", "rto_max_ps", "request_timeout_ps",
+        # switch queues
+        "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
+        "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct", "forwarding",
+    )
+
+    # BDP of the k=8 reference fabric: 100 Gb/s x ~14.3 us = 178,450 B (htsim's UET queue).
+    BDP_BYTES = 178_450
+
+    def __init__(self, **overrides):
+        self.mtu = 4096                      # payload bytes per DATA packet
+        self.unsched_bytes = self.BDP_BYTES  # unscheduled first window (0 = off)
+        self.credit_bytes = 4 * 4096         # credit per GRANT: 4 MTU
+        self.grant_rate_fraction = 1.0       # receiver grants at this fraction of its downlink
+        self.policy = "rr"                   # "rr" round robin, "srpt" shortest remaining first
+        self.ack_every_bytes = 16 * 1024     # coalesce ACKs; at once on ECN-CE, trim, OOO fill
+        self.n_entropies = 256               # entropy values a message sprays over
+        self.entropy_penalty = 64            # selections a bad entropy sits out
+        # A hole is lost once a packet sent this much later is acknowledged: two hops of a
+        # full 1-BDP queue (2 x 14.3 us) is the most reordering trimming lets spraying cause.
+        self.reorder_window_ps = 30 * PS_PER_US
+        self.rto_ps = 100 * PS_PER_US        # 15 us + 6 queue drains at 100 Gb/s, rounded
+        self.rto_max_ps = 1600 * PS_PER_US
+        self.request_timeout_ps = 100 * PS_PER_US  # re-REQUEST when starved of credit
+        self.queue_bytes = self.BDP_BYTES    # per egress port; 1 BDP with trimming
+        self.trim = True
+        self.trim_bytes = self.BDP_BYTES     # trim DATA arriving at a data queue this full
+        self.control_queue_bytes = self.BDP_BYTES  # headers/control queue limit (drop beyond)
+        self.ecn = True
+        self.ecn_kmin_bytes = self.BDP_BYTES // 5      # 0.2 BDP
+        self.ecn_kmax_bytes = self.BDP_BYTES * 4 // 5  # 0.8 BDP
+        self.ecn_pmax_pct = 100
+        self.forwarding = "spray"            # "spray" by entropy, or "ecmp" per flow
+        for name, value in overrides.items():
+            self.set(name, value)
+        self.validate()
+
+    def set(self, name, value):
+        """Set one field, converting strings (from the command line) to the field's type."""
+        if name not in self.__slots__:
+            raise ConfigError("unknown GSE parameter %r (known: %s)"
+                              % (name, ", ".join(sorted(self.__slots__))))
+        current = getattr(self, name, None)
+        if isinstance(value, str) and not isinstance(current, str):
+            value = _parse_value(name, value, current)
+        setattr(self, name, value)
+
+    def validate(self):
+        positive = ("mtu", "credit_bytes", "ack_every_bytes", "n_entropies", "rto_ps",
+                    "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
+                    "reorder_window_ps")
+        for name in positive:
+            if int(getattr(self, name)) <= 0:
+                raise ConfigError("%s must be positive, got %r" % (name, getattr(self, name)))
+        if not 0 <= self.unsched_bytes < 2 ** 32:
+            raise ConfigError("unsched_bytes must be in [0, 2^32), got %r" % self.unsched_bytes)
+        if not 64 <= self.mtu <= 65535 - 64 - 28:
+            raise ConfigError("mtu must be 64..65443 payload bytes, got %r" % self.mtu)
+        if not 0 < self.grant_rate_fraction <= 2:
+            raise ConfigError("grant_rate_fraction must be in (0, 2], got %r"
+                              % self.grant_rate_fraction)
+        if self.policy not in ("rr", "srpt"):
+            raise ConfigError("policy must be 'rr' or 'srpt', got %r" % self.policy)
+        if self.forwarding not in ("spray", "ecmp"):
+            raise ConfigError("forwarding must be 'spray' or 'ecmp', got %r" % self.forwarding)
+        if not 0 <= self.ecn_kmin_bytes <= self.ecn_kmax_bytes:
+            raise ConfigError("need 0 <= ecn_kmin_bytes <= ecn_kmax_bytes, got %r, %r"
+                              % (self.ecn_kmin_bytes, self.ecn_kmax_bytes))
+        if not 0 <= self.ecn_pmax_pct <= 100:
+            raise ConfigError("ecn_pmax_pct must be 0..100, got %r" % self.ecn_pmax_pct)
+        if self.n_entropies > 65536:
+            raise ConfigError("n_entropies must be <= 65536, got %r" % self.n_entropies)
+        if self.rto_max_ps < self.rto_ps:
+            raise ConfigError("rto_max_ps must be >= rto_ps")
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def _parse_value(name, text, current):
+    try:
+        if isinstance(current, bool):
+            low = text.strip().lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if isinstance(current, int):
+            return int(text.replace("_", ""))
+        if isinstance(current, float):
+            return float(text)
+    except ValueError:
+        raise ConfigError("parameter %s: cannot read %r as %s"
+                          % (name, text, type(current).__name__)) from None
+    return text

@@ -1,0 +1,93 @@
+"""The one packet object every agent handles.
+
+The simulator passes these objects between agents without encoding them; the UDP runtimes
+encode them with :mod:`gse.wire` (layout in ``docs/wire-format.md``).  A packet's wire size
+is the fixed 64-byte header plus its payload, so what the simulator serialises on a link is
+exactly what the UDP runtime puts in a datagram.
+
+Plain class with ``__slots__`` and integer fields only, so that Cython can compile it into
+a C struct-like extension type later without changing behaviour.
+"""
+
+WIRE_VERSION = 1
+HEADER_BYTES = 64
+
+# Packet kinds (one byte on the wire).
+DATA = 0
+REQUEST = 1
+GRANT = 2
+ACK = 3
+NACK = 4
+PAUSE = 5
+RESUME = 6
+CNP = 7
+KIND_NAMES = ("DATA", "REQUEST", "GRANT", "ACK", "NACK", "PAUSE", "RESUME", "CNP")
+MAX_KIND = CNP
+
+# Flags (16 bits on the wire).
+F_ECN_CE = 0x01      # congestion experienced (set by a switch) or echoed (ACK)
+F_TRIMMED = 0x02     # payload cut by a switch: header only, payload_len keeps the original
+F_RETX = 0x04        # retransmission (DATA) / credit re-request (REQUEST)
+F_LAST = 0x08        # last packet of the message
+F_UNSCHED = 0x10     # sent without credit (unscheduled first window)
+F_ECT = 0x20         # ECN-capable transport
+KNOWN_FLAGS = 0x3F
+
+# Traffic classes: 0 = data, 1 = control (headers, grants, ACKs, trimmed packets).
+PRIO_DATA = 0
+PRIO_CONTROL = 1
+
+
+class Packet:
+    """A transport packet; field meanings per kind are in docs/wire-format.md.
+
+    ``size`` (wire bytes) and ``corrupt`` are simulation-side attributes: ``size`` is derived
+    from the header and payload, ``corrupt`` marks a packet whose checksum would fail (an
+    emulated bit flip), which the receiving agent counts and drops like a bad datagram.
+    """
+
+    __slots__ = ("kind", "flags", "src", "dst", "msg_id", "psn", "entropy", "payload_len",
+                 "msg_len", "credit", "aux", "sack_base", "sack_bits", "ts", "prio",
+                 "size", "corrupt", "payload")
+
+    def __init__(self, kind, src, dst, msg_id=0, psn=0, entropy=0, payload_len=0,
+                 flags=0, msg_len=0, credit=0, aux=0, sack_base=0, sack_bits=0, ts=0,
+                 prio=PRIO_CONTROL):
+        self.kind = kind
+        self.flags = flags
+        self.src = src
+        self.dst = dst
+        self.msg_id = msg_id
+        self.psn = psn
+        self.entropy = entropy
+        self.payload_len = payload_len
+        self.msg_len = msg_len
+        self.credit = credit
+        self.aux = aux
+        self.sack_base = sack_base
+        self.sack_bits = sack_bits
+        self.ts = ts
+        self.prio = prio
+        self.size = (HEADER_BYTES + payload_len if kind == DATA and not flags & F_TRIMMED
+                     else HEADER_BYTES)
+        self.corrupt = False
+        self.payload = None   # bytes over UDP; None in the simulator
+
+    def trim(self):
+        """Cut the payload: the header goes on at control priority, payload_len is kept."""
+        self.flags |= F_TRIMMED
+        self.size = HEADER_BYTES
+        self.prio = PRIO_CONTROL
+        self.payload = None
+
+    def __repr__(self):
+        return ("Packet(%s %d->%d msg=%d psn=%d ent=%d len=%d flags=0x%x)"
+                % (KIND_NAMES[self.kind] if 0 <= self.kind <= MAX_KIND else self.kind,
+                   self.src, self.dst, self.msg_id, self.psn, self.entropy,
+                   self.payload_len, self.flags))
+
+    def fields(self):
+        """The header as a tuple, for equality in tests and golden runs."""
+        return (self.kind, self.flags, self.src, self.dst, self.msg_id, self.psn,
+                self.entropy, self.payload_len, self.msg_len, self.credit, self.aux,
+                self.sack_base, self.sack_bits, self.ts, self.prio)

@@ -1,0 +1,262 @@
+"""The in-process simulation runtime: a topology of ports, links and agents on one clock.
+
+Roles follow htsim: an egress port serialises at its link rate and hands the packet to the
+link, which delivers it ``delay`` later to the peer's ingress; a switch node routes and
+enqueues at an egress port; a host node drives its sans-I/O agent, whose NIC pulls packets
+only when the link is free (so hosts never queue data, as htsim's NIC).  Ports only
+schedule a wake-up when something waits behind the packet on the wire, which halves the
+event count of an uncongested hop.
+
+Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
+``corrupt_rate`` flips a bit (the receiving host's checksum fails: counted and dropped).
+"""
+
+import random
+
+from gse.eventq import EventQueue
+from gse.packet import HEADER_BYTES
+from switchmodel.queue import OutputQueue, QueueConfig
+from switchmodel.switch import Switch
+
+
+def ser_ps(nbytes, mbps):
+    return (nbytes * 8_000_000 + mbps - 1) // mbps
+
+
+class LinkPort:
+    """One direction of a link: the egress queue of ``node`` on local ``port``."""
+
+    __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
+                 "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
+                 "node", "port", "kind", "faces_host")
+
+    def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
+        self.eq = eq
+        self.queue = queue
+        self.mbps = int(round(gbps * 1000))
+        self.delay = delay_ps
+        self.peer = None          # receiving node object (has .receive(pkt, in_port))
+        self.peer_port = 0
+        self.busy_until = 0
+        self.wake_pending = False
+        self.loss = 0.0
+        self.corrupt = 0.0
+        self.rng = None
+        self.wire_drops = 0
+        self.wire_corrupt = 0
+        self.node = node
+        self.port = port
+        self.kind = kind          # kind of the node that owns this egress
+        self.faces_host = faces_host
+
+    def offer(self, pkt):
+        """A packet routed to this port."""
+        eq = self.eq
+        now = eq.now
+        queue = self.queue
+        if self.busy_until <= now and not self.wake_pending and not queue.paused:
+            queue.count_unqueued(pkt)
+            self.transmit(pkt, now)
+            return
+        queue.enqueue(pkt)
+        if not self.wake_pending and len(queue):
+            self.wake_pending = True
+            eq.at(self.busy_until if self.busy_until > now else now, self.wake, None, None)
+
+    def wake(self, _a, _b):
+        now = self.eq.now
+        pkt = self.queue.dequeue()
+        if pkt is None:
+            self.wake_pending = False
+            return
+        self.transmit(pkt, now)
+        if len(self.queue):
+            self.eq.at(self.busy_until, self.wake, None, None)
+        else:
+            self.wake_pending = False
+
+    def transmit(self, pkt, now):
+        done = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.busy_until = done
+        if self.rng is not None:
+            r = self.rng.random()
+            if r < self.loss:
+                self.wire_drops += 1
+                return
+            if r < self.loss + self.corrupt:
+                self.wire_corrupt += 1
+                pkt.corrupt = True
+        self.eq.at(done + self.delay, self.peer.receive, pkt, self.peer_port)
+
+
+class HostPort(LinkPort):
+    """A host NIC: it pulls from its agent whenever the link is free."""
+
+    __slots__ = ("agent",)
+
+    def kick(self, now):
+        if self.wake_pending or self.busy_until > now:
+            return
+        pkt = self.agent.poll(now)
+        if pkt is None:
+            return
+        self.queue.count_unqueued(pkt)
+        self.transmit(pkt, now)
+        self.wake_pending = True
+        self.eq.at(self.busy_until, self.wake, None, None)
+
+    def wake(self, _a, _b):
+        self.wake_pending = False
+        self.kick(self.eq.now)
+
+
+class SwitchNode:
+    __slots__ = ("eq", "switch", "ports", "latency", "unroutable")
+
+    def __init__(self, eq, switch, latency_ps):
+        self.eq = eq
+        self.switch = switch
+        self.ports = []
+        self.latency = latency_ps
+        self.unroutable = 0
+
+    def receive(self, pkt, in_port):
+        if self.latency:
+            self.eq.at(self.eq.now + self.latency, self.forward, pkt, in_port)
+        else:
+            self.forward(pkt, in_port)
+
+    def forward(self, pkt, in_port):
+        port = self.switch.route(pkt)
+        if port < 0:
+            self.unroutable += 1
+            return
+        self.ports[port].offer(pkt)
+
+
+class HostNode:
+    __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent")
+
+    def __init__(self, eq, agent, on_delivered, on_sent):
+        self.eq = eq
+        self.agent = agent
+        self.nic = None
+        self.timer_at = -1
+        self.on_delivered = on_delivered
+        self.on_sent = on_sent
+
+    def receive(self, pkt, in_port):
+        now = self.eq.now
+        self.agent.receive(pkt, now)
+        self.after(now)
+
+    def start(self, msg, _b):
+        now = self.eq.now
+        self.agent.start_message(msg.msg_id, msg.dst, msg.size, now)
+        self.after(now)
+
+    def on_timer(self, t, _b):
+        if t != self.timer_at:
+            return                      # superseded by an earlier deadline
+        self.timer_at = -1
+        now = self.eq.now
+        self.agent.on_timer(now)
+        self.after(now)
+
+    def after(self, now):
+        agent = self.agent
+        delivered = agent.receiver.delivered
+        if delivered:
+            for item in delivered:
+                self.on_delivered(item)
+            delivered.clear()
+        if agent.sent_done:
+            for item in agent.sent_done:
+                self.on_sent(agent.addr, item)
+            agent.sent_done.clear()
+        if agent.has_work():
+            self.nic.kick(now)
+        t = agent.next_deadline()
+        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
+            self.timer_at = t
+            self.eq.at(t if t > now else now, self.on_timer, t, None)
+
+
+class Network:
+    """A topology instantiated on an event queue with one agent per host."""
+
+    def __init__(self, topo, agent_factory, queue_config, forwarding, seed,
+                 loss_rate=0.0, corrupt_rate=0.0):
+        if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
+            raise ValueError("loss and corruption rates must be in [0, 1), got %r, %r"
+                             % (loss_rate, corrupt_rate))
+        self.topo = topo
+        self.eq = EventQueue()
+        self.seed = seed
+        self.records = {}          # (src, msg_id) -> finish ps at the receiver
+        self.sender_done = {}      # (src, msg_id) -> (retransmits, finish ps at sender)
+        eq = self.eq
+        self.nodes = [None] * len(topo.nodes)
+        self.hosts = []
+        self.switches = []
+        for nid in topo.hosts:
+            node = topo.nodes[nid]
+            link = topo.links[node.ports[0]]
+            agent = agent_factory(nid, random.Random("%s/host/%d" % (seed, nid)), link.gbps)
+            hn = HostNode(eq, agent, self._delivered, self._sent)
+            self.nodes[nid] = hn
+            self.hosts.append(hn)
+        for nid in topo.switches:
+            node = topo.nodes[nid]
+            salt = random.Random("%s/salt/%d" % (seed, nid)).getrandbits(32)
+            sw = Switch(nid, node.name, topo.next_hops[nid], salt, forwarding)
+            sn = SwitchNode(eq, sw, topo.switch_latency_ps)
+            self.nodes[nid] = sn
+            self.switches.append(sn)
+        self.ports = []
+        for nid, node in enumerate(topo.nodes):
+            owner = self.nodes[nid]
+            is_host = node.kind == "host"
+            for pidx, lidx in enumerate(node.ports):
+                link = topo.links[lidx]
+                peer, peer_port = topo.peer(nid, pidx)
+                qrng = random.Random("%s/queue/%d/%d" % (seed, nid, pidx))
+                faces_host = topo.nodes[peer].kind == "host"
+                cls = HostPort if is_host else LinkPort
+                port = cls(eq, OutputQueue(queue_config, qrng), link.gbps, link.delay_ps,
+                           nid, pidx, node.kind, faces_host)
+                port.peer_port = peer_port
+                if loss_rate or corrupt_rate:
+                    port.loss = loss_rate
+                    port.corrupt = corrupt_rate
+                    port.rng = random.Random("%s/wire/%d/%d" % (seed, nid, pidx))
+                if is_host:
+                    port.agent = owner.agent
+                    owner.nic = port
+                else:
+                    owner.ports.append(port)
+                self.ports.append(port)
+        for port in self.ports:
+            peer, _ = topo.peer(port.node, port.port)
+            port.peer = self.nodes[peer]
+
+    def _delivered(self, item):
+        src, msg_id, size, now = item
+        key = (src, msg_id)
+        if key in self.records:
+            raise AssertionError("message %r delivered twice" % (key,))
+        self.records[key] = now
+
+    def _sent(self, src, item):
+        msg_id, retransmits, now = item
+        self.sender_done[(src, msg_id)] = (retransmits, now)
+
+    def schedule(self, messages):
+        for msg in messages:
+            if not 0 <= msg.src < len(self.hosts) or not 0 <= msg.dst < len(self.hosts):
+                raise ValueError("message %d: host %d->%d outside 0..%d"
+                                 % (msg.msg_id, msg.src, msg.dst, len(self.hosts) - 1))
+            self.eq.at(msg.start_ps, self.hosts[msg.src].start, msg, None)
+
+    def run(self, until=-1):
+        return self.eq.run(until)

@@ -1,0 +1,154 @@
+"""An egress port's queues: what a switch does with a packet it cannot send yet.
+
+Two strict-priority classes: control (ACK, NACK, GRANT, REQUEST, trimmed headers) is always
+served before data, so the news of congestion overtakes the congestion.  On arrival a data
+packet is, in order of precedence:
+
+* trimmed, if trimming is on and the data queue would pass ``trim_bytes``: the payload is
+  cut and the 64-byte header joins the control queue (dropped only if that is full too);
+* dropped, if the data queue would pass ``queue_bytes`` (drop-tail);
+* marked ECN-CE with a probability rising linearly from 0 at ``ecn_kmin`` to ``ecn_pmax``
+  at ``ecn_kmax`` bytes of data queue (RED-style; always marked above kmax).
+
+The queue is sans-I/O: the runtime decides when the port is free and calls ``dequeue``.
+"""
+
+from collections import deque
+
+from gse.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
+
+ENQUEUED = 0
+TRIMMED = 1
+DROPPED = 2
+
+
+class QueueConfig:
+    """The queue thresholds of a port, in bytes (built from a GseConfig or by hand)."""
+
+    __slots__ = ("queue_bytes", "control_queue_bytes", "trim", "trim_bytes", "ecn",
+                 "ecn_kmin", "ecn_kmax", "ecn_pmax")
+
+    def __init__(self, queue_bytes, control_queue_bytes=None, trim=False, trim_bytes=None,
+                 ecn=False, ecn_kmin=0, ecn_kmax=0, ecn_pmax=1.0):
+        self.queue_bytes = queue_bytes
+        self.control_queue_bytes = (queue_bytes if control_queue_bytes is None
+                                    else control_queue_bytes)
+        self.trim = trim
+        self.trim_bytes = queue_bytes if trim_bytes is None else trim_bytes
+        self.ecn = ecn
+        self.ecn_kmin = ecn_kmin
+        self.ecn_kmax = ecn_kmax
+        self.ecn_pmax = ecn_pmax
+        if queue_bytes <= 0:
+            raise ValueError("queue_bytes must be positive, got %r" % queue_bytes)
+        if ecn and not 0 <= ecn_kmin <= ecn_kmax:
+            raise ValueError("need 0 <= ecn_kmin <= ecn_kmax, got %r, %r"
+                             % (ecn_kmin, ecn_kmax))
+
+    @classmethod
+    def from_gse(cls, cfg):
+        return cls(cfg.queue_bytes, cfg.control_queue_bytes, cfg.trim, cfg.trim_bytes,
+                   cfg.ecn, cfg.ecn_kmin_bytes, cfg.ecn_kmax_bytes, cfg.ecn_pmax_pct / 100.0)
+
+
+class PortCounters:
+    __slots__ = ("tx_bytes", "tx_packets", "drops", "trims", "ecn_marks", "peak_bytes")
+
+    def __init__(self):
+        self.tx_bytes = 0
+        self.tx_packets = 0
+        self.drops = 0
+        self.trims = 0
+        self.ecn_marks = 0
+        self.peak_bytes = 0
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class OutputQueue:
+    __slots__ = ("cfg", "rng", "data", "control", "data_bytes", "control_bytes", "counters",
+                 "paused")
+
+    def __init__(self, cfg, rng):
+        self.cfg = cfg
+        self.rng = rng
+        self.data = deque()
+        self.control = deque()
+        self.data_bytes = 0
+        self.control_bytes = 0
+        self.counters = PortCounters()
+        self.paused = False       # data class held by a PFC PAUSE from downstream
+
+    def __len__(self):
+        return len(self.data) + len(self.control)
+
+    def backlog(self):
+        return self.data_bytes + self.control_bytes
+
+    def enqueue(self, pkt):
+        """Queue ``pkt``; returns ENQUEUED, TRIMMED or DROPPED."""
+        cfg = self.cfg
+        size = pkt.size
+        result = ENQUEUED
+        if pkt.prio != PRIO_CONTROL and pkt.kind == DATA:
+            occupied = self.data_bytes + size
+            if cfg.trim and occupied > cfg.trim_bytes:
+                pkt.trim()
+                size = pkt.size
+                result = TRIMMED
+            elif occupied > cfg.queue_bytes:
+                self.counters.drops += 1
+                return DROPPED
+            else:
+                if cfg.ecn and occupied > cfg.ecn_kmin and pkt.flags & F_ECT:
+                    self._maybe_mark(pkt, occupied)
+                self.data.append(pkt)
+                self.data_bytes += size
+                self._peak()
+                return ENQUEUED
+        if self.control_bytes + size > cfg.control_queue_bytes:
+            self.counters.drops += 1
+            return DROPPED
+        self.control.append(pkt)
+        self.control_bytes += size
+        if result == TRIMMED:
+            self.counters.trims += 1
+        self._peak()
+        return result
+
+    def _maybe_mark(self, pkt, occupied):
+        cfg = self.cfg
+        if occupied >= cfg.ecn_kmax:
+            p = cfg.ecn_pmax
+        else:
+            p = cfg.ecn_pmax * (occupied - cfg.ecn_kmin) / (cfg.ecn_kmax - cfg.ecn_kmin)
+        if p >= 1.0 or self.rng.random() < p:
+            pkt.flags |= F_ECN_CE
+            self.counters.ecn_marks += 1
+
+    def _peak(self):
+        total = self.data_bytes + self.control_bytes
+        if total > self.counters.peak_bytes:
+            self.counters.peak_bytes = total
+
+    def dequeue(self):
+        """The next packet to serialise (control first), or None."""
+        if self.control:
+            pkt = self.control.popleft()
+            self.control_bytes -= pkt.size
+        elif self.data and not self.paused:
+            pkt = self.data.popleft()
+            self.data_bytes -= pkt.size
+        else:
+            return None
+        c = self.counters
+        c.tx_bytes += pkt.size
+        c.tx_packets += 1
+        return pkt
+
+    def count_unqueued(self, pkt):
+        """A packet that went straight onto an idle link still counts as transmitted."""
+        c = self.counters
+        c.tx_bytes += pkt.size
+        c.tx_packets += 1

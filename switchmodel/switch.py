@@ -1,0 +1,50 @@
+"""Forwarding: which equal-cost next hop a packet takes.
+
+``spray`` picks by the packet's entropy value (per-packet spraying: the sender chooses the
+path by choosing the entropy); ``ecmp`` picks by a hash of the flow (source, destination,
+message id), so every packet of a flow takes one path, as RoCEv2 does with a fixed UDP source
+port.  Each switch mixes in its own salt so that consecutive tiers choose independently.
+"""
+
+
+def mix32(x):
+    """A 32-bit integer hash with good avalanche (murmur3's finaliser)."""
+    x &= 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
+    x ^= x >> 13
+    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
+    x ^= x >> 16
+    return x
+
+
+class Switch:
+    __slots__ = ("node", "name", "next_hops", "salt", "spray", "forwarded", "unroutable")
+
+    def __init__(self, node, name, next_hops, salt, forwarding):
+        if forwarding not in ("spray", "ecmp"):
+            raise ValueError("forwarding must be 'spray' or 'ecmp', got %r" % forwarding)
+        self.node = node
+        self.name = name
+        self.next_hops = next_hops     # dst host -> tuple of local port indices
+        self.salt = salt & 0xFFFFFFFF
+        self.spray = forwarding == "spray"
+        self.forwarded = 0
+        self.unroutable = 0
+
+    def route(self, pkt):
+        """The local egress port for ``pkt``, or -1 if its destination is unknown."""
+        dst = pkt.dst
+        if dst < 0 or dst >= len(self.next_hops):
+            self.unroutable += 1
+            return -1
+        hops = self.next_hops[dst]
+        self.forwarded += 1
+        n = len(hops)
+        if n == 1:
+            return hops[0]
+        if self.spray:
+            key = pkt.entropy ^ self.salt
+        else:
+            key = (pkt.src * 0x9E3779B1 + dst * 0x7FEB352D + pkt.msg_id) ^ self.salt
+        return hops[mix32(key) % n]

@@ -1,0 +1,59 @@
+"""Switch queue thresholds: ECN between kmin and kmax, trimming, drop-tail; forwarding."""
+
+import random
+
+from gse.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_TRIMMED, HEADER_BYTES, PRIO_CONTROL,
+                        PRIO_DATA, Packet)
+from switchmodel import DROPPED, ENQUEUED, TRIMMED, OutputQueue, QueueConfig, Switch
+
+
+def data(psn=0, entropy=0, src=0, msg=1):
+    return Packet(DATA, src, 1, msg, psn, entropy, 4096, F_ECT, 1 << 20, prio=PRIO_DATA)
+
+
+def test_ecn_marks_only_between_thresholds():
+    q = OutputQueue(QueueConfig(10**9, ecn=True, ecn_kmin=4160 * 10, ecn_kmax=4160 * 20,
+                                ecn_pmax=1.0), random.Random(1))
+    marks = []
+    for i in range(40):
+        p = data(i)
+        assert q.enqueue(p) == ENQUEUED
+        marks.append(bool(p.flags & F_ECN_CE))
+    assert not any(marks[:10])           # occupancy <= kmin: never
+    assert all(marks[19:])               # occupancy >= kmax: always (pmax = 1)
+    assert 0 < sum(marks[10:19]) < 9     # in between: some
+    assert q.counters.ecn_marks == sum(marks)
+
+
+def test_trim_above_threshold_then_drop_when_control_full():
+    cfg = QueueConfig(4160 * 4, control_queue_bytes=2 * HEADER_BYTES, trim=True,
+                      trim_bytes=4160 * 2)
+    q = OutputQueue(cfg, random.Random(1))
+    results = [q.enqueue(data(i)) for i in range(5)]
+    assert results == [ENQUEUED, ENQUEUED, TRIMMED, TRIMMED, DROPPED]
+    assert q.counters.trims == 2 and q.counters.drops == 1
+    # Trimmed headers leave first, at control priority, keeping the payload length.
+    first = q.dequeue()
+    assert first.flags & F_TRIMMED and first.size == HEADER_BYTES
+    assert first.payload_len == 4096 and first.prio == PRIO_CONTROL
+    assert q.dequeue().flags & F_TRIMMED
+    assert q.dequeue().psn == 0 and q.dequeue().psn == 1 and q.dequeue() is None
+    assert q.counters.peak_bytes == 2 * 4160 + 2 * HEADER_BYTES
+
+
+def test_drop_tail_without_trimming():
+    q = OutputQueue(QueueConfig(4160 * 3), random.Random(1))
+    assert [q.enqueue(data(i)) for i in range(4)] == [ENQUEUED] * 3 + [DROPPED]
+    ack = Packet(ACK, 1, 0, 1, 5)
+    assert q.enqueue(ack) == ENQUEUED and q.dequeue() is ack   # control first
+
+
+def test_spray_uses_every_path_and_ecmp_pins_a_flow():
+    hops = [(0, 1, 2, 3)] * 4
+    spray = Switch(10, "s", hops, 0x1234, "spray")
+    used = {spray.route(data(i, entropy=i)) for i in range(256)}
+    assert used == {0, 1, 2, 3}
+    ecmp = Switch(10, "s", hops, 0x1234, "ecmp")
+    assert len({ecmp.route(data(i, entropy=i)) for i in range(256)}) == 1
+    assert len({ecmp.route(data(0, src=s, msg=s)) for s in range(64)}) == 4
+    assert spray.route(Packet(DATA, 0, 99, 1, 0)) == -1 and spray.unroutable == 1
