@@ -190,8 +190,7 @@ class GseHost:
         if now < msg.rto_deadline:
             self._push(msg.rto_deadline, T_RTO, msg)
             return
-        lost = msg.on_timeout()
-        if not lost:
+        if msg.on_timeout() < 0:
             msg.rto_deadline = NEVER  # nothing outstanding: the next send re-arms
             return
         self.timeouts += 1
@@ -200,8 +199,6 @@ class GseHost:
             msg.rto_backoff *= 2
         msg.rto_deadline = now + cfg.rto_ps * msg.rto_backoff
         self._push(msg.rto_deadline, T_RTO, msg)
-        if len(lost) > 1:
-            self._send_request(msg, now, False)
         self._activate(msg)
 
     def _on_request_timer(self, t, msg, now):

@@ -1,7 +1,9 @@
 """Per-message records and the run summary (the JSON schema every runtime writes).
 
-Completion time (FCT) runs from the message's start to the moment the receiver holds every
-byte.  The ideal is the path's base RTT plus the message's wire bytes (payload plus one
+Completion time (FCT) runs from the message's start to the moment the sender learns that
+the receiver holds every byte (the last ACK), as htsim measures it; the receiver's own
+delivery time is recorded too (``deliver_us``: what a collective's next step waits for).
+The ideal is the path's base RTT plus the message's wire bytes (payload plus one
 64-byte header per packet) over the path's bottleneck rate, so slowdown 1.0 is a message
 that saw no queue, no loss and no competitor.  Percentiles use the nearest-rank method
 (p99 of 128 values is the 127th smallest).
@@ -25,8 +27,8 @@ def wire_bytes(size, mtu):
 
 
 class MessageRecord:
-    __slots__ = ("msg_id", "src", "dst", "size", "start_ps", "finish_ps", "ideal_ps",
-                 "retransmits")
+    __slots__ = ("msg_id", "src", "dst", "size", "start_ps", "deliver_ps", "finish_ps",
+                 "ideal_ps", "retransmits")
 
     def __init__(self, msg, ideal_ps):
         self.msg_id = msg.msg_id
@@ -34,12 +36,17 @@ class MessageRecord:
         self.dst = msg.dst
         self.size = msg.size
         self.start_ps = msg.start_ps
-        self.finish_ps = -1
+        self.deliver_ps = -1   # the receiver holds every byte
+        self.finish_ps = -1    # the sender has the last ACK
         self.ideal_ps = ideal_ps
         self.retransmits = 0
 
     @property
     def delivered(self):
+        return self.deliver_ps >= 0
+
+    @property
+    def completed(self):
         return self.finish_ps >= 0
 
     def fct_ps(self):
@@ -50,6 +57,8 @@ class MessageRecord:
              "start_us": self.start_ps / 1e6, "delivered": self.delivered,
              "ideal_us": round(self.ideal_ps / 1e6, 6), "retransmits": self.retransmits}
         if self.delivered:
+            d["deliver_us"] = self.deliver_ps / 1e6
+        if self.completed:
             fct = self.fct_ps()
             d["finish_us"] = self.finish_ps / 1e6
             d["fct_us"] = fct / 1e6
@@ -76,7 +85,8 @@ def _us(ps):
 def summarize(records, ports, hosts_counters, base_rtt_ps, sim_time_ps, events, wall_s,
               extra=None):
     """The run summary: loss, completion-time and slowdown tails, goodput, switch counters."""
-    done = [r for r in records if r.delivered]
+    delivered = sum(1 for r in records if r.delivered)
+    done = [r for r in records if r.completed]
     fcts = sorted(r.fct_ps() for r in done)
     slow = sorted(r.fct_ps() / r.ideal_ps for r in done)
     goodput = sorted(r.size * 8 / (r.fct_ps() / 1e3) for r in done)
@@ -100,8 +110,9 @@ def summarize(records, ports, hosts_counters, base_rtt_ps, sim_time_ps, events, 
             totals[k] = totals.get(k, 0) + v
     summary = {
         "messages": len(records),
-        "delivered": len(done),
-        "lost": len(records) - len(done),
+        "delivered": delivered,
+        "lost": len(records) - delivered,
+        "completed": len(done),
         "fct_us": {"p50": _us(percentile(fcts, 50)), "p99": _us(percentile(fcts, 99)),
                    "p999": _us(percentile(fcts, 99.9)), "max": _us(fcts[-1] if fcts else None),
                    "min": _us(fcts[0] if fcts else None)},

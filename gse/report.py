@@ -67,7 +67,7 @@ def write_records(path, records):
     """Per-message records: CSV if the name ends in .csv, else JSON Lines."""
     rows = [r.as_dict() for r in records]
     if path.endswith(".csv"):
-        fields = ["msg_id", "src", "dst", "size", "start_us", "finish_us", "fct_us",
+        fields = ["msg_id", "src", "dst", "size", "start_us", "deliver_us", "finish_us", "fct_us",
                   "ideal_us", "slowdown", "goodput_gbps", "retransmits", "delivered"]
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")

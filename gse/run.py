@@ -26,7 +26,8 @@ class RunResult:
 
     def per_message(self):
         """Comparable per-message outcome, for determinism checks and golden runs."""
-        return [(r.src, r.msg_id, r.finish_ps, r.retransmits) for r in self.records]
+        return [(r.src, r.msg_id, r.deliver_ps, r.finish_ps, r.retransmits)
+                for r in self.records]
 
 
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
@@ -53,10 +54,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     wall = time.perf_counter() - wall0
     for r in records:
         key = (r.src, r.msg_id)
-        r.finish_ps = net.records.get(key, -1)
+        r.deliver_ps = net.records.get(key, -1)
         done = net.sender_done.get(key)
         if done is not None:
-            r.retransmits = done[0]
+            r.retransmits, r.finish_ps = done
     base_rtt = topo.max_base_rtt_ps(cfg.mtu + HEADER_BYTES, HEADER_BYTES)
     summary = summarize(records, net.ports, [h.agent.counters() for h in net.hosts],
                         base_rtt, net.eq.now, net.eq.events, wall,

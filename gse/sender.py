@@ -217,18 +217,16 @@ class OutMsg:
         return False
 
     def on_timeout(self):
-        """RTO: everything outstanding is lost; the first goes as a probe without credit."""
-        lost = []
+        """RTO: probe with the oldest outstanding packet, without credit.
+
+        Only one packet is presumed lost: the probe's ACK carries the SACK state, and any
+        remaining hole is then found by the RACK rule (the probe was sent long after it),
+        so a lost tail ACK does not cost a whole window of spurious retransmissions."""
         for sent, psn in self.inflight:
             if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
-                lost.append(psn)
-        self.inflight.clear()
-        for psn in lost:
-            self.mark_lost(psn)
-        if lost:
-            self.probe = True
-            extra = 0
-            for psn in lost[1:]:
-                extra += self.payload_of(psn)
-            self.need_total += extra
-        return lost
+                self.mark_lost(psn)
+                self.retx.remove(psn)
+                self.retx.appendleft(psn)
+                self.probe = True
+                return psn
+        return -1
