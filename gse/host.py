@@ -129,9 +129,11 @@ class GseHost:
         if msg is None or msg.dst != pkt.src:
             self.stray += 1
             return
+        marked = -1
         if pkt.flags & F_ECN_CE:                      # echoed congestion: steer away
-            msg.entropy.penalise(pkt.entropy)
-        if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits):
+            marked = pkt.entropy
+            msg.entropy.penalise(marked)
+        if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits, marked):
             msg.rto_deadline = now + self.config.rto_ps
             msg.rto_backoff = 1
         if msg.done:

@@ -5,8 +5,9 @@ Rules, in the order the sender applies them:
 * The first ``unsched`` bytes go at once without credit (the unscheduled window); the rest
   is announced with a REQUEST carrying the total credit needed, and sent only against
   GRANTed credit.  Retransmissions also spend credit, except one RTO probe.
-* Every packet takes the next entropy value of the message's selector; values reported
-  with ECN-CE, a trim (NACK) or a timeout are penalised.
+* Every packet takes an entropy value from the message's selector: recycled from clean
+  ACKs (REPS-style) or explored; values reported with ECN-CE, a trim (NACK) or a timeout
+  are not recycled and are penalised.
 * Loss is inferred three ways: a NACK (trimmed header) means retransmit at once; SACK
   evidence means a hole overtaken by a packet sent at least ``reorder_window_ps`` later
   (RACK-style: spraying reorders by up to the queueing-delay difference between paths,
@@ -29,7 +30,7 @@ class OutMsg:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
                  "next_new", "unsched_pkts", "unsched_payload",
                  "credit", "credit_received", "need_total",
-                 "acked", "cum_acked", "n_acked", "sent_at", "inflight",
+                 "acked", "cum_acked", "n_acked", "sent_at", "sent_entropy", "inflight",
                  "max_acked_sent", "retx", "in_retx", "probe",
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
                  "entropy", "retransmits", "done", "in_ring", "finish_ps")
@@ -61,6 +62,7 @@ class OutMsg:
         self.cum_acked = 0
         self.n_acked = 0
         self.sent_at = [-1] * self.npkts  # last transmit time; -1 while queued for retx
+        self.sent_entropy = [0] * self.npkts  # entropy of the last transmission
         self.inflight = deque()           # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
         self.retx = deque()
@@ -122,8 +124,9 @@ class OutMsg:
             flags |= F_LAST
         self.sent_at[psn] = now
         self.inflight.append((now, psn))
-        pkt = Packet(DATA, self.src, self.dst, self.msg_id, psn, self.entropy.next(),
-                     length, flags, self.size, 0, 0, 0, 0, now, PRIO_DATA)
+        entropy = self.entropy.next()
+        self.sent_entropy[psn] = entropy
+        pkt = Packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags, self.size, 0, 0, 0, 0, now, PRIO_DATA)
         if flags & F_UNSCHED:
             pkt.credit = self.unsched_payload
         return pkt
@@ -145,15 +148,21 @@ class OutMsg:
     def is_acked(self, psn):
         return bool(self.acked[psn >> 3] & (1 << (psn & 7)))
 
-    def _set_acked(self, psn):
+    def _set_acked(self, psn, marked):
         self.acked[psn >> 3] |= 1 << (psn & 7)
         self.n_acked += 1
+        entropy = self.sent_entropy[psn]
+        if entropy != marked:
+            self.entropy.recycle(entropy)
         t = self.sent_at[psn]
         if t > self.max_acked_sent:
             self.max_acked_sent = t
 
-    def on_ack(self, cum, sack_base, sack_bits):
-        """Apply a cumulative ACK and SACK bitmap; return how many psns were newly acked."""
+    def on_ack(self, cum, sack_base, sack_bits, marked=-1):
+        """Apply a cumulative ACK and SACK bitmap; return how many psns were newly acked.
+
+        ``marked`` is the entropy the ACK reports congested (-1 if none): every other newly
+        acknowledged packet's entropy is recycled."""
         before = self.n_acked
         npkts = self.npkts
         if cum > npkts:
@@ -162,7 +171,7 @@ class OutMsg:
         psn = self.cum_acked
         while psn < cum:
             if not acked[psn >> 3] & (1 << (psn & 7)):
-                self._set_acked(psn)
+                self._set_acked(psn, marked)
             psn += 1
         if cum > self.cum_acked:
             self.cum_acked = cum
@@ -173,7 +182,7 @@ class OutMsg:
                 low = new & -new
                 p = sack_base + low.bit_length() - 1
                 if p < npkts:
-                    self._set_acked(p)
+                    self._set_acked(p, marked)
                 new ^= low
         while self.cum_acked < npkts and self.is_acked(self.cum_acked):
             self.cum_acked += 1

@@ -57,3 +57,16 @@ def test_spray_uses_every_path_and_ecmp_pins_a_flow():
     assert len({ecmp.route(data(i, entropy=i)) for i in range(256)}) == 1
     assert len({ecmp.route(data(0, src=s, msg=s)) for s in range(64)}) == 4
     assert spray.route(Packet(DATA, 0, 99, 1, 0)) == -1 and spray.unroutable == 1
+
+
+def test_entropy_recycling_prefers_clean_values_and_skips_penalised():
+    from gse.entropy import EntropySelector
+    sel = EntropySelector(100, 8, penalty=8)
+    first = [sel.next() for _ in range(4)]
+    assert first == [100, 101, 102, 103]       # exploring from the base
+    sel.recycle(101)
+    sel.recycle(103)
+    assert [sel.next(), sel.next()] == [101, 103]  # clean values come back first
+    sel.penalise(104)
+    assert sel.next() == 105                   # a penalised value is skipped while exploring
+    assert 104 not in [sel.next() for _ in range(6)]
