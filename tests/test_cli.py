@@ -1,0 +1,64 @@
+"""The command line end to end: options, JSON summary schema, records, .cm files, errors."""
+
+import csv
+import json
+
+import pytest
+
+from gse.cli import main
+
+KEYS = {"messages", "delivered", "lost", "fct_us", "slowdown", "goodput_gbps", "drops",
+        "trims", "retransmits", "ecn_marks", "peak_queue_bytes", "base_rtt_us",
+        "sim_time_us", "events", "wall_s"}
+
+
+def test_sim_writes_summary_and_records(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    rec = tmp_path / "r.csv"
+    rc = main(["sim", "--k", "4", "--traffic", "incast", "--senders", "5", "--size", "300000",
+               "--seed", "3", "--json", str(out), "--records", str(rec)])
+    assert rc == 0
+    s = json.loads(out.read_text())
+    assert KEYS <= set(s)
+    assert set(s["fct_us"]) >= {"p50", "p99", "p999", "max"}
+    assert set(s["slowdown"]) >= {"p50", "p99", "max"}
+    assert set(s["goodput_gbps"]) >= {"p50", "min"}
+    assert {"max", "edge", "agg", "core"} <= set(s["peak_queue_bytes"])
+    assert s["messages"] == s["delivered"] == 5 and s["lost"] == 0
+    rows = list(csv.DictReader(rec.open()))
+    assert len(rows) == 5 and all(float(r["slowdown"]) >= 1.0 for r in rows)
+    assert "FCT us" in capsys.readouterr().out
+
+
+def test_traffic_file_round_trip_through_cli(tmp_path):
+    cm = tmp_path / "t.cm"
+    assert main(["traffic", "--k", "4", "--traffic", "permutation", "--size", "100000",
+                 "--out", str(cm)]) == 0
+    assert cm.read_text().startswith("Nodes 16")
+    out = tmp_path / "s.json"
+    assert main(["sim", "--k", "4", "--traffic-file", str(cm), "--json", str(out),
+                 "--quiet"]) == 0
+    assert json.loads(out.read_text())["delivered"] == 16
+
+
+def test_bad_traffic_file_names_the_line(tmp_path, capsys):
+    cm = tmp_path / "bad.cm"
+    cm.write_text("Nodes 16\nConnections 1\n0->3 id 1 start 0 size 100 trigger 4\n")
+    assert main(["sim", "--k", "4", "--traffic-file", str(cm)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.cm:3:" in err and "trigger" in err
+
+
+def test_bad_parameters_are_refused_clearly(capsys):
+    assert main(["sim", "--k", "5"]) == 2
+    assert "k" in capsys.readouterr().err
+    assert main(["sim", "--k", "4", "--set", "policy=fifo"]) == 2
+    assert "policy" in capsys.readouterr().err
+    assert main(["sim", "--k", "4", "--set", "nonsense=1"]) == 2
+    assert "unknown GSE parameter" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert "gse" in capsys.readouterr().out
