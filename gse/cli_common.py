@@ -8,7 +8,7 @@ summary, so their results line up column for column.
 import json
 import random
 
-from gse.config import ConfigError, GseConfig, PS_PER_US
+from gse.config import ConfigError, PS_PER_US
 from gse.report import format_summary, write_records
 from topologies.registry import add_topology_options, build_topology, describe_topology_args
 
@@ -89,14 +89,18 @@ def traffic_from_args(args, topo):
                                   start_ps=start)
 
 
-def gse_config_from_args(args):
-    cfg = GseConfig()
+def gse_config_from_args(args, protocol=None):
+    """The protocol's config (GseConfig or RoceConfig) with the command line's overrides."""
+    from gse.run import default_config
+    protocol = protocol or getattr(args, "protocol", "gse")
+    cfg = default_config(protocol)
     for name, value in _overrides(args):
         cfg.set(name, value)
-    if args.unsched is not None:
-        cfg.unsched_bytes = args.unsched
-    if args.policy:
-        cfg.policy = args.policy
+    if protocol == "gse":
+        if args.unsched is not None:
+            cfg.unsched_bytes = args.unsched
+        if args.policy:
+            cfg.policy = args.policy
     cfg.validate()
     return cfg
 

@@ -12,9 +12,40 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used; the message names the field."""
 
 
-class GseConfig:
+class _Config:
+    """Shared behaviour: keyword overrides, string conversion for the CLI, validation."""
+
+    __slots__ = ()
+    NAME = "protocol"
+
+    def set(self, name, value):
+        """Set one field, converting strings (from the command line) to the field's type."""
+        if name not in self.__slots__:
+            raise ConfigError("unknown %s parameter %r (known: %s)"
+                              % (self.NAME, name, ", ".join(sorted(self.__slots__))))
+        current = getattr(self, name, None)
+        if isinstance(value, str) and not isinstance(current, str):
+            value = _parse_value(name, value, current)
+        setattr(self, name, value)
+
+    def _apply(self, overrides):
+        for name, value in overrides.items():
+            self.set(name, value)
+        self.validate()
+
+    def _positive(self, names):
+        for name in names:
+            if getattr(self, name) <= 0:
+                raise ConfigError("%s must be positive, got %r" % (name, getattr(self, name)))
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class GseConfig(_Config):
     """Parameters of the GSE host agent and of the switch queues it runs over."""
 
+    NAME = "GSE"
     __slots__ = (
         # host
         "mtu", "unsched_bytes", "credit_bytes", "grant_rate_fraction", "policy",
@@ -52,27 +83,13 @@ class GseConfig:
         self.ecn_kmax_bytes = self.BDP_BYTES * 4 // 5  # 0.8 BDP
         self.ecn_pmax_pct = 100
         self.forwarding = "spray"            # "spray" by entropy, or "ecmp" per flow
-        for name, value in overrides.items():
-            self.set(name, value)
-        self.validate()
-
-    def set(self, name, value):
-        """Set one field, converting strings (from the command line) to the field's type."""
-        if name not in self.__slots__:
-            raise ConfigError("unknown GSE parameter %r (known: %s)"
-                              % (name, ", ".join(sorted(self.__slots__))))
-        current = getattr(self, name, None)
-        if isinstance(value, str) and not isinstance(current, str):
-            value = _parse_value(name, value, current)
-        setattr(self, name, value)
+        self._apply(overrides)
 
     def validate(self):
         positive = ("mtu", "credit_bytes", "ack_every_bytes", "n_entropies", "rto_ps",
                     "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
                     "reorder_window_ps")
-        for name in positive:
-            if int(getattr(self, name)) <= 0:
-                raise ConfigError("%s must be positive, got %r" % (name, getattr(self, name)))
+        self._positive(positive)
         if not 0 <= self.unsched_bytes < 2 ** 32:
             raise ConfigError("unsched_bytes must be in [0, 2^32), got %r" % self.unsched_bytes)
         if not 64 <= self.mtu <= 65535 - 64 - 28:
@@ -94,8 +111,6 @@ class GseConfig:
         if self.rto_max_ps < self.rto_ps:
             raise ConfigError("rto_max_ps must be >= rto_ps")
 
-    def as_dict(self):
-        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def _parse_value(name, text, current):
@@ -115,3 +130,80 @@ def _parse_value(name, text, current):
         raise ConfigError("parameter %s: cannot read %r as %s"
                           % (name, text, type(current).__name__)) from None
     return text
+
+
+class RoceConfig(_Config):
+    """Parameters of the RoCEv2 baseline: go-back-N host, DCQCN, ECN, PFC switches.
+
+    Defaults follow ANCHORS.md: PFC on every switch ingress with htsim's thresholds (XOFF
+    62,250 B, XON 49,800 B, 415,000 B per egress), DCQCN as in its paper (g = 1/256,
+    55 us timers, 10 MB byte counter, F = 5, 40/200 Mb/s increases, CNP every 50 us per flow)
+    with RED marking at 100 KB / 400 KB / 0.2 (HPCC simulator's 100 Gb/s values).  For
+    htsim's RoCE model, turn DCQCN and ECN off: ``--set dcqcn=0 --set ecn=0``.
+    """
+
+    NAME = "RoCE"
+    __slots__ = (
+        "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "cnp_interval_ps",
+        "dcqcn", "dcqcn_g", "dcqcn_alpha_timer_ps", "dcqcn_increase_timer_ps",
+        "dcqcn_byte_counter", "dcqcn_f", "dcqcn_ai_mbps", "dcqcn_hai_mbps",
+        "dcqcn_min_rate_mbps",
+        "queue_bytes", "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct",
+        "pfc", "pfc_xoff_bytes", "pfc_xon_bytes", "pfc_headroom_bytes", "pfc_dynamic_alpha",
+        "switch_buffer_bytes", "forwarding",
+    )
+
+    def __init__(self, **overrides):
+        self.mtu = 4096
+        self.ack_every_bytes = 16 * 1024
+        self.rto_ps = 1000 * PS_PER_US       # go-back-N backstop; NAKs do the usual work
+        self.rto_max_ps = 16000 * PS_PER_US
+        self.cnp_interval_ps = 50 * PS_PER_US
+        self.dcqcn = True
+        self.dcqcn_g = 1.0 / 256
+        self.dcqcn_alpha_timer_ps = 55 * PS_PER_US
+        self.dcqcn_increase_timer_ps = 55 * PS_PER_US
+        self.dcqcn_byte_counter = 10 * 1024 * 1024
+        self.dcqcn_f = 5
+        self.dcqcn_ai_mbps = 40
+        self.dcqcn_hai_mbps = 200
+        self.dcqcn_min_rate_mbps = 100
+        self.queue_bytes = 415_000           # per egress port (drop-tail if PFC is off)
+        self.ecn = True
+        self.ecn_kmin_bytes = 100_000
+        self.ecn_kmax_bytes = 400_000
+        self.ecn_pmax_pct = 20
+        self.pfc = True
+        self.pfc_xoff_bytes = 62_250
+        self.pfc_xon_bytes = 49_800
+        # what is on the wire when a PAUSE lands: 2 x 1 us x 100 Gb/s plus a packet at
+        # each end, rounded up
+        self.pfc_headroom_bytes = 40_000
+        self.pfc_dynamic_alpha = 0.0         # > 0: XOFF = alpha x free shared buffer
+        self.switch_buffer_bytes = 32 * 1024 * 1024
+        self.forwarding = "ecmp"
+        self._apply(overrides)
+
+    def validate(self):
+        self._positive(("mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "cnp_interval_ps",
+                        "dcqcn_alpha_timer_ps", "dcqcn_increase_timer_ps",
+                        "dcqcn_byte_counter", "dcqcn_f", "queue_bytes", "pfc_xoff_bytes",
+                        "switch_buffer_bytes", "dcqcn_min_rate_mbps"))
+        if not 0 < self.dcqcn_g < 1:
+            raise ConfigError("dcqcn_g must be in (0, 1), got %r" % self.dcqcn_g)
+        if not 0 <= self.pfc_xon_bytes <= self.pfc_xoff_bytes:
+            raise ConfigError("need 0 <= pfc_xon_bytes <= pfc_xoff_bytes, got %r, %r"
+                              % (self.pfc_xon_bytes, self.pfc_xoff_bytes))
+        if not 0 <= self.pfc_dynamic_alpha <= 8:
+            raise ConfigError("pfc_dynamic_alpha must be in [0, 8], got %r"
+                              % self.pfc_dynamic_alpha)
+        if not 0 <= self.ecn_kmin_bytes <= self.ecn_kmax_bytes:
+            raise ConfigError("need 0 <= ecn_kmin_bytes <= ecn_kmax_bytes")
+        if not 0 <= self.ecn_pmax_pct <= 100:
+            raise ConfigError("ecn_pmax_pct must be 0..100, got %r" % self.ecn_pmax_pct)
+        if self.forwarding not in ("spray", "ecmp"):
+            raise ConfigError("forwarding must be 'spray' or 'ecmp', got %r" % self.forwarding)
+        if self.rto_max_ps < self.rto_ps:
+            raise ConfigError("rto_max_ps must be >= rto_ps")
+        if not 64 <= self.mtu <= 65535 - 64 - 28:
+            raise ConfigError("mtu must be 64..65443 payload bytes, got %r" % self.mtu)

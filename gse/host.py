@@ -23,7 +23,8 @@ T_REQUEST = 2
 class GseHost:
     __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
-                 "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits")
+                 "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
+                 "retransmit_bytes")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -43,6 +44,7 @@ class GseHost:
         self.nack_retx = 0
         self.requests_sent = 0
         self.retransmits = 0
+        self.retransmit_bytes = 0
 
     # -- application ----------------------------------------------------------------------
 
@@ -64,10 +66,12 @@ class GseHost:
     def has_work(self):
         return bool(self.control) or bool(self.ring)
 
-    def poll(self, now):
-        """The next packet for the NIC, or None."""
+    def poll(self, now, data_ok=True):
+        """The next packet for the NIC, or None (control only while ``data_ok`` is False)."""
         if self.control:
             return self.control.popleft()
+        if not data_ok:
+            return None
         ring = self.ring
         while ring:
             msg = ring.popleft()
@@ -76,6 +80,7 @@ class GseHost:
                 ring.append(msg)
                 if pkt.flags & F_RETX:
                     self.retransmits += 1
+                    self.retransmit_bytes += pkt.payload_len
                 if msg.rto_deadline == NEVER:
                     msg.rto_deadline = now + self.config.rto_ps * msg.rto_backoff
                     self._push(msg.rto_deadline, T_RTO, msg)
@@ -245,6 +250,7 @@ class GseHost:
             "malformed": self.malformed, "stray": self.stray, "timeouts": self.timeouts,
             "fast_retx_bytes": self.fast_retx_bytes, "nack_retx": self.nack_retx,
             "requests": self.requests_sent, "retransmits": self.retransmits,
+            "retransmit_bytes": self.retransmit_bytes,
             "acks": rx.acks, "nacks": rx.nacks, "grants": rx.grants_sent,
             "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
         }

@@ -41,14 +41,15 @@ PRIO_CONTROL = 1
 class Packet:
     """A transport packet; field meanings per kind are in docs/wire-format.md.
 
-    ``size`` (wire bytes) and ``corrupt`` are simulation-side attributes: ``size`` is derived
-    from the header and payload, ``corrupt`` marks a packet whose checksum would fail (an
-    emulated bit flip), which the receiving agent counts and drops like a bad datagram.
+    ``size``, ``corrupt`` and ``ingress`` are runtime-side, not header fields: ``size`` (wire
+    bytes) is derived from the header and payload; ``corrupt`` marks a packet whose checksum
+    would fail (an emulated bit flip), which the receiving agent counts and drops like a bad
+    datagram; ``ingress`` is the port a switch received it on (PFC accounting).
     """
 
     __slots__ = ("kind", "flags", "src", "dst", "msg_id", "psn", "entropy", "payload_len",
                  "msg_len", "credit", "aux", "sack_base", "sack_bits", "ts", "prio",
-                 "size", "corrupt", "payload")
+                 "size", "corrupt", "payload", "ingress")
 
     def __init__(self, kind, src, dst, msg_id=0, psn=0, entropy=0, payload_len=0,
                  flags=0, msg_len=0, credit=0, aux=0, sack_base=0, sack_bits=0, ts=0,
@@ -72,6 +73,7 @@ class Packet:
                      else HEADER_BYTES)
         self.corrupt = False
         self.payload = None   # bytes over UDP; None in the simulator
+        self.ingress = -1     # switch-local: the port it came in by (PFC accounting)
 
     def trim(self):
         """Cut the payload: the header goes on at control priority, payload_len is kept."""

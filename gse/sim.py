@@ -7,6 +7,10 @@ only when the link is free (so hosts never queue data, as htsim's NIC).  Ports o
 schedule a wake-up when something waits behind the packet on the wire, which halves the
 event count of an uncongested hop.
 
+PFC (RoCE baseline): a switch with a ``PfcState`` counts queued data bytes per ingress
+port and sends PAUSE/RESUME frames (control class) to the upstream neighbour, whose egress
+port toward it stops and restarts its data class; paused time is kept per port.
+
 Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
 ``corrupt_rate`` flips a bit (the receiving host's checksum fails: counted and dropped).
 """
@@ -14,8 +18,9 @@ Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
 import random
 
 from gse.eventq import EventQueue
-from gse.packet import HEADER_BYTES
-from switchmodel.queue import OutputQueue, QueueConfig
+from gse.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
+from switchmodel.pfc import PfcState
+from switchmodel.queue import ENQUEUED, OutputQueue
 from switchmodel.switch import Switch
 
 
@@ -28,7 +33,8 @@ class LinkPort:
 
     __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
-                 "node", "port", "kind", "faces_host")
+                 "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
+                 "paused_ps", "pauses_received")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -48,17 +54,27 @@ class LinkPort:
         self.port = port
         self.kind = kind          # kind of the node that owns this egress
         self.faces_host = faces_host
+        self.pfc = None           # the owning switch's PfcState, if PFC is on
+        self.owner = None         # the owning node object (sends PFC frames)
+        self.paused_since = -1
+        self.paused_ps = 0
+        self.pauses_received = 0
 
     def offer(self, pkt):
         """A packet routed to this port."""
         eq = self.eq
         now = eq.now
         queue = self.queue
-        if self.busy_until <= now and not self.wake_pending and not queue.paused:
+        if (self.busy_until <= now and not self.wake_pending
+                and (not queue.paused or pkt.prio == PRIO_CONTROL)):
             queue.count_unqueued(pkt)
             self.transmit(pkt, now)
             return
-        queue.enqueue(pkt)
+        result = queue.enqueue(pkt)
+        pfc = self.pfc
+        if pfc is not None and result == ENQUEUED and pkt.prio == PRIO_DATA:
+            if pfc.on_enqueue(pkt.ingress, pkt.size):
+                self.owner.send_pfc(pkt.ingress, PAUSE)
         if not self.wake_pending and len(queue):
             self.wake_pending = True
             eq.at(self.busy_until if self.busy_until > now else now, self.wake, None, None)
@@ -69,11 +85,40 @@ class LinkPort:
         if pkt is None:
             self.wake_pending = False
             return
+        pfc = self.pfc
+        if pfc is not None and pkt.prio == PRIO_DATA:
+            if pfc.on_dequeue(pkt.ingress, pkt.size):
+                self.owner.send_pfc(pkt.ingress, RESUME)
         self.transmit(pkt, now)
         if len(self.queue):
             self.eq.at(self.busy_until, self.wake, None, None)
         else:
             self.wake_pending = False
+
+    def set_paused(self, paused, now):
+        """A PAUSE or RESUME from the neighbour this port sends to."""
+        queue = self.queue
+        if paused:
+            if not queue.paused:
+                queue.paused = True
+                self.paused_since = now
+                self.pauses_received += 1
+            return
+        if queue.paused:
+            queue.paused = False
+            self.paused_ps += now - self.paused_since
+            self.paused_since = -1
+            self.restart(now)
+
+    def restart(self, now):
+        if not self.wake_pending and len(self.queue):
+            self.wake_pending = True
+            self.eq.at(self.busy_until if self.busy_until > now else now, self.wake, None, None)
+
+    def paused_total_ps(self, now):
+        if self.queue.paused:
+            return self.paused_ps + now - self.paused_since
+        return self.paused_ps
 
     def transmit(self, pkt, now):
         done = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
@@ -97,7 +142,7 @@ class HostPort(LinkPort):
     def kick(self, now):
         if self.wake_pending or self.busy_until > now:
             return
-        pkt = self.agent.poll(now)
+        pkt = self.agent.poll(now, not self.queue.paused)
         if pkt is None:
             return
         self.queue.count_unqueued(pkt)
@@ -109,9 +154,12 @@ class HostPort(LinkPort):
         self.wake_pending = False
         self.kick(self.eq.now)
 
+    def restart(self, now):
+        self.kick(now)
+
 
 class SwitchNode:
-    __slots__ = ("eq", "switch", "ports", "latency", "unroutable")
+    __slots__ = ("eq", "switch", "ports", "latency", "unroutable", "pfc")
 
     def __init__(self, eq, switch, latency_ps):
         self.eq = eq
@@ -119,6 +167,12 @@ class SwitchNode:
         self.ports = []
         self.latency = latency_ps
         self.unroutable = 0
+        self.pfc = None
+
+    def send_pfc(self, port, kind):
+        """PAUSE or RESUME to the neighbour on ``port`` (ahead of data: control class)."""
+        self.ports[port].offer(Packet(kind, self.switch.node, -1, 0, 0, 0, 0, 0, 0, 0,
+                                      PRIO_DATA, 0, 0, self.eq.now, PRIO_CONTROL))
 
     def receive(self, pkt, in_port):
         if self.latency:
@@ -127,6 +181,11 @@ class SwitchNode:
             self.forward(pkt, in_port)
 
     def forward(self, pkt, in_port):
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            self.ports[in_port].set_paused(kind == PAUSE, self.eq.now)
+            return
+        pkt.ingress = in_port
         port = self.switch.route(pkt)
         if port < 0:
             self.unroutable += 1
@@ -147,6 +206,10 @@ class HostNode:
 
     def receive(self, pkt, in_port):
         now = self.eq.now
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            self.nic.set_paused(kind == PAUSE, now)
+            return
         self.agent.receive(pkt, now)
         self.after(now)
 
@@ -186,7 +249,7 @@ class Network:
     """A topology instantiated on an event queue with one agent per host."""
 
     def __init__(self, topo, agent_factory, queue_config, forwarding, seed,
-                 loss_rate=0.0, corrupt_rate=0.0):
+                 loss_rate=0.0, corrupt_rate=0.0, pfc_config=None):
         if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
             raise ValueError("loss and corruption rates must be in [0, 1), got %r, %r"
                              % (loss_rate, corrupt_rate))
@@ -211,6 +274,8 @@ class Network:
             salt = random.Random("%s/salt/%d" % (seed, nid)).getrandbits(32)
             sw = Switch(nid, node.name, topo.next_hops[nid], salt, forwarding)
             sn = SwitchNode(eq, sw, topo.switch_latency_ps)
+            if pfc_config is not None:
+                sn.pfc = PfcState(pfc_config, len(node.ports))
             self.nodes[nid] = sn
             self.switches.append(sn)
         self.ports = []
@@ -226,6 +291,9 @@ class Network:
                 port = cls(eq, OutputQueue(queue_config, qrng), link.gbps, link.delay_ps,
                            nid, pidx, node.kind, faces_host)
                 port.peer_port = peer_port
+                port.owner = owner
+                if not is_host:
+                    port.pfc = owner.pfc
                 if loss_rate or corrupt_rate:
                     port.loss = loss_rate
                     port.corrupt = corrupt_rate
