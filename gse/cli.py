@@ -3,6 +3,7 @@
     gse sim --topology fat-tree --k 8 --link-gbps 100 --traffic permutation \
             --size 2000000 --protocol gse --seed 1 --json out.json
     gse sim --traffic-file flows.cm
+    gse compare --k 8 --traffic incast --senders 32 --plot fct.png
     gse traffic --k 8 --traffic incast --senders 32 --out incast.cm
     gse topo --k 8
 
@@ -40,6 +41,40 @@ def cmd_sim(args):
     return 0 if summary["lost"] == 0 else 1
 
 
+def cmd_compare(args):
+    from gse.compare import compare, plot_fct_cdfs, side_by_side
+    from gse.cli_common import write_json
+    topo = topology_from_args(args)
+    messages = traffic_from_args(args, topo)
+    if not messages:
+        raise ValueError("the traffic has no messages")
+    protocols = args.protocols.split(",")
+    for p in protocols:
+        if p not in PROTOCOLS:
+            raise ValueError("unknown protocol %r in --protocols (known: %s)"
+                             % (p, ", ".join(PROTOCOLS)))
+    configs = {p: gse_config_from_args(args, p) for p in protocols}
+    until = -1 if args.until_us is None else int(args.until_us * PS_PER_US)
+    results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt, until)
+    for p, result in results.items():
+        describe_run(result.summary, args, configs[p])
+    if not args.quiet:
+        print(side_by_side(results))
+    if args.json:
+        write_json(args.json, {p: r.summary for p, r in results.items()})
+    if args.records:
+        from gse.report import write_records
+        for p, r in results.items():
+            stem, dot, ext = args.records.rpartition(".")
+            write_records("%s.%s.%s" % (stem, p, ext) if dot else "%s.%s" % (args.records, p),
+                          r.records)
+    if args.plot:
+        plot_fct_cdfs(results, args.plot, "%s, %s" % (args.topology, args.traffic_file
+                                                      or args.traffic))
+        print("plot written to %s" % args.plot)
+    return 0 if all(r.summary["lost"] == 0 for r in results.values()) else 1
+
+
 def cmd_traffic(args):
     from gse.cmfile import write_cm
     topo = topology_from_args(args)
@@ -69,6 +104,14 @@ def build_parser():
     add_run_options(p, PROTOCOLS)
     p.add_argument("--until-us", type=float, default=None, help="stop the run at this time")
 
+    p = sub.add_parser("compare", help="GSE vs RoCE/PFC on the same fabric and traffic")
+    add_run_options(p, PROTOCOLS)
+    p.add_argument("--protocols", default=",".join(PROTOCOLS),
+                   help="comma-separated protocols to run (default: all)")
+    p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the FCT CDFs (needs matplotlib)")
+    handlers["compare"] = cmd_compare
+
     p = sub.add_parser("traffic", help="generate traffic and write it as a .cm file")
     add_topology_options(p)
     add_traffic_options(p)
@@ -88,7 +131,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return handlers[args.command](args)
-    except (ConfigError, ValueError, OSError) as exc:
+    except (ConfigError, ValueError, OSError, RuntimeError) as exc:
         print("gse: error: %s" % exc, file=sys.stderr)
         return 2
 

@@ -36,7 +36,8 @@ def add_protocol_options(p, protocols):
     g.add_argument("--protocol", default=protocols[0], choices=protocols)
     g.add_argument("--unsched", type=int, default=None,
                    help="GSE unscheduled first window in bytes (0 = off)")
-    g.add_argument("--policy", choices=("rr", "srpt"), help="GSE receiver grant policy")
+    g.add_argument("--policy", choices=("rr", "srpt", "fifo"),
+                   help="GSE receiver grant policy (default rr)")
     g.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override any protocol parameter (repeatable)")
     g.add_argument("--loss", type=float, default=0.0, help="random loss per link traversal")
@@ -95,6 +96,12 @@ def gse_config_from_args(args, protocol=None):
     protocol = protocol or getattr(args, "protocol", "gse")
     cfg = default_config(protocol)
     for name, value in _overrides(args):
+        if "." in name:                  # gse.NAME=V / roce.NAME=V: one protocol only
+            target, name = name.split(".", 1)
+            if target != protocol:
+                continue
+        elif getattr(args, "command", None) == "compare" and name not in cfg.__slots__:
+            continue                     # compare: an unprefixed name applies where it exists
         cfg.set(name, value)
     if protocol == "gse":
         if args.unsched is not None:

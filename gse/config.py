@@ -48,7 +48,8 @@ class GseConfig(_Config):
     NAME = "GSE"
     __slots__ = (
         # host
-        "mtu", "unsched_bytes", "credit_bytes", "grant_rate_fraction", "policy",
+        "mtu", "unsched_bytes", "unsched_charge_cap_bytes", "credit_bytes",
+        "grant_rate_fraction", "policy",
         "ack_every_bytes", "n_entropies", "entropy_penalty", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "request_timeout_ps",
         # switch queues
@@ -62,9 +63,12 @@ class GseConfig(_Config):
     def __init__(self, **overrides):
         self.mtu = 4096                      # payload bytes per DATA packet
         self.unsched_bytes = self.BDP_BYTES  # unscheduled first window (0 = off)
+        # a newcomer's unscheduled window delays grants to the others by its wire time,
+        # at most this much ahead (0 = never)
+        self.unsched_charge_cap_bytes = self.BDP_BYTES
         self.credit_bytes = 4 * 4096         # credit per GRANT: 4 MTU
         self.grant_rate_fraction = 1.0       # receiver grants at this fraction of its downlink
-        self.policy = "rr"                   # "rr" round robin, "srpt" shortest remaining first
+        self.policy = "rr"                   # "rr" round robin, "srpt", "fifo" oldest first
         self.ack_every_bytes = 16 * 1024     # coalesce ACKs; at once on ECN-CE, trim, OOO fill
         self.n_entropies = 256               # entropy values a message sprays over
         self.entropy_penalty = 64            # selections a bad entropy sits out
@@ -97,8 +101,8 @@ class GseConfig(_Config):
         if not 0 < self.grant_rate_fraction <= 2:
             raise ConfigError("grant_rate_fraction must be in (0, 2], got %r"
                               % self.grant_rate_fraction)
-        if self.policy not in ("rr", "srpt"):
-            raise ConfigError("policy must be 'rr' or 'srpt', got %r" % self.policy)
+        if self.policy not in ("rr", "srpt", "fifo"):
+            raise ConfigError("policy must be 'rr', 'srpt' or 'fifo', got %r" % self.policy)
         if self.forwarding not in ("spray", "ecmp"):
             raise ConfigError("forwarding must be 'spray' or 'ecmp', got %r" % self.forwarding)
         if not 0 <= self.ecn_kmin_bytes <= self.ecn_kmax_bytes:
@@ -150,7 +154,7 @@ class RoceConfig(_Config):
         "dcqcn_min_rate_mbps",
         "queue_bytes", "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct",
         "pfc", "pfc_xoff_bytes", "pfc_xon_bytes", "pfc_headroom_bytes", "pfc_dynamic_alpha",
-        "switch_buffer_bytes", "forwarding",
+        "pfc_pause_quanta", "switch_buffer_bytes", "forwarding",
     )
 
     def __init__(self, **overrides):
@@ -180,6 +184,7 @@ class RoceConfig(_Config):
         # each end, rounded up
         self.pfc_headroom_bytes = 40_000
         self.pfc_dynamic_alpha = 0.0         # > 0: XOFF = alpha x free shared buffer
+        self.pfc_pause_quanta = 65535        # x 512 bit times (335 us at 100 Gb/s), refreshed
         self.switch_buffer_bytes = 32 * 1024 * 1024
         self.forwarding = "ecmp"
         self._apply(overrides)

@@ -99,10 +99,10 @@ def summarize(records, ports, hosts_counters, base_rtt_ps, sim_time_ps, events, 
         marks += c.ecn_marks
         wire_drops += port.wire_drops
         wire_corrupt += port.wire_corrupt
-        tier = port.kind if port.kind in peak else "other"
-        peak[tier] = max(peak.get(tier, 0), c.peak_bytes)
+        # per switch kind (edge/agg/core, leaf/spine/...), and the ToR ports facing hosts
+        peak[port.kind] = max(peak.get(port.kind, 0), c.peak_bytes)
         peak["max"] = max(peak["max"], c.peak_bytes)
-        if port.kind == "edge" and port.faces_host:
+        if port.kind != "host" and port.faces_host:
             peak["edge_down"] = max(peak["edge_down"], c.peak_bytes)
     totals = {}
     for counters in hosts_counters:

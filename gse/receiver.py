@@ -14,7 +14,7 @@ from gse.scheduler import CreditScheduler, Demand
 
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
-                 "ecn", "first_ps")
+                 "ecn", "first_ps", "charged")
 
     def __init__(self, src, msg_id, size, mtu, order, now):
         self.src = src
@@ -26,10 +26,11 @@ class InMsg:
         self.unacked = 0
         self.ecn = False
         self.first_ps = now
+        self.charged = False      # its unscheduled window was accounted in the pacer
 
 
 class ReceiverSide:
-    __slots__ = ("addr", "mtu", "ack_every", "messages", "finished", "scheduler", "order",
+    __slots__ = ("addr", "mtu", "ack_every", "charge_cap", "messages", "finished", "scheduler", "order",
                  "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
                  "payload_bytes")
 
@@ -37,6 +38,7 @@ class ReceiverSide:
         self.addr = addr
         self.mtu = config.mtu
         self.ack_every = config.ack_every_bytes
+        self.charge_cap = config.unsched_charge_cap_bytes
         self.messages = {}        # (src, msg_id) -> InMsg
         self.finished = {}        # (src, msg_id) -> npkts, for late packets
         self.scheduler = CreditScheduler(downlink_gbps, config.grant_rate_fraction,
@@ -75,8 +77,8 @@ class ReceiverSide:
             self.duplicates += 1      # inconsistent with what we know: nothing to deliver
             return -1
         due = -1
-        if pkt.flags & F_UNSCHED and msg.demand.need_total == 0:
-            due = self.scheduler.set_need(msg.demand, msg.size - pkt.credit, now)
+        if pkt.flags & F_UNSCHED and not msg.charged:
+            due = self._announce(msg, msg.size - pkt.credit, now)
         if pkt.flags & F_TRIMMED:     # the header says what was lost
             if msg.bitmap.has(pkt.psn):
                 return due
@@ -136,10 +138,29 @@ class ReceiverSide:
         if msg is None:
             return -1
         demand = msg.demand
-        if pkt.flags & F_RETX and pkt.aux < demand.granted_total:
-            # The sender has starved for a whole timeout: grants were lost on the way.
-            demand.granted_total = pkt.aux
+        if pkt.flags & F_RETX:
+            if pkt.aux < demand.granted_total:
+                # The sender has starved for a whole timeout: grants were lost on the way.
+                demand.granted_total = pkt.aux
+        elif not msg.charged:
+            return self._announce(msg, pkt.credit, now)
         return self.scheduler.set_need(demand, pkt.credit, now)
+
+    def _announce(self, msg, scheduled_need, now):
+        """First news of a message: its credit need, and its unscheduled window.
+
+        If other messages are already being granted, the newcomer's unscheduled bytes
+        will share the downlink with them: the pacer is pushed back by their wire time
+        (Homa and EQDS count unscheduled bytes the same way), so the burst does not
+        overflow the edge queue on top of granted traffic."""
+        msg.charged = True
+        sched = self.scheduler
+        unsched = msg.size - scheduled_need
+        due = -1
+        if unsched > 0 and sched.busy():
+            due = sched.charge(unsched, now, self.charge_cap)
+        d = sched.set_need(msg.demand, scheduled_need, now)
+        return d if d >= 0 else due
 
     def grant(self, now):
         """The pacer is due: one GRANT packet, or None if nobody needs credit."""

@@ -26,9 +26,12 @@ def format_summary(s):
         ("drops (queue + wire) / trims", "%d (%d + %d) / %d" % (s["drops"], s["queue_drops"],
                                                                s["wire_drops"], s["trims"])),
         ("retransmits / ECN marks", "%d / %d" % (s["retransmits"], s["ecn_marks"])),
-        ("peak queue B max / edge->host / agg / core",
-         " / ".join(_fmt(s["peak_queue_bytes"].get(k)) for k in ("max", "edge_down", "agg",
-                                                                  "core"))),
+        ("peak queue B max / ToR->host / by tier",
+         "%s / %s / %s" % (_fmt(s["peak_queue_bytes"]["max"]),
+                           _fmt(s["peak_queue_bytes"]["edge_down"]),
+                           ", ".join("%s %s" % (k, _fmt(v)) for k, v in
+                                     sorted(s["peak_queue_bytes"].items())
+                                     if k not in ("max", "edge_down", "host") and v))),
     ]
     for key in ("pfc_pauses", "paused_time_us"):
         if key in s:

@@ -66,7 +66,7 @@ def pfc_config(protocol, config):
         return None
     return PfcConfig(config.pfc_xoff_bytes, config.pfc_xoff_bytes - config.pfc_xon_bytes,
                      config.pfc_headroom_bytes, config.pfc_dynamic_alpha,
-                     config.switch_buffer_bytes)
+                     config.switch_buffer_bytes, config.pfc_pause_quanta)
 
 
 def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0):

@@ -5,8 +5,10 @@ hands out credit bounds what converges on the receiver's downlink.  Credit is co
 payload bytes; the pacing interval is the wire time of the packets that credit buys (payload
 plus one header per MTU), so grants never exceed ``rate x fraction``.
 
-Policies: ``rr`` (round robin over messages that still need credit) and ``srpt`` (the
-message with the fewest bytes left to grant first; ties by arrival).
+Policies: ``rr`` (round robin over messages that still need credit: fair sharing),
+``srpt`` (the message with the fewest bytes left to grant first; ties by arrival: lowest
+mean completion time) and ``fifo`` (the oldest message first: lowest maximum completion
+time when messages arrive staggered, the order a lossless FIFO fabric serves them in).
 """
 
 from collections import deque
@@ -70,6 +72,27 @@ class CreditScheduler:
             return self.next_time
         return -1
 
+    def charge(self, payload_bytes, now, cap_bytes):
+        """Unscheduled bytes are about to arrive while others hold credit: push the next
+        grant back by their wire time, so that the downlink's total stays at its rate.
+
+        The push never reaches more than ``cap_bytes`` of wire time past now: when many
+        senders start at once their unscheduled windows mostly end up trimmed, and those
+        trimmed bytes never use the downlink.  Returns the new due time if a grant is
+        pending (the caller re-arms), else -1."""
+        start = self.next_time if self.next_time > now else now
+        pushed = start + wire_ps(payload_bytes, self.mtu, self.mbps)
+        limit = now + wire_ps(cap_bytes, self.mtu, self.mbps)
+        if pushed > limit:
+            pushed = limit
+        if pushed > self.next_time:
+            self.next_time = pushed
+        return self.next_time if self.armed else -1
+
+    def busy(self):
+        """Some message is waiting for credit."""
+        return len(self.active) > 0
+
     def remove(self, demand):
         if demand.queued:
             demand.queued = False
@@ -84,6 +107,9 @@ class CreditScheduler:
         while active:
             if self.policy == "srpt":
                 demand = min(active, key=_srpt_key)
+                active.remove(demand)
+            elif self.policy == "fifo":
+                demand = min(active, key=_fifo_key)
                 active.remove(demand)
             else:
                 demand = active.popleft()
@@ -104,6 +130,10 @@ class CreditScheduler:
                 self.armed = True
             return demand, amount
         return None
+
+
+def _fifo_key(demand):
+    return demand.order
 
 
 def _srpt_key(demand):

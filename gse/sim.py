@@ -9,7 +9,9 @@ event count of an uncongested hop.
 
 PFC (RoCE baseline): a switch with a ``PfcState`` counts queued data bytes per ingress
 port and sends PAUSE/RESUME frames (control class) to the upstream neighbour, whose egress
-port toward it stops and restarts its data class; paused time is kept per port.
+port toward it stops and restarts its data class; paused time is kept per port.  As in
+802.1Qbb a PAUSE holds for its quanta (x 512 bit times) and the switch refreshes it at half
+that while the port stays over XOFF, so a lost RESUME or PAUSE cannot stall a port forever.
 
 Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
 ``corrupt_rate`` flips a bit (the receiving host's checksum fails: counted and dropped).
@@ -34,7 +36,7 @@ class LinkPort:
     __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
-                 "paused_ps", "pauses_received")
+                 "paused_ps", "pauses_received", "pause_until")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -59,6 +61,7 @@ class LinkPort:
         self.paused_since = -1
         self.paused_ps = 0
         self.pauses_received = 0
+        self.pause_until = -1
 
     def offer(self, pkt):
         """A packet routed to this port."""
@@ -95,15 +98,27 @@ class LinkPort:
         else:
             self.wake_pending = False
 
-    def set_paused(self, paused, now):
+    def on_pfc(self, pkt, now):
         """A PAUSE or RESUME from the neighbour this port sends to."""
-        queue = self.queue
-        if paused:
-            if not queue.paused:
-                queue.paused = True
+        if pkt.kind == PAUSE and pkt.credit > 0:
+            until = now + (pkt.credit * 512 * 1_000_000 + self.mbps - 1) // self.mbps
+            if not self.queue.paused:
+                self.queue.paused = True
                 self.paused_since = now
                 self.pauses_received += 1
+            if until > self.pause_until:
+                self.pause_until = until
+                self.eq.at(until, self.pause_expired, until, None)
             return
+        self.resume(now)
+
+    def pause_expired(self, until, _b):
+        if self.queue.paused and until == self.pause_until:
+            self.resume(self.eq.now)
+
+    def resume(self, now):
+        queue = self.queue
+        self.pause_until = -1
         if queue.paused:
             queue.paused = False
             self.paused_ps += now - self.paused_since
@@ -159,7 +174,8 @@ class HostPort(LinkPort):
 
 
 class SwitchNode:
-    __slots__ = ("eq", "switch", "ports", "latency", "unroutable", "pfc")
+    __slots__ = ("eq", "switch", "ports", "latency", "unroutable", "pfc", "pfc_frames",
+                 "bad_frames")
 
     def __init__(self, eq, switch, latency_ps):
         self.eq = eq
@@ -168,11 +184,26 @@ class SwitchNode:
         self.latency = latency_ps
         self.unroutable = 0
         self.pfc = None
+        self.pfc_frames = 0       # PAUSE and RESUME frames sent, refreshes included
+        self.bad_frames = 0       # corrupted PFC frames ignored
 
     def send_pfc(self, port, kind):
-        """PAUSE or RESUME to the neighbour on ``port`` (ahead of data: control class)."""
-        self.ports[port].offer(Packet(kind, self.switch.node, -1, 0, 0, 0, 0, 0, 0, 0,
+        """PAUSE (with quanta) or RESUME to the neighbour on ``port``, ahead of data."""
+        quanta = self.pfc.cfg.pause_quanta if kind == PAUSE else 0
+        self.pfc_frames += 1
+        self.ports[port].offer(Packet(kind, self.switch.node, -1, 0, 0, 0, 0, 0, 0, quanta,
                                       PRIO_DATA, 0, 0, self.eq.now, PRIO_CONTROL))
+        if kind == PAUSE:
+            self.eq.at(self.eq.now + self._refresh_ps(port), self.refresh_pause, port, None)
+
+    def _refresh_ps(self, port):
+        """Half the pause time, so the upstream never resumes while we are over XOFF."""
+        mbps = self.ports[port].mbps
+        return self.pfc.cfg.pause_quanta * 512 * 1_000_000 // mbps // 2
+
+    def refresh_pause(self, port, _b):
+        if self.pfc.pausing[port]:
+            self.send_pfc(port, PAUSE)
 
     def receive(self, pkt, in_port):
         if self.latency:
@@ -183,7 +214,10 @@ class SwitchNode:
     def forward(self, pkt, in_port):
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.ports[in_port].set_paused(kind == PAUSE, self.eq.now)
+            if pkt.corrupt:
+                self.bad_frames += 1
+            else:
+                self.ports[in_port].on_pfc(pkt, self.eq.now)
             return
         pkt.ingress = in_port
         port = self.switch.route(pkt)
@@ -208,7 +242,8 @@ class HostNode:
         now = self.eq.now
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.nic.set_paused(kind == PAUSE, now)
+            if not pkt.corrupt:
+                self.nic.on_pfc(pkt, now)
             return
         self.agent.receive(pkt, now)
         self.after(now)

@@ -13,10 +13,10 @@ state is sans-I/O: it returns decisions, the runtime sends the frames.
 
 class PfcConfig:
     __slots__ = ("xoff_bytes", "xon_gap_bytes", "headroom_bytes", "dynamic_alpha",
-                 "buffer_bytes")
+                 "buffer_bytes", "pause_quanta")
 
     def __init__(self, xoff_bytes=62_250, xon_gap_bytes=12_450, headroom_bytes=50_000,
-                 dynamic_alpha=0.0, buffer_bytes=0):
+                 dynamic_alpha=0.0, buffer_bytes=0, pause_quanta=65535):
         if xoff_bytes <= 0 and dynamic_alpha <= 0:
             raise ValueError("PFC needs a positive xoff_bytes or dynamic_alpha")
         if xon_gap_bytes < 0 or headroom_bytes < 0:
@@ -28,6 +28,9 @@ class PfcConfig:
         self.headroom_bytes = headroom_bytes  # what may still arrive after PAUSE
         self.dynamic_alpha = dynamic_alpha    # XOFF = alpha x free shared buffer
         self.buffer_bytes = buffer_bytes      # shared buffer of the switch
+        self.pause_quanta = pause_quanta      # a PAUSE holds for quanta x 512 bit times
+        if not 1 <= pause_quanta <= 65535:
+            raise ValueError("pause_quanta must be 1..65535, got %r" % pause_quanta)
 
 
 class PfcState:

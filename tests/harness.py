@@ -8,14 +8,15 @@ packet on the wire.  No switches, no randomness: what a test asserts is the agen
 import random
 from heapq import heappop, heappush
 
-from gse.config import GseConfig
-from gse.host import GseHost
+from gse.run import default_config, host_factory
 
 
 class Wire:
-    def __init__(self, n_hosts=2, config=None, gbps=100.0, delay_ps=1_000_000, drop=None):
-        self.config = config or GseConfig()
-        self.hosts = [GseHost(i, self.config, random.Random(i), gbps) for i in range(n_hosts)]
+    def __init__(self, n_hosts=2, config=None, gbps=100.0, delay_ps=1_000_000, drop=None,
+                 protocol="gse"):
+        self.config = config or default_config(protocol)
+        make = host_factory(protocol, self.config)
+        self.hosts = [make(i, random.Random(i), gbps) for i in range(n_hosts)]
         self.mbps = int(gbps * 1000)
         self.delay = delay_ps
         self.drop = drop or (lambda pkt: False)

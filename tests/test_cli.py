@@ -52,7 +52,7 @@ def test_bad_traffic_file_names_the_line(tmp_path, capsys):
 def test_bad_parameters_are_refused_clearly(capsys):
     assert main(["sim", "--k", "5"]) == 2
     assert "k" in capsys.readouterr().err
-    assert main(["sim", "--k", "4", "--set", "policy=fifo"]) == 2
+    assert main(["sim", "--k", "4", "--set", "policy=lifo"]) == 2
     assert "policy" in capsys.readouterr().err
     assert main(["sim", "--k", "4", "--set", "nonsense=1"]) == 2
     assert "unknown GSE parameter" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Validation of the RoCE/PFC baseline (and GSE) against htsim's published figures.
+
+    python experiments/validate_htsim.py [--seeds 1 2 3] [--json out.json]
+
+Runs the k=8 Fat-Tree (100 Gb/s, 1 us links) permutation of 2 MB flows and the 32:1
+incast of 2 MB with the baseline configured as htsim's RoCE model (no DCQCN, no ECN,
+PFC XOFF 62,250 B / XON 49,800 B, 415,000 B egress), then with DCQCN on, and GSE beside
+them; prints each figure next to ANCHORS.md's htsim value and the relative gap.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from gse import traffic                      # noqa: E402
+from gse.config import GseConfig, RoceConfig  # noqa: E402
+from gse.run import run_simulation            # noqa: E402
+from topologies import fat_tree               # noqa: E402
+
+HTSIM = {  # ANCHORS.md, htsim on a 2-core machine of this kind
+    ("roce-htsim", "permutation"): {"fct_p50_us": 449.8, "fct_p99_us": 931.7,
+                                    "fct_max_us": 933.1, "goodput_p50_gbps": 35.6},
+    ("roce-htsim", "incast"): {"fct_min_us": 2120, "fct_p50_us": 4077, "fct_max_us": 5213},
+    ("gse", "permutation"): {"fct_p50_us": 193.7, "fct_p99_us": 201.3, "fct_max_us": 202.0,
+                             "goodput_p50_gbps": 82.7},
+    ("gse", "incast"): {"fct_p50_us": 4855, "fct_max_us": 5242},
+}
+
+VARIANTS = {
+    "roce-htsim": ("roce", lambda: RoceConfig(dcqcn=False, ecn=False)),
+    "roce-dcqcn": ("roce", lambda: RoceConfig()),
+    "gse": ("gse", lambda: GseConfig()),
+}
+
+
+def run(variant, workload, seed):
+    topo = fat_tree(8)
+    rng = random.Random("%s/traffic" % seed)
+    if workload == "permutation":
+        msgs = traffic.permutation(len(topo.hosts), 2_000_000, rng)
+    else:
+        msgs = traffic.incast(len(topo.hosts), 32, 2_000_000, rng)
+    protocol, make = VARIANTS[variant]
+    s = run_simulation(topo, msgs, protocol, make(), seed).summary
+    return {"variant": variant, "workload": workload, "seed": seed,
+            "fct_min_us": s["fct_us"]["min"], "fct_p50_us": s["fct_us"]["p50"],
+            "fct_p99_us": s["fct_us"]["p99"], "fct_max_us": s["fct_us"]["max"],
+            "goodput_p50_gbps": s["goodput_gbps"]["p50"], "lost": s["lost"],
+            "drops": s["drops"], "pfc_pauses": s["pfc_pauses"],
+            "paused_time_us": s["paused_time_us"], "wall_s": s["wall_s"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rows = []
+    print("%-11s %-11s %4s %9s %9s %9s %9s %8s %5s %6s %7s" % (
+        "variant", "workload", "seed", "min us", "p50 us", "p99 us", "max us", "Gb/s p50",
+        "drops", "pauses", "wall s"))
+    for variant in args.variants:
+        for workload in ("permutation", "incast"):
+            for seed in args.seeds:
+                r = run(variant, workload, seed)
+                rows.append(r)
+                print("%-11s %-11s %4d %9.1f %9.1f %9.1f %9.1f %8.2f %5d %6d %7.2f" % (
+                    variant, workload, seed, r["fct_min_us"], r["fct_p50_us"],
+                    r["fct_p99_us"], r["fct_max_us"], r["goodput_p50_gbps"], r["drops"],
+                    r["pfc_pauses"], r["wall_s"]), flush=True)
+    print("\nmean over seeds beside htsim (ANCHORS.md):")
+    print("%-11s %-11s %-17s %10s %10s %8s" % ("variant", "workload", "figure", "here",
+                                              "htsim", "gap"))
+    for (variant, workload), ref in HTSIM.items():
+        mine = [r for r in rows if r["variant"] == variant and r["workload"] == workload]
+        if not mine:
+            continue
+        for key, value in ref.items():
+            here = sum(r[key] for r in mine) / len(mine)
+            print("%-11s %-11s %-17s %10.1f %10.1f %+7.0f%%" % (
+                variant, workload, key, here, value, 100.0 * (here - value) / value))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

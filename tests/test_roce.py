@@ -1,0 +1,117 @@
+"""The RoCEv2 baseline alone: go-back-N, NAK, RTO, CNP pacing, DCQCN, PFC accounting."""
+
+import pytest
+
+from gse.config import ConfigError, RoceConfig
+from gse.dcqcn import Dcqcn
+from gse.packet import ACK, CNP, DATA, F_ECN_CE, F_RETX, NACK
+from switchmodel.pfc import PfcConfig, PfcState
+
+from harness import Wire
+
+MTU = 4096
+
+
+def sent(w, kind):
+    return [p for p in w.sent if p.kind == kind]
+
+
+def roce(**kw):
+    return RoceConfig(**kw)
+
+
+def test_clean_transfer_is_in_order_without_naks():
+    w = Wire(protocol="roce", config=roce(dcqcn=False))
+    w.start(0, 1, 1, 50 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered
+    assert [p.psn for p in sent(w, DATA)] == list(range(50))
+    assert sent(w, NACK) == [] and w.hosts[1].ooo_discarded == 0
+    assert sent(w, ACK)[-1].psn == 50
+
+
+def test_go_back_n_after_a_loss():
+    def drop_psn3(pkt):
+        return pkt.kind == DATA and pkt.psn == 3 and not pkt.flags & F_RETX
+    w = Wire(protocol="roce", config=roce(dcqcn=False), drop=drop_psn3)
+    w.start(0, 1, 1, 20 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered
+    naks = sent(w, NACK)
+    assert [n.psn for n in naks] == [3]                  # one NAK per hole
+    resent = [p.psn for p in sent(w, DATA) if p.flags & F_RETX]
+    assert resent[0] == 3 and resent == list(range(3, 3 + len(resent)))
+    assert w.hosts[1].ooo_discarded >= 1                 # later packets were thrown away
+    assert w.hosts[0].retransmit_bytes == len(resent) * MTU
+
+
+def test_lost_tail_recovered_by_rto():
+    lost = []
+
+    def drop_last(pkt):
+        if pkt.kind == DATA and pkt.psn == 9 and not lost:
+            lost.append(pkt)
+            return True
+        return False
+    cfg = roce(dcqcn=False)
+    w = Wire(protocol="roce", config=cfg, drop=drop_last)
+    w.start(0, 1, 1, 10 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered and w.hosts[0].timeouts == 1
+
+
+def test_cnp_at_most_once_per_interval_and_dcqcn_slows_the_sender():
+    def mark_all(pkt):
+        if pkt.kind == DATA:
+            pkt.flags |= F_ECN_CE
+        return False
+    cfg = roce()
+    w = Wire(protocol="roce", config=cfg, drop=mark_all)
+    w.start(0, 1, 1, 2000 * MTU)                         # ~660 us at line rate
+    w.run()
+    assert (0, 1) in w.delivered
+    cnps = [p.ts for p in sent(w, CNP)]
+    assert len(cnps) >= 2
+    assert all(b - a >= cfg.cnp_interval_ps for a, b in zip(cnps, cnps[1:]))
+    # The limiter spaced the data out: slower than line rate.
+    data = sent(w, DATA)
+    assert data[-1].ts - data[0].ts > 2 * 2000 * (MTU + 64) * 8 * 10
+
+
+def test_dcqcn_cut_and_recovery():
+    cfg = roce()
+    cc = Dcqcn(100_000, cfg)
+    cc.on_cnp(0)
+    assert cc.rc == pytest.approx(50_000) and cc.rt == 100_000   # alpha = 1: halve
+    rates = []
+    t = 0
+    for _ in range(200):
+        t = cc.next_deadline()
+        if t < 0:
+            break
+        cc.on_timer(t)
+        rates.append(cc.rc)
+    assert all(b >= a for a, b in zip(rates, rates[1:]))        # no CNP: only increases
+    assert max(rates) <= 100_000
+    assert cc.alpha < 1.0                                       # alpha decays without CNPs
+
+
+def test_pfc_pause_at_xoff_resume_at_xon_and_dynamic_threshold():
+    st = PfcState(PfcConfig(xoff_bytes=10_000, xon_gap_bytes=4_000, headroom_bytes=8_000), 2)
+    assert [st.on_enqueue(0, 4000) for _ in range(3)] == [False, False, True]
+    assert st.on_enqueue(0, 4000) is False and st.headroom_overflows == 0
+    assert st.on_enqueue(0, 4000) is False and st.headroom_overflows == 1
+    # 20,000 queued; RESUME once at or below XON = 10,000 - 4,000
+    assert [st.on_dequeue(0, 4000) for _ in range(4)] == [False, False, False, True]
+    assert st.pauses_sent == 1 and st.resumes_sent == 1
+    dyn = PfcState(PfcConfig(xoff_bytes=0, dynamic_alpha=0.125, buffer_bytes=80_000), 2)
+    assert dyn.xoff() == 10_000
+    dyn.on_enqueue(1, 40_000)                   # a full port shrinks everyone's threshold
+    assert dyn.xoff() == 5_000 and dyn.pausing[1]
+
+
+def test_bad_roce_parameters_refused():
+    with pytest.raises(ConfigError, match="pfc_xon_bytes"):
+        RoceConfig(pfc_xon_bytes=10**6)
+    with pytest.raises(ConfigError, match="dcqcn_g"):
+        RoceConfig(dcqcn_g=2)
