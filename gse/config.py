@@ -51,7 +51,7 @@ class GseConfig(_Config):
         "mtu", "unsched_bytes", "unsched_charge_cap_bytes", "credit_bytes",
         "grant_rate_fraction", "policy",
         "ack_every_bytes", "n_entropies", "entropy_penalty", "reorder_window_ps",
-        "rto_ps", "rto_max_ps", "request_timeout_ps",
+        "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
         # switch queues
         "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
         "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct", "forwarding",
@@ -77,6 +77,7 @@ class GseConfig(_Config):
         self.reorder_window_ps = 30 * PS_PER_US
         self.rto_ps = 100 * PS_PER_US        # 15 us + 6 queue drains at 100 Gb/s, rounded
         self.rto_max_ps = 1600 * PS_PER_US
+        self.tlp_min_ps = 10 * PS_PER_US     # tail-loss probe: 2 x smoothed RTT, at least this
         self.request_timeout_ps = 100 * PS_PER_US  # re-REQUEST when starved of credit
         self.queue_bytes = self.BDP_BYTES    # per egress port; 1 BDP with trimming
         self.trim = True
@@ -90,7 +91,7 @@ class GseConfig(_Config):
         self._apply(overrides)
 
     def validate(self):
-        positive = ("mtu", "credit_bytes", "ack_every_bytes", "n_entropies", "rto_ps",
+        positive = ("mtu", "credit_bytes", "ack_every_bytes", "n_entropies", "rto_ps", "tlp_min_ps",
                     "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
                     "reorder_window_ps")
         self._positive(positive)

@@ -18,13 +18,14 @@ from gse.sender import NEVER, OutMsg
 T_PACER = 0
 T_RTO = 1
 T_REQUEST = 2
+T_TLP = 3
 
 
 class GseHost:
     __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
-                 "retransmit_bytes")
+                 "retransmit_bytes", "srtt", "tail_probes")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -45,6 +46,8 @@ class GseHost:
         self.requests_sent = 0
         self.retransmits = 0
         self.retransmit_bytes = 0
+        self.srtt = 0             # smoothed RTT from ACK timestamp echoes (0: no sample)
+        self.tail_probes = 0
 
     # -- application ----------------------------------------------------------------------
 
@@ -84,6 +87,9 @@ class GseHost:
                 if msg.rto_deadline == NEVER:
                     msg.rto_deadline = now + self.config.rto_ps * msg.rto_backoff
                     self._push(msg.rto_deadline, T_RTO, msg)
+                if msg.next_new == msg.npkts and msg.tlp_deadline == NEVER:
+                    msg.tlp_deadline = now + self._pto()
+                    self._push(msg.tlp_deadline, T_TLP, msg)
                 return pkt
             msg.in_ring = False
         return None
@@ -124,6 +130,8 @@ class GseHost:
                 self._on_pacer(now)
             elif kind == T_RTO:
                 self._on_rto(t, msg, now)
+            elif kind == T_TLP:
+                self._on_tlp(msg, now)
             else:
                 self._on_request_timer(t, msg, now)
 
@@ -138,9 +146,13 @@ class GseHost:
         if pkt.flags & F_ECN_CE:                      # echoed congestion: steer away
             marked = pkt.entropy
             msg.entropy.penalise(marked)
+        sample = now - pkt.ts
+        if 0 < sample < self.config.rto_ps:
+            self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
         if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits, marked):
             msg.rto_deadline = now + self.config.rto_ps
             msg.rto_backoff = 1
+            msg.last_progress = now
         if msg.done:
             self._finish(msg, now)
             return
@@ -208,6 +220,27 @@ class GseHost:
         self._push(msg.rto_deadline, T_RTO, msg)
         self._activate(msg)
 
+    def _pto(self):
+        """Tail-loss probe timeout: two smoothed RTTs, within [tlp_min_ps, rto_ps)."""
+        cfg = self.config
+        pto = 2 * self.srtt
+        if pto < cfg.tlp_min_ps:
+            return cfg.tlp_min_ps
+        return pto if pto < cfg.rto_ps else cfg.rto_ps
+
+    def _on_tlp(self, msg, now):
+        """One probe per quiet spell: re-armed while ACKs keep arriving."""
+        if msg.done or msg.tlp_deadline == NEVER:
+            return
+        due = msg.last_progress + self._pto()
+        if due > msg.tlp_deadline and due > now:
+            msg.tlp_deadline = due
+            self._push(due, T_TLP, msg)
+            return
+        if msg.probe_tail() >= 0:
+            self.tail_probes += 1
+            self._activate(msg)
+
     def _on_request_timer(self, t, msg, now):
         if msg.done or msg.req_deadline == NEVER:
             return
@@ -250,7 +283,7 @@ class GseHost:
             "malformed": self.malformed, "stray": self.stray, "timeouts": self.timeouts,
             "fast_retx_bytes": self.fast_retx_bytes, "nack_retx": self.nack_retx,
             "requests": self.requests_sent, "retransmits": self.retransmits,
-            "retransmit_bytes": self.retransmit_bytes,
+            "retransmit_bytes": self.retransmit_bytes, "tail_probes": self.tail_probes,
             "acks": rx.acks, "nacks": rx.nacks, "grants": rx.grants_sent,
             "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
         }

@@ -11,7 +11,8 @@ Rules, in the order the sender applies them:
 * Loss is inferred three ways: a NACK (trimmed header) means retransmit at once; SACK
   evidence means a hole overtaken by a packet sent at least ``reorder_window_ps`` later
   (RACK-style: spraying reorders by up to the queueing-delay difference between paths,
-  which trimming bounds, so time, not a packet count, is the right yardstick); the RTO,
+  which trimming bounds, so time, not a packet count, is the right yardstick); a
+  tail-loss probe two smoothed RTTs after the last packet exposes a lost tail; the RTO,
   with backoff, is the backstop.
 * Credit starvation (a lost GRANT or REQUEST) is repaired by re-sending the REQUEST, which
   carries absolute totals so that a duplicate is harmless.
@@ -33,6 +34,7 @@ class OutMsg:
                  "acked", "cum_acked", "n_acked", "sent_at", "sent_entropy", "inflight",
                  "max_acked_sent", "retx", "in_retx", "probe",
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
+                 "tlp_deadline", "last_progress",
                  "entropy", "retransmits", "done", "in_ring", "finish_ps")
 
     def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
@@ -69,6 +71,8 @@ class OutMsg:
         self.in_retx = bytearray(self.npkts)
         self.probe = False
         self.rto_deadline = NEVER
+        self.tlp_deadline = NEVER      # tail-loss probe armed once the last packet is out
+        self.last_progress = now
         self.rto_backoff = 1
         self.req_deadline = NEVER
         self.req_backoff = 1
@@ -224,6 +228,20 @@ class OutMsg:
             if self.sent_at[psn] == sent and not self.is_acked(psn):
                 return True
         return False
+
+    def probe_tail(self):
+        """Tail-loss probe: resend the newest outstanding packet, without credit.
+
+        When the end of a message is lost no later packet exists to expose the hole to
+        RACK; the probe's ACK does, two round trips after the tail instead of an RTO."""
+        for sent, psn in reversed(self.inflight):
+            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
+                self.mark_lost(psn)
+                self.retx.remove(psn)
+                self.retx.appendleft(psn)
+                self.probe = True
+                return psn
+        return -1
 
     def on_timeout(self):
         """RTO: probe with the oldest outstanding packet, without credit.

@@ -166,11 +166,13 @@ class HostPort(LinkPort):
         self.eq.at(self.busy_until, self.wake, None, None)
 
     def wake(self, _a, _b):
+        # through the host node: a poll may arm agent timers (pacing, RTO, tail probe)
+        # that the node's one wake-up must then cover
         self.wake_pending = False
-        self.kick(self.eq.now)
+        self.owner.after(self.eq.now)
 
     def restart(self, now):
-        self.kick(now)
+        self.owner.after(now)
 
 
 class SwitchNode:

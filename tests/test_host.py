@@ -51,7 +51,7 @@ def test_trimmed_packet_is_nacked_and_resent_at_once():
     assert (0, 1) in w.delivered
 
 
-def test_rto_probes_with_exponential_backoff():
+def test_tail_probe_then_rto_probes_with_exponential_backoff():
     drops = []
 
     def drop_three(pkt):
@@ -61,13 +61,14 @@ def test_rto_probes_with_exponential_backoff():
         return False
     cfg = GseConfig()
     w = Wire(config=cfg, drop=drop_three)
-    w.start(0, 1, 1, 1000)                    # one packet: only the RTO can recover it
+    w.start(0, 1, 1, 1000)                    # one packet: only probes can recover it
     w.run()
     assert (0, 1) in w.delivered
     sends = [p.ts for p in kinds(w, DATA)]
-    assert len(sends) == 4 and w.hosts[0].timeouts == 3
-    rto = cfg.rto_ps
-    assert [b - a for a, b in zip(sends, sends[1:])] == [rto, 2 * rto, 4 * rto]
+    rto, pto = cfg.rto_ps, cfg.tlp_min_ps     # no RTT sample yet: the minimum PTO
+    # tail probe after the PTO, RTO probe at the RTO, then the backed-off RTO (2 x RTO)
+    assert sends == [0, pto, rto, 3 * rto]
+    assert w.hosts[0].tail_probes == 1 and w.hosts[0].timeouts == 2
 
 
 def test_lost_tail_costs_one_probe_not_a_window():
@@ -83,10 +84,12 @@ def test_lost_tail_costs_one_probe_not_a_window():
     w.run()
     assert (0, 1) in w.delivered
     # psn 4..6 were received but not yet acknowledged (coalescing) when psn 7 was lost:
-    # the RTO probes once, and the probe's ACK shows that only psn 7 is missing.
-    resent = [p.psn for p in kinds(w, DATA) if p.flags & F_RETX]
-    assert w.hosts[0].timeouts == 1 and len(resent) == 2 and resent[-1] == 7
-    assert w.hosts[1].receiver.duplicates <= 1
+    # the tail-loss probe resends only the newest packet, long before any RTO.
+    resent = [p for p in kinds(w, DATA) if p.flags & F_RETX]
+    assert [p.psn for p in resent] == [7]
+    assert w.hosts[0].timeouts == 0 and w.hosts[0].tail_probes == 1
+    assert resent[0].ts < lost[0].ts + 3 * GseConfig().tlp_min_ps
+    assert w.hosts[1].receiver.duplicates == 0
 
 
 def test_sack_fast_retransmit_without_timeout():
