@@ -50,7 +50,7 @@ class GseConfig(_Config):
         # host
         "mtu", "unsched_bytes", "unsched_charge_cap_bytes", "credit_bytes",
         "grant_rate_fraction", "policy",
-        "ack_every_bytes", "n_entropies", "entropy_penalty", "reorder_window_ps",
+        "ack_every_bytes", "ack_delay_ps", "n_entropies", "entropy_penalty", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
         # switch queues
         "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
@@ -70,6 +70,7 @@ class GseConfig(_Config):
         self.grant_rate_fraction = 1.0       # receiver grants at this fraction of its downlink
         self.policy = "rr"                   # "rr" round robin, "srpt", "fifo" oldest first
         self.ack_every_bytes = 16 * 1024     # coalesce ACKs; at once on ECN-CE, trim, OOO fill
+        self.ack_delay_ps = 10 * PS_PER_US   # ... and never hold one back longer than this
         self.n_entropies = 256               # entropy values a message sprays over
         self.entropy_penalty = 64            # selections a bad entropy sits out
         # A hole is lost once a packet sent this much later is acknowledged: two hops of a
@@ -91,7 +92,8 @@ class GseConfig(_Config):
         self._apply(overrides)
 
     def validate(self):
-        positive = ("mtu", "credit_bytes", "ack_every_bytes", "n_entropies", "rto_ps", "tlp_min_ps",
+        positive = ("mtu", "credit_bytes", "ack_every_bytes", "ack_delay_ps", "n_entropies",
+                    "rto_ps", "tlp_min_ps",
                     "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
                     "reorder_window_ps")
         self._positive(positive)

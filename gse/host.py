@@ -209,6 +209,14 @@ class GseHost:
         if now < msg.rto_deadline:
             self._push(msg.rto_deadline, T_RTO, msg)
             return
+        # The timeout counts from the oldest packet still out, not from the last ACK: a
+        # message that shares a busy NIC with many others sends slowly, and its newest
+        # packets have had no time to be acknowledged.
+        oldest = msg.oldest_outstanding()
+        if oldest >= 0 and now < oldest + self.config.rto_ps * msg.rto_backoff:
+            msg.rto_deadline = oldest + self.config.rto_ps * msg.rto_backoff
+            self._push(msg.rto_deadline, T_RTO, msg)
+            return
         if msg.on_timeout() < 0:
             msg.rto_deadline = NEVER  # nothing outstanding: the next send re-arms
             return

@@ -14,7 +14,7 @@ from gse.scheduler import CreditScheduler, Demand
 
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
-                 "ecn", "first_ps", "charged")
+                 "ecn", "first_ps", "charged", "last_ack")
 
     def __init__(self, src, msg_id, size, mtu, order, now):
         self.src = src
@@ -27,10 +27,11 @@ class InMsg:
         self.ecn = False
         self.first_ps = now
         self.charged = False      # its unscheduled window was accounted in the pacer
+        self.last_ack = now
 
 
 class ReceiverSide:
-    __slots__ = ("addr", "mtu", "ack_every", "charge_cap", "messages", "finished", "scheduler", "order",
+    __slots__ = ("addr", "mtu", "ack_every", "ack_delay", "charge_cap", "messages", "finished", "scheduler", "order",
                  "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
                  "payload_bytes")
 
@@ -38,6 +39,7 @@ class ReceiverSide:
         self.addr = addr
         self.mtu = config.mtu
         self.ack_every = config.ack_every_bytes
+        self.ack_delay = config.ack_delay_ps
         self.charge_cap = config.unsched_charge_cap_bytes
         self.messages = {}        # (src, msg_id) -> InMsg
         self.finished = {}        # (src, msg_id) -> npkts, for late packets
@@ -102,7 +104,7 @@ class ReceiverSide:
             out.append(self._ack(msg, pkt, now))
             return due
         if (msg.unacked >= self.ack_every or msg.ecn or pkt.flags & (F_LAST | F_RETX)
-                or msg.bitmap.cum > old_cum + 1):
+                or msg.bitmap.cum > old_cum + 1 or now - msg.last_ack >= self.ack_delay):
             out.append(self._ack(msg, pkt, now))
         return due
 
@@ -119,6 +121,7 @@ class ReceiverSide:
         flags = F_ECN_CE if msg.ecn else 0
         msg.ecn = False
         msg.unacked = 0
+        msg.last_ack = now
         self.acks += 1
         return Packet(ACK, self.addr, msg.src, msg.msg_id, bitmap.cum, pkt.entropy, 0,
                       flags, msg.size, 0, 0, base, bitmap.sack(base), pkt.ts, PRIO_CONTROL)

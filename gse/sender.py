@@ -222,12 +222,16 @@ class OutMsg:
         self.sent_at[psn] = -1
         return True
 
-    def outstanding(self):
-        """Sent, not acknowledged, not already queued for retransmission."""
-        for sent, psn in self.inflight:
-            if self.sent_at[psn] == sent and not self.is_acked(psn):
-                return True
-        return False
+    def oldest_outstanding(self):
+        """Send time of the oldest packet still unacknowledged and not queued for
+        retransmission, or -1.  Entries that no longer matter are dropped on the way."""
+        inflight = self.inflight
+        while inflight:
+            sent, psn = inflight[0]
+            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
+                return sent
+            inflight.popleft()
+        return -1
 
     def probe_tail(self):
         """Tail-loss probe: resend the newest outstanding packet, without credit.

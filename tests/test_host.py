@@ -66,8 +66,9 @@ def test_tail_probe_then_rto_probes_with_exponential_backoff():
     assert (0, 1) in w.delivered
     sends = [p.ts for p in kinds(w, DATA)]
     rto, pto = cfg.rto_ps, cfg.tlp_min_ps     # no RTT sample yet: the minimum PTO
-    # tail probe after the PTO, RTO probe at the RTO, then the backed-off RTO (2 x RTO)
-    assert sends == [0, pto, rto, 3 * rto]
+    # tail probe after the PTO; the RTO counts from the oldest packet out (the probe),
+    # then backs off to 2 x RTO
+    assert sends == [0, pto, pto + rto, pto + 3 * rto]
     assert w.hosts[0].tail_probes == 1 and w.hosts[0].timeouts == 2
 
 
