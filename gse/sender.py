@@ -4,7 +4,7 @@ Rules, in the order the sender applies them:
 
 * The first ``unsched`` bytes go at once without credit (the unscheduled window); the rest
   is announced with a REQUEST carrying the total credit needed, and sent only against
-  GRANTed credit.  Retransmissions also spend credit, except one RTO probe.
+  GRANTed credit.  Retransmissions also spend credit, except RTO and tail probes.
 * Every packet takes an entropy value from the message's selector: recycled from clean
   ACKs (REPS-style) or explored; values reported with ECN-CE, a trim (NACK) or a timeout
   are not recycled and are penalised.
@@ -69,7 +69,7 @@ class OutMsg:
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
         self.retx = deque()
         self.in_retx = bytearray(self.npkts)
-        self.probe = False
+        self.probe = 0                 # credit-free sends owed to RTO and tail probes
         self.rto_deadline = NEVER
         self.tlp_deadline = NEVER      # tail-loss probe armed once the last packet is out
         self.last_progress = now
@@ -97,7 +97,7 @@ class OutMsg:
         while retx and self.is_acked(retx[0]):
             self.in_retx[retx.popleft()] = 0
         if retx:
-            return self.probe or self.credit >= self.payload_of(retx[0])
+            return self.probe > 0 or self.credit >= self.payload_of(retx[0])
         psn = self.next_new
         if psn >= self.npkts:
             return False
@@ -110,8 +110,8 @@ class OutMsg:
             psn = self.retx.popleft()
             self.in_retx[psn] = 0
             length = self.payload_of(psn)
-            if self.probe:
-                self.probe = False
+            if self.probe > 0:
+                self.probe -= 1
             else:
                 self.credit -= length
             flags |= F_RETX
@@ -243,7 +243,7 @@ class OutMsg:
                 self.mark_lost(psn)
                 self.retx.remove(psn)
                 self.retx.appendleft(psn)
-                self.probe = True
+                self.probe += 1
                 return psn
         return -1
 
@@ -253,11 +253,17 @@ class OutMsg:
         Only one packet is presumed lost: the probe's ACK carries the SACK state, and any
         remaining hole is then found by the RACK rule (the probe was sent long after it),
         so a lost tail ACK does not cost a whole window of spurious retransmissions."""
+        if self.retx and self.probe == 0:
+            # A retransmission waits for credit that will not come (its need was never
+            # announced, or the grant was lost and the message looks satisfied): the
+            # timeout lets it go as a probe rather than stall the message for ever.
+            self.probe = 1
+            return self.retx[0]
         for sent, psn in self.inflight:
             if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
                 self.mark_lost(psn)
                 self.retx.remove(psn)
                 self.retx.appendleft(psn)
-                self.probe = True
+                self.probe += 1
                 return psn
         return -1

@@ -161,3 +161,20 @@ def test_bad_message_arguments_refused():
     w.start(0, 3, 1, 100)
     with pytest.raises(ValueError, match="already in use"):
         w.start(0, 3, 1, 100)
+
+
+def test_two_probes_queued_together_both_go_without_credit():
+    """An RTO probe and a tail probe can be owed at once: each is a credit-free send."""
+    from gse.sender import OutMsg
+    cfg = GseConfig(unsched_bytes=4 * MTU)
+    msg = OutMsg(1, 0, 1, 4 * MTU, MTU, cfg.unsched_bytes, 7, cfg, 0)
+    sent = [msg.next_packet(t) for t in range(4)]
+    assert msg.on_timeout() == 0          # oldest outstanding
+    assert msg.probe_tail() == 3          # newest outstanding
+    assert msg.credit == 0 and msg.can_send()
+    assert [msg.next_packet(10).psn, msg.next_packet(11).psn] == [3, 0]
+    assert not msg.can_send() and msg.probe == 0
+    # a retransmission stranded without credit is released by the next timeout
+    msg.mark_lost(1)
+    assert not msg.can_send() and msg.on_timeout() == 1 and msg.can_send()
+    assert sent[0].psn == 0

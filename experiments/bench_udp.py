@@ -1,0 +1,262 @@
+"""How much of one Python process's UDP forwarding capacity the GSE runtime keeps.
+
+One GSE message stream host to host across the k=4 Fat-Tree (h0 -> h15: edge, agg, core,
+agg, edge: 5 switch hops, 6 links), all 36 nodes on one event loop over real UDP, beside a
+no-protocol floor measured in the same run on the same kind of loop: the same chain of
+5 plain forwarders between a source and a sink, 4,160-byte datagrams (a full DATA packet),
+with a window of datagrams in flight so that socket buffers never overflow.  Two floors:
+
+* ``dgram``: forwarders written with asyncio-dgram's own API (``await recv()``,
+  ``await send()``), the plain way;
+* ``endpoint``: forwarders on the runtime's own I/O path (``gse.udp_io.Endpoint``:
+  asyncio-dgram receive, ``sendto``), i.e. exactly the runtime minus decoding, routing,
+  queues and agents.
+
+The emulated links are fast (100 Gb/s by default) so that the process, not the emulated
+rate, limits the stream.  Reported per loop (asyncio, uvloop when installed), median of
+``--repeat`` runs: data datagrams/s (payload packets over the sender's completion time),
+all datagrams/s sent by the stream's hosts (data plus ACK, GRANT, REQUEST), goodput, and
+the ratio of data datagrams/s to each floor.
+
+    python experiments/bench_udp.py                    # both loops, 3 runs each
+    python experiments/bench_udp.py --loops uvloop --size 8000000 --json bench.json
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import asyncio_dgram  # noqa: E402
+
+from gse.packet import HEADER_BYTES  # noqa: E402
+from gse.traffic import Message  # noqa: E402
+from gse.udp import UdpNetwork  # noqa: E402
+from gse.udp_io import Endpoint, open_udp_socket, run_async, uvloop_available  # noqa: E402
+from topologies.fattree import fat_tree  # noqa: E402
+
+DATAGRAM = 4096 + HEADER_BYTES
+HOPS = 5
+
+
+async def floor_chain(n, window, style, timeout_s=60.0):
+    """Datagrams/s through source -> HOPS forwarders -> sink on the running loop."""
+    loop = asyncio.get_running_loop()
+    socks = [open_udp_socket("127.0.0.1", 0, what="floor %d" % i) for i in range(HOPS + 2)]
+    addrs = [s.getsockname() for s in socks]
+    payload = b"\x5a" * DATAGRAM
+    state = {"sent": 0, "got": 0}
+    done = loop.create_future()
+    endpoints, streams, tasks = [], [], []
+
+    def pump():
+        src = socks[0]
+        while state["sent"] < n and state["sent"] - state["got"] < window:
+            src.sendto(payload, addrs[1])
+            state["sent"] += 1
+
+    def at_sink():
+        state["got"] += 1
+        if state["got"] >= n:
+            if not done.done():
+                done.set_result(None)
+        else:
+            pump()
+
+    try:
+        if style == "endpoint":
+            for i in range(1, HOPS + 2):
+                ep = Endpoint(socks[i], "floor%d" % i)
+                endpoints.append(ep)
+                if i == HOPS + 1:
+                    await ep.start(lambda data, addr: at_sink())
+                else:
+                    nxt = addrs[i + 1]
+                    await ep.start(lambda data, addr, ep=ep, nxt=nxt: ep.send(data, nxt))
+        else:
+            for i in range(1, HOPS + 2):
+                streams.append(await asyncio_dgram.from_socket(socks[i]))
+
+            async def forward(stream, nxt):
+                while True:
+                    data, _ = await stream.recv()
+                    await stream.send(data, nxt)
+
+            async def sink(stream):
+                while True:
+                    await stream.recv()
+                    at_sink()
+
+            for i, stream in enumerate(streams[:-1], start=1):
+                tasks.append(loop.create_task(forward(stream, addrs[i + 1])))
+            tasks.append(loop.create_task(sink(streams[-1])))
+        t0, c0 = time.perf_counter(), time.process_time()
+        pump()
+        await asyncio.wait_for(done, timeout_s)
+        return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for ep in endpoints:
+            await ep.close()
+        for st in streams:
+            st.close()
+        for s in socks:
+            s.close()
+
+
+async def gse_stream(size, gbps, settings=(), timeout_s=120.0):
+    from gse.config import GseConfig
+    from gse.udp_config import udp_profile
+    topo = fat_tree(4, link_gbps=gbps)
+    src, dst = 0, len(topo.hosts) - 1
+    assert len(topo.path(src, dst)) == HOPS + 2
+    cfg = GseConfig()
+    for item in settings:
+        name, value = item.split("=", 1)
+        cfg.set(name.strip(), value.strip())
+    cfg = udp_profile(cfg, keep={item.split("=", 1)[0].strip() for item in settings})
+    async with UdpNetwork(topo, [Message(1, src, dst, size)], config=cfg) as net:
+        c0 = time.process_time()
+        end = await net.run(timeout_s=timeout_s)
+        cpu_s = time.process_time() - c0
+    result = net.result()
+    s = result.summary
+    rec = result.records[0]
+    if end != "done" or s["lost"]:
+        raise RuntimeError("the GSE stream did not complete (%s)" % end)
+    fct_s = rec.fct_ps() / 1e12
+    npkts = -(-size // 4096)
+    hosts_sent = sum(n.endpoint.sent for n in net.hosts)
+    return {"fct_ms": round(fct_s * 1e3, 2), "data_dgram_per_s": npkts / fct_s,
+            "data_dgram_per_cpu_s": npkts / max(cpu_s, 1e-9),
+            "all_dgram_per_s": hosts_sent / fct_s,
+            "goodput_mbps": size * 8 / fct_s / 1e6,
+            "retransmits": s["retransmits"], "trims": s["trims"],
+            "kernel_drops": s["udp"]["kernel_drops"], "datagrams_all_hops": s["events"]}
+
+
+async def one_round(args):
+    """Floors and stream back to back, so that they see the same machine load."""
+    out = {}
+    out["floor_dgram"], out["floor_dgram_cpu"] = await floor_chain(
+        args.floor_datagrams, args.window, "dgram")
+    out["floor_endpoint"], out["floor_endpoint_cpu"] = await floor_chain(
+        args.floor_datagrams, args.window, "endpoint")
+    out["gse"] = await gse_stream(args.size, args.link_gbps, args.set or ())
+    g = out["gse"]
+    out["ratio_dgram"] = g["data_dgram_per_s"] / out["floor_dgram"]
+    out["ratio_endpoint"] = g["data_dgram_per_s"] / out["floor_endpoint"]
+    out["ratio_dgram_cpu"] = g["data_dgram_per_cpu_s"] / out["floor_dgram_cpu"]
+    out["ratio_endpoint_cpu"] = g["data_dgram_per_cpu_s"] / out["floor_endpoint_cpu"]
+    return out
+
+
+def bench_loop(name, args):
+    rounds = [run_async(lambda: one_round(args), name) for _ in range(args.repeat)]
+    med = statistics.median
+    res = {"loop": name, "repeat": args.repeat,
+           "gse": {k: round(med(r["gse"][k] for r in rounds), 2) for k in rounds[0]["gse"]},
+           "rounds": rounds}
+    for key in ("floor_dgram", "floor_dgram_cpu", "floor_endpoint", "floor_endpoint_cpu"):
+        res[key + "_per_s"] = round(med(r[key] for r in rounds))
+    for key in ("ratio_dgram", "ratio_endpoint", "ratio_dgram_cpu", "ratio_endpoint_cpu"):
+        res[key] = round(med(r[key] for r in rounds), 3)     # median of per-round ratios
+    return res
+
+
+def incast(args):
+    """A small incast in the simulator and over UDP with the same configuration."""
+    from gse.run import default_config, run_simulation
+    from gse.traffic import incast as make_incast
+    from gse.udp import run_udp, udp_protocols
+    from gse.udp_config import udp_profile
+    import random
+    topo = fat_tree(4, link_gbps=args.incast_gbps)
+    msgs = make_incast(16, args.incast_senders, args.incast_size, random.Random(1),
+                       receiver=0)
+    rows = []
+    for protocol in udp_protocols():
+        cfg = udp_profile(default_config(protocol))
+        runs = [("sim", run_simulation(topo, msgs, protocol, cfg, seed=1).summary)]
+        for name in args.loops_resolved:
+            runs.append((name, run_udp(topo, msgs, protocol, cfg, seed=1, loop=name,
+                                       timeout_s=120).summary))
+        for where, s in runs:
+            hc = s["host_counters"]
+            row = {"protocol": protocol, "runtime": where, "lost": s["lost"],
+                   "drops": s["drops"], "trims": s["trims"], "ecn_marks": s["ecn_marks"],
+                   "retransmits": s["retransmits"], "timeouts": hc.get("timeouts", 0),
+                   "pfc_pauses": s.get("pfc_pauses", 0),
+                   "fct_p50_ms": round(s["fct_us"]["p50"] / 1e3, 1),
+                   "fct_max_ms": round(s["fct_us"]["max"] / 1e3, 1),
+                   "peak_edge_down_B": s["peak_queue_bytes"]["edge_down"]}
+            if "udp" in s:
+                row["kernel_drops"] = s["udp"]["kernel_drops"]
+                row["late_mean_us"] = s["udp"]["timer_late"]["mean_us"]
+            rows.append(row)
+            print("incast %-4s %-7s lost %d drops %d trims %4d ECN %4d retx %4d timeouts %3d "
+                  "pauses %3d FCT p50/max %7.1f/%7.1f ms peak edge->host %6d B%s"
+                  % (protocol, where, row["lost"], row["drops"], row["trims"],
+                     row["ecn_marks"], row["retransmits"], row["timeouts"],
+                     row["pfc_pauses"], row["fct_p50_ms"], row["fct_max_ms"],
+                     row["peak_edge_down_B"],
+                     "" if "udp" not in s else "  kernel drops %d, timers late %.0f us "
+                     "(mean)" % (row["kernel_drops"], row["late_mean_us"])))
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--loops", nargs="+", default=None, choices=("asyncio", "uvloop"))
+    p.add_argument("--size", type=int, default=4_000_000, help="GSE message bytes")
+    p.add_argument("--link-gbps", type=float, default=100.0,
+                   help="emulated link rate (high: the process is the limit)")
+    p.add_argument("--floor-datagrams", type=int, default=5000)
+    p.add_argument("--window", type=int, default=32, help="floor: datagrams in flight")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="GSE parameter of the stream (default: the defaults)")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--incast", action="store_true",
+                   help="also run a small incast in the simulator and over UDP")
+    p.add_argument("--incast-only", action="store_true", help="only the incast")
+    p.add_argument("--incast-gbps", type=float, default=0.02)
+    p.add_argument("--incast-senders", type=int, default=8)
+    p.add_argument("--incast-size", type=int, default=200_000)
+    args = p.parse_args(argv)
+    loops = args.loops or (["asyncio", "uvloop"] if uvloop_available() else ["asyncio"])
+    args.loops_resolved = loops
+    results = []
+    for name in ([] if args.incast_only else loops):
+        r = bench_loop(name, args)
+        results.append(r)
+        g = r["gse"]
+        print("%-8s floor: asyncio-dgram forwarders %6d/s (%6d/cpu-s), runtime I/O path "
+              "%6d/s (%6d/cpu-s)" % (name, r["floor_dgram_per_s"], r["floor_dgram_cpu_per_s"],
+                                     r["floor_endpoint_per_s"], r["floor_endpoint_cpu_per_s"]))
+        print("%-8s GSE stream: %6.0f data dgram/s (%6.0f/cpu-s, %6.0f all dgram/s), "
+              "%6.1f Mb/s goodput, FCT %.1f ms, retx %d, kernel drops %d"
+              % (name, g["data_dgram_per_s"], g["data_dgram_per_cpu_s"], g["all_dgram_per_s"],
+                 g["goodput_mbps"], g["fct_ms"], g["retransmits"], g["kernel_drops"]))
+        print("%-8s ratio to floor: %.2f asyncio-dgram (%.2f per cpu-s), %.2f runtime I/O "
+              "path (%.2f per cpu-s)" % (name, r["ratio_dgram"], r["ratio_dgram_cpu"],
+                                         r["ratio_endpoint"], r["ratio_endpoint_cpu"]))
+    incast_rows = incast(args) if (args.incast or args.incast_only) else None
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"size": args.size, "link_gbps": args.link_gbps, "hops": HOPS,
+                       "settings": args.set or [],
+                       "results": results, "incast": incast_rows}, f, indent=2)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
