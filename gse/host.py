@@ -11,6 +11,7 @@ with lazy deletion: a moved deadline is checked when its old entry pops.
 from collections import deque
 from heapq import heappop, heappush
 
+from gse.agent import HostAgent
 from gse.packet import ACK, DATA, F_ECN_CE, F_RETX, GRANT, NACK, REQUEST
 from gse.receiver import ReceiverSide
 from gse.sender import NEVER, OutMsg
@@ -21,7 +22,7 @@ T_REQUEST = 2
 T_TLP = 3
 
 
-class GseHost:
+class GseHost(HostAgent):
     __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",

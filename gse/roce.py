@@ -21,6 +21,7 @@ from collections import deque
 from heapq import heappop, heappush
 
 from gse.dcqcn import Dcqcn, NEVER
+from gse.agent import HostAgent
 from gse.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, NACK, Packet,
                         PRIO_CONTROL, PRIO_DATA)
 from switchmodel.switch import mix32
@@ -78,7 +79,7 @@ class RoceRecvFlow:
         self.last_cnp = -1
 
 
-class RoceHost:
+class RoceHost(HostAgent):
     __slots__ = ("addr", "config", "rng", "line_mbps", "out", "ring", "control", "timers",
                  "tseq", "incoming", "finished", "delivered", "sent_done", "malformed",
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",

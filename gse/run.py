@@ -11,12 +11,16 @@ from gse.config import GseConfig, RoceConfig
 from gse.host import GseHost
 from gse.metrics import MessageRecord, ideal_ps, summarize
 from gse.packet import HEADER_BYTES
+from gse.plain_host import PlainHost
 from gse.roce import RoceHost
 from gse.sim import Network
+from switchmodel.fabric import FabricConfig
+from switchmodel.fabric_sim import fabric_summary, switch_factory
 from switchmodel.pfc import PfcConfig
 from switchmodel.queue import QueueConfig
 
-PROTOCOLS = ("gse", "roce")
+# gse-fabric: plain RoCE-like hosts, the leaves schedule (docs/fabric-mode.md)
+PROTOCOLS = ("gse", "roce", "gse-fabric")
 
 
 class RunResult:
@@ -38,12 +42,14 @@ def default_config(protocol):
         return GseConfig()
     if protocol == "roce":
         return RoceConfig()
+    if protocol == "gse-fabric":
+        return FabricConfig()
     raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
 
 
 def host_factory(protocol, config):
     """``make_host(addr, rng, downlink_gbps)`` for the protocol's sans-I/O host agent."""
-    cls = {"gse": GseHost, "roce": RoceHost}.get(protocol)
+    cls = {"gse": GseHost, "roce": RoceHost, "gse-fabric": PlainHost}.get(protocol)
     if cls is None:
         raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
 
@@ -56,6 +62,8 @@ def queue_config(protocol, config):
     """Switch egress queues as the protocol expects them."""
     if protocol == "gse":
         return QueueConfig.from_gse(config)
+    if protocol == "gse-fabric":      # drop-tail, no trimming (plain hosts), no ECN
+        return QueueConfig(config.queue_bytes, config.control_queue_bytes)
     limit = config.switch_buffer_bytes if config.pfc else config.queue_bytes
     return QueueConfig(limit, limit, False, None, config.ecn, config.ecn_kmin_bytes,
                        config.ecn_kmax_bytes, config.ecn_pmax_pct / 100.0)
@@ -70,9 +78,10 @@ def pfc_config(protocol, config):
 
 
 def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0):
+    switches = switch_factory(topo, config) if protocol == "gse-fabric" else None
     return Network(topo, host_factory(protocol, config), queue_config(protocol, config),
                    config.forwarding, seed, loss_rate, corrupt_rate,
-                   pfc_config(protocol, config))
+                   pfc_config(protocol, config), switch_node=switches)
 
 
 def pfc_summary(net):
@@ -115,4 +124,6 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     extra.update(pfc_summary(net))
     summary = summarize(records, net.ports, [h.agent.counters() for h in net.hosts],
                         base_rtt, net.eq.now, net.eq.events, wall, extra)
+    if protocol == "gse-fabric":
+        fabric_summary(net, summary)
     return RunResult(summary, records, net)

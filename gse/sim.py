@@ -36,7 +36,7 @@ class LinkPort:
     __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
-                 "paused_ps", "pauses_received", "pause_until")
+                 "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -62,6 +62,8 @@ class LinkPort:
         self.paused_ps = 0
         self.pauses_received = 0
         self.pause_until = -1
+        self.wake_fn = self.wake  # bound once, for the event queue
+        self.deliver = None       # peer.receive, bound once (set with peer)
 
     def offer(self, pkt):
         """A packet routed to this port."""
@@ -80,7 +82,7 @@ class LinkPort:
                 self.owner.send_pfc(pkt.ingress, PAUSE)
         if not self.wake_pending and len(queue):
             self.wake_pending = True
-            eq.at(self.busy_until if self.busy_until > now else now, self.wake, None, None)
+            eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
 
     def wake(self, _a, _b):
         now = self.eq.now
@@ -94,7 +96,7 @@ class LinkPort:
                 self.owner.send_pfc(pkt.ingress, RESUME)
         self.transmit(pkt, now)
         if len(self.queue):
-            self.eq.at(self.busy_until, self.wake, None, None)
+            self.eq.at(self.busy_until, self.wake_fn, None, None)
         else:
             self.wake_pending = False
 
@@ -128,7 +130,7 @@ class LinkPort:
     def restart(self, now):
         if not self.wake_pending and len(self.queue):
             self.wake_pending = True
-            self.eq.at(self.busy_until if self.busy_until > now else now, self.wake, None, None)
+            self.eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
 
     def paused_total_ps(self, now):
         if self.queue.paused:
@@ -146,7 +148,7 @@ class LinkPort:
             if r < self.loss + self.corrupt:
                 self.wire_corrupt += 1
                 pkt.corrupt = True
-        self.eq.at(done + self.delay, self.peer.receive, pkt, self.peer_port)
+        self.eq.at(done + self.delay, self.deliver, pkt, self.peer_port)
 
 
 class HostPort(LinkPort):
@@ -163,16 +165,18 @@ class HostPort(LinkPort):
         self.queue.count_unqueued(pkt)
         self.transmit(pkt, now)
         self.wake_pending = True
-        self.eq.at(self.busy_until, self.wake, None, None)
+        self.eq.at(self.busy_until, self.wake_fn, None, None)
 
     def wake(self, _a, _b):
         # through the host node: a poll may arm agent timers (pacing, RTO, tail probe)
         # that the node's one wake-up must then cover
         self.wake_pending = False
-        self.owner.after(self.eq.now)
+        node = self.owner
+        node.after(self.eq.now)
 
     def restart(self, now):
-        self.owner.after(now)
+        node = self.owner
+        node.after(now)
 
 
 class SwitchNode:
@@ -226,7 +230,8 @@ class SwitchNode:
         if port < 0:
             self.unroutable += 1
             return
-        self.ports[port].offer(pkt)
+        egress = self.ports[port]
+        egress.offer(pkt)
 
 
 class HostNode:
@@ -286,7 +291,7 @@ class Network:
     """A topology instantiated on an event queue with one agent per host."""
 
     def __init__(self, topo, agent_factory, queue_config, forwarding, seed,
-                 loss_rate=0.0, corrupt_rate=0.0, pfc_config=None):
+                 loss_rate=0.0, corrupt_rate=0.0, pfc_config=None, switch_node=None):
         if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
             raise ValueError("loss and corruption rates must be in [0, 1), got %r, %r"
                              % (loss_rate, corrupt_rate))
@@ -310,7 +315,10 @@ class Network:
             node = topo.nodes[nid]
             salt = random.Random("%s/salt/%d" % (seed, nid)).getrandbits(32)
             sw = Switch(nid, node.name, topo.next_hops[nid], salt, forwarding)
-            sn = SwitchNode(eq, sw, topo.switch_latency_ps)
+            if switch_node is None:
+                sn = SwitchNode(eq, sw, topo.switch_latency_ps)
+            else:                 # a mode with switch agents of its own (gse-fabric)
+                sn = switch_node(eq, sw)
             if pfc_config is not None:
                 sn.pfc = PfcState(pfc_config, len(node.ports))
             self.nodes[nid] = sn
@@ -344,6 +352,7 @@ class Network:
         for port in self.ports:
             peer, _ = topo.peer(port.node, port.port)
             port.peer = self.nodes[peer]
+            port.deliver = port.peer.receive
 
     def _delivered(self, item):
         src, msg_id, size, now = item

@@ -1,5 +1,9 @@
 """The switch agent: output-queued ports (ECN, trimming, drop-tail) and forwarding."""
 
+from gse import _build
+
+_build.activate(__path__, "switchmodel")   # before the imports below (gse/_build.py)
+
 from switchmodel.queue import (DROPPED, ENQUEUED, OutputQueue, QueueConfig, TRIMMED,
                                PortCounters)
 from switchmodel.switch import Switch, mix32

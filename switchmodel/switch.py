@@ -7,13 +7,22 @@ port.  Each switch mixes in its own salt so that consecutive tiers choose indepe
 """
 
 
+# Named so that the compiled build keeps them as 64-bit C constants (cython/switchmodel/
+# switch.pxd): a literal above 2^31 would make Cython do the arithmetic on Python ints.
+MASK32 = 0xFFFFFFFF
+MIX_C1 = 0x85EBCA6B
+MIX_C2 = 0xC2B2AE35
+FLOW_K_SRC = 0x9E3779B1
+FLOW_K_DST = 0x7FEB352D
+
+
 def mix32(x):
     """A 32-bit integer hash with good avalanche (murmur3's finaliser)."""
-    x &= 0xFFFFFFFF
+    x &= MASK32
     x ^= x >> 16
-    x = (x * 0x85EBCA6B) & 0xFFFFFFFF
+    x = (x * MIX_C1) & MASK32
     x ^= x >> 13
-    x = (x * 0xC2B2AE35) & 0xFFFFFFFF
+    x = (x * MIX_C2) & MASK32
     x ^= x >> 16
     return x
 
@@ -46,5 +55,5 @@ class Switch:
         if self.spray:
             key = pkt.entropy ^ self.salt
         else:
-            key = (pkt.src * 0x9E3779B1 + dst * 0x7FEB352D + pkt.msg_id) ^ self.salt
+            key = (pkt.src * FLOW_K_SRC + dst * FLOW_K_DST + pkt.msg_id) ^ self.salt
         return hops[mix32(key) % n]

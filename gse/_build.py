@@ -1,0 +1,257 @@
+"""Which build of the hot paths is active: the compiled one (Cython) or the pure-Python one.
+
+One source, two speeds (docs/compiled-build.md).  The hot modules listed in ``MODULES`` are
+plain Python and are the reference; ``setup.py`` compiles the same sources, augmented by
+the ``.pxd`` files under ``cython/``, into extension modules *with the same names*
+(``gse.sim`` stays ``gse.sim``) and puts them in ``gse/_compiled/`` and
+``switchmodel/_compiled/``.  At import, ``gse/__init__.py`` and ``switchmodel/__init__.py``
+call :func:`activate`, which puts those folders at the front of the package's
+``__path__`` so that ``import gse.sim`` finds the extension first, unless:
+
+* ``GSE_PURE_PYTHON=1`` is set (the pure-Python reference, as msgpack's
+  ``MSGPACK_PUREPYTHON``);
+* no compiled build is there (never built, or built for another Python);
+* the build is stale: a hot source (``.py``, ``.pxd``, ``.pyx``) changed since it was built.
+  The pure modules are used then, with a ``RuntimeWarning`` naming the file, so that an
+  edit never runs against old compiled code.
+
+Both packages take the same decision: the compiled modules cimport each other's types, so
+the two builds are never mixed.  ``tests/test_compiled.py`` fails where the compiled build
+was expected (``GSE_PURE_PYTHON`` unset) but a module came from its ``.py``.
+
+``python -m gse._build`` prints the state; ``--ensure`` rebuilds in place if needed.
+"""
+
+import hashlib
+import importlib
+import importlib.machinery
+import json
+import os
+import sys
+import warnings
+
+ENV_PURE = "GSE_PURE_PYTHON"
+
+# Compiled modules: name -> twin source under cython/ ('' if the .py itself is compiled).
+MODULES = {
+    "gse.packet": "",
+    "gse.agent": "",
+    "gse.eventq": "cython/gse/eventq.pyx",
+    "gse.bitmap": "",
+    "gse.entropy": "",
+    "gse.scheduler": "",
+    "gse.sender": "",
+    "gse.receiver": "",
+    "gse.host": "",
+    "gse.dcqcn": "",
+    "gse.roce": "",
+    "gse.wire": "",
+    "gse.sim": "",
+    "switchmodel.queue": "",
+    "switchmodel.switch": "",
+    "switchmodel.pfc": "",
+}
+PACKAGES = ("gse", "switchmodel")
+COMPILED_DIR = "_compiled"
+MANIFEST = "BUILD.json"
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pure_requested():
+    return os.environ.get(ENV_PURE, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def sources_of(name, root=ROOT):
+    """The files (relative to ``root``) the compiled ``name`` is built from."""
+    pkg, mod = name.split(".")
+    files = ["%s/%s.py" % (pkg, mod)]
+    pxd = "cython/%s/%s.pxd" % (pkg, mod)
+    if os.path.exists(os.path.join(root, pxd)):
+        files.append(pxd)
+    twin = MODULES[name]
+    if twin:
+        files.append(twin)
+    return files
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def source_digests(root=ROOT):
+    """{relative path: sha256} of every hot source present under ``root``."""
+    out = {}
+    for name in MODULES:
+        for rel in sources_of(name, root):
+            p = os.path.join(root, rel)
+            if os.path.exists(p):
+                out[rel] = digest(p)
+    return out
+
+
+def compiled_dir(pkg, root=ROOT):
+    return os.path.join(root, pkg, COMPILED_DIR)
+
+
+class _State:
+    __slots__ = ("build", "reason", "manifest", "decided")
+
+    def __init__(self):
+        self.build = "pure"
+        self.reason = "not decided yet"
+        self.manifest = None
+        self.decided = False
+
+
+STATE = _State()
+
+
+def decide(root=ROOT, env=None):
+    """(build, reason, manifest) for the tree at ``root`` under environment ``env``."""
+    env = os.environ if env is None else env
+    if env.get(ENV_PURE, "").strip().lower() not in ("", "0", "false", "no"):
+        return "pure", "%s=%s" % (ENV_PURE, env.get(ENV_PURE)), None
+    mpath = os.path.join(compiled_dir("gse", root), MANIFEST)
+    if not os.path.exists(mpath):
+        return "pure", ("no compiled build (%s missing; build with `python setup.py "
+                        "build_ext --inplace` or `pip install -e .`)"
+                        % os.path.relpath(mpath, root)), None
+    try:
+        with open(mpath) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as exc:
+        return "pure", "unreadable build manifest %s: %s" % (mpath, exc), None
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for name in MODULES:
+        pkg, mod = name.split(".")
+        if not os.path.exists(os.path.join(compiled_dir(pkg, root), mod + suffix)):
+            return "pure", ("compiled module %s missing for this Python (%s)"
+                            % (name, suffix)), manifest
+    for rel, sha in sorted(manifest.get("sources", {}).items()):
+        p = os.path.join(root, rel)
+        if not os.path.exists(p):
+            continue            # installed from a wheel: the build-time .pxd are not shipped
+        if digest(p) != sha:
+            return "pure", ("compiled build is stale: %s changed since it was built "
+                            "(rebuild: python setup.py build_ext --inplace)" % rel), manifest
+    for name in MODULES:        # a module added to MODULES since the build
+        for rel in sources_of(name, root):
+            if rel not in manifest.get("sources", {}):
+                return "pure", ("compiled build is stale: %s is not in it "
+                                "(rebuild: python setup.py build_ext --inplace)" % rel), manifest
+    return "compiled", "Cython %s, %d modules" % (manifest.get("cython", "?"),
+                                                  len(MODULES)), manifest
+
+
+def _decide():
+    st = STATE
+    st.decided = True
+    st.build, st.reason, st.manifest = decide()
+    if st.reason.startswith("compiled build is stale"):
+        warnings.warn("gse: %s; running the pure-Python modules" % st.reason,
+                      RuntimeWarning, stacklevel=4)
+
+
+def activate(path, pkg="gse"):
+    """Called by a package's ``__init__`` with its ``__path__``: prefer compiled modules."""
+    if not STATE.decided:
+        _decide()
+    if STATE.build == "compiled":
+        d = compiled_dir(pkg)
+        if d not in path:
+            path.insert(0, d)
+
+
+def build():
+    """'compiled' or 'pure': what :func:`activate` chose for this process."""
+    if not STATE.decided:
+        _decide()
+    return STATE.build
+
+
+def is_compiled(module):
+    """True if ``module`` was loaded from an extension module (not from its .py)."""
+    return isinstance(getattr(module, "__loader__", None),
+                      importlib.machinery.ExtensionFileLoader)
+
+
+def loaded_from():
+    """{module name: 'compiled' | 'pure'} for every hot module (imports them)."""
+    out = {}
+    for name in MODULES:
+        out[name] = "compiled" if is_compiled(importlib.import_module(name)) else "pure"
+    return out
+
+
+def describe():
+    """One line for ``gse --version`` / ``gse info``."""
+    b = build()
+    return "%s build (%s)" % (b, STATE.reason)
+
+
+def info():
+    """The state as a dict (``gse info --json``)."""
+    b = build()
+    mods = loaded_from()
+    return {"build": b, "reason": STATE.reason, "pure_requested": pure_requested(),
+            "python": sys.version.split()[0],
+            "built_with": None if STATE.manifest is None else {
+                k: STATE.manifest.get(k) for k in ("cython", "python", "built")},
+            "modules": mods,
+            "consistent": all(v == b for v in mods.values())}
+
+
+def format_info(d):
+    lines = ["build: %s (%s)" % (d["build"], d["reason"]),
+             "python: %s" % d["python"]]
+    if d["built_with"]:
+        w = d["built_with"]
+        lines.append("compiled with: Cython %s for Python %s at %s"
+                     % (w["cython"], w["python"], w["built"]))
+    for name, how in d["modules"].items():
+        lines.append("  %-20s %s" % (name, how))
+    if not d["consistent"]:
+        lines.append("WARNING: modules of both builds are loaded")
+    return "\n".join(lines)
+
+
+# -- `gse info` (registered through gse.cli.EXTENSIONS) ------------------------------------
+
+def add_commands(sub):
+    p = sub.add_parser("info", help="which build (compiled or pure Python) is active")
+    p.add_argument("--json", action="store_true", help="print the state as JSON")
+    return {"info": cmd_info}
+
+
+def cmd_info(args):
+    d = info()
+    print(json.dumps(d, indent=2) if args.json else format_info(d))
+    return 0 if d["consistent"] else 1
+
+
+def _main(argv):
+    import argparse
+    import subprocess
+    ap = argparse.ArgumentParser(prog="python -m gse._build", description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--ensure", action="store_true",
+                    help="build the extensions in place unless the build is current "
+                         "(does nothing under %s=1)" % ENV_PURE)
+    args = ap.parse_args(argv)
+    if args.ensure:
+        if pure_requested() or build() == "compiled":
+            return 0
+        print("gse: building the compiled modules in place (%s)" % STATE.reason,
+              file=sys.stderr)
+        return subprocess.call([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+                               cwd=ROOT)
+    d = info()
+    print(json.dumps(d, indent=2) if args.json else format_info(d))
+    return 0 if d["build"] == "compiled" and d["consistent"] else 1
+
+
+if __name__ == "__main__":   # prefer `gse info`; this runs as a second copy
+    from gse import _build as _package_copy    # the state gse/__init__ decided with
+    sys.exit(_package_copy._main(sys.argv[1:]))

@@ -1,0 +1,589 @@
+"""Fabric scheduling (GSE's global scheduling): the leaf switch as a sans-I/O agent.
+
+In fabric mode the hosts are plain senders (``gse.plain_host``: line rate, in order,
+go-back-N) and the *leaves* schedule.  Every leaf plays both roles of GSE's edge node:
+
+Source side (GSP ingress).  Data from a local host goes into a virtual output queue
+(VOQ) per **destination host**, created when its first packet arrives and freed as soon
+as it is empty.  The leaf asks the destination host's leaf for credit with REQUESTs that
+carry the VOQ's absolute byte total (coalesced: at most one per ``request_bytes`` of new
+data, but at once when everything asked so far was granted or a message's last packet
+(``F_LAST``) arrives), and sends granted packets into the fabric, spraying them per packet
+(or per container of ``container_packets``) over every path: each VOQ walks its uplinks
+round robin from a random start, and with ``paths="leaf"`` byte 1 of the entropy it writes
+walks the spine's uplinks too (a ``FabricSpine`` follows it), so that every destination's
+traffic is split evenly over all spine-to-core links; with ``paths="hash"`` the entropy
+is fresh per packet and the spines hash it, as for the other protocols.  A packet that
+enters the fabric carries a small shim in header fields that DATA does not use (``aux`` =
+sequence number of its VOQ, ``sack_base`` = the host's own entropy), see
+docs/wire-format.md, "Fabric mode".
+
+Destination side (GSP egress).  One grant pacer per host-facing port hands out credit
+round robin over the source VOQs that want it, at the port's rate times
+``grant_rate_fraction``: a grant of ``b`` wire bytes is followed by the next one ``b``'s
+wire time later, so scheduled arrivals never exceed the downlink.  GRANTs carry the
+cumulative credit of the VOQ, so a lost or duplicated GRANT is repaired by the next one,
+and a starved source's re-REQUEST (``F_RETX``, carrying the credit it has seen) makes the
+pacer repeat the total.  Fabric data is put back in VOQ order before it goes down to the
+host (``reorder="leaf"``), or forwarded as it comes for a host that reorders itself
+(``reorder="host"``).  A hole older than ``reorder_timeout_ps`` is declared lost and
+skipped: the host's go-back-N (NAK, RTO) resends it end to end.
+
+Traffic between two hosts of the same leaf is scheduled by the same pacer (the request and
+the grant are function calls), so the pacer sees every byte headed to its port.
+
+What stays after a queue is freed is one small record per peer (byte total and sequence
+number at the source, granted total and expected sequence at the destination), as a
+switch keeps a table entry per destination; byte totals and sequence numbers travel as
+32-bit serial numbers (RFC 1982) and are widened against that record.
+
+The agent is driven like a host agent: ``receive(pkt, in_port, now)``, ``on_timer(now)``,
+``next_deadline()``; it appends ``(port, packet)`` to ``out`` and ``(port, PAUSE or
+RESUME)`` to ``pfc_out`` (toward local hosts, when a host's VOQ bytes pass
+``host_xoff_bytes``), which the runtime drains after every call.
+"""
+
+from collections import deque
+from heapq import heappop, heappush
+
+from gse.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL,
+                        REQUEST, RESUME, Packet)
+from switchmodel.fabric_config import FabricConfig
+from switchmodel.switch import Switch, mix32
+
+__all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32", "wire_time_ps"]
+
+MASK32 = 0xFFFFFFFF
+NEVER = -1
+T_PACER = 0
+T_REQUEST = 1
+T_HOLE = 2
+MAX_BACKOFF = 16
+
+
+def unwrap32(wire, ref):
+    """The counter value nearest ``ref`` whose low 32 bits are ``wire`` (RFC 1982)."""
+    d = (wire - ref) & MASK32
+    if d >= 0x80000000:
+        d -= 0x100000000
+    return ref + d
+
+
+def wire_time_ps(nbytes, mbps):
+    return (nbytes * 8_000_000 + mbps - 1) // mbps
+
+
+class FabricSpine(Switch):
+    """A spine switch in fabric mode with ``paths="leaf"``: byte 1 of the entropy names
+    its uplink, so that every VOQ of a source leaf walks all the fabric's paths in turn."""
+
+    __slots__ = ()
+
+    def route(self, pkt):
+        dst = pkt.dst
+        if dst < 0 or dst >= len(self.next_hops):
+            self.unroutable += 1
+            return -1
+        hops = self.next_hops[dst]
+        self.forwarded += 1
+        n = len(hops)
+        if n == 1:
+            return hops[0]
+        return hops[((pkt.entropy >> 8) & 0xFF) % n]
+
+
+class Voq:
+    """Source side: the packets a local host sent toward one destination host."""
+
+    __slots__ = ("dst", "dst_leaf", "pkts", "bytes", "enq_total", "req_total", "granted",
+                 "sent", "seq", "rr", "req_seq", "req_deadline", "req_armed", "req_backoff",
+                 "cont_left", "cont_port", "cont_entropy")
+
+    def __init__(self, dst, dst_leaf, total, seq):
+        self.dst = dst
+        self.dst_leaf = dst_leaf
+        self.pkts = deque()
+        self.bytes = 0
+        self.enq_total = total    # wire bytes ever queued toward dst (cumulative)
+        self.req_total = total    # ... of which asked for
+        self.granted = total      # ... of which granted (cumulative credit seen)
+        self.sent = total         # ... of which sent
+        self.seq = seq            # last fabric sequence number used
+        self.rr = 0               # the path round robin (the caller picks its start)
+        self.req_seq = 0
+        self.req_deadline = NEVER
+        self.req_armed = NEVER    # time of this VOQ's pending timer entry
+        self.req_backoff = 1
+        self.cont_left = 0        # packets left in the current container
+        self.cont_port = -1
+        self.cont_entropy = 0
+
+
+class Demand:
+    """Destination side: one source VOQ that wants credit from a downlink's pacer."""
+
+    __slots__ = ("src_leaf", "host", "need", "granted", "queued")
+
+    def __init__(self, src_leaf, host, total):
+        self.src_leaf = src_leaf
+        self.host = host
+        self.need = total         # cumulative bytes the source asked for
+        self.granted = total      # cumulative bytes granted
+        self.queued = False
+
+
+class Downlink:
+    """The grant pacer of one host-facing port."""
+
+    __slots__ = ("host", "port", "mbps", "active", "next_time", "armed", "granted_bytes",
+                 "grants", "log")
+
+    def __init__(self, host, port, gbps, fraction, log):
+        self.host = host
+        self.port = port
+        self.mbps = max(1, int(round(gbps * fraction * 1000)))
+        self.active = deque()     # Demands with need > granted, round robin
+        self.next_time = 0
+        self.armed = False
+        self.granted_bytes = 0
+        self.grants = 0
+        self.log = [] if log else None   # (time, bytes) of every grant of new credit
+
+
+class Reorder:
+    """Destination side: fabric packets of one (source leaf, host) pair held for order."""
+
+    __slots__ = ("key", "expected", "held", "bytes", "deadline", "armed")
+
+    def __init__(self, key, expected):
+        self.key = key
+        self.expected = expected
+        self.held = {}            # seq -> packet
+        self.bytes = 0
+        self.deadline = NEVER
+        self.armed = NEVER
+
+
+class FabricLeaf:
+    """One leaf's fabric scheduling (see the module docstring)."""
+
+    def __init__(self, node, cfg, switch, host_ports, host_gbps, leaf_of):
+        self.node = node
+        self.cfg = cfg
+        self.switch = switch              # routes everything the fabric does not touch
+        self.host_ports = host_ports      # local host -> port
+        self.port_host = {p: h for h, p in host_ports.items()}
+        self.leaf_of = leaf_of            # host -> its leaf's node id
+        self.reorder_at_leaf = cfg.reorder == "leaf"
+        self.container = cfg.container_packets if cfg.spray == "container" else 1
+        self.leaf_paths = cfg.paths == "leaf"
+        self.downlinks = {h: Downlink(h, p, host_gbps[h], cfg.grant_rate_fraction,
+                                      cfg.log_grants) for h, p in host_ports.items()}
+        self.voqs = {}            # dst host -> Voq (live only while it holds packets)
+        self.tails = {}           # dst host -> (byte total, seq) of a freed VOQ
+        self.demands = {}         # (src leaf, host) -> Demand (live while it wants credit)
+        self.dtails = {}          # (src leaf, host) -> granted total of a freed Demand
+        self.reorders = {}        # (src leaf, host) -> Reorder (live while it holds packets)
+        self.rtails = {}          # (src leaf, host) -> next expected seq
+        self.ingress_bytes = {p: 0 for p in host_ports.values()}
+        self.pausing = {p: False for p in host_ports.values()}
+        self.timers = []
+        self.tseq = 0
+        self.salt = switch.salt
+        self.entropy = switch.salt & 0xFFFF
+        self.out = []
+        self.pfc_out = []
+        self.voq_bytes = 0
+        self.reorder_bytes = 0
+        # counters
+        self.voq_peak = self.reorder_peak = self.voq_drops = self.voqs_created = 0
+        self.requests = self.rerequests = self.grants = self.regrants = 0
+        self.stale_grants = self.hole_skips = self.skipped = self.late = 0
+        self.duplicates = self.pauses_sent = self.bad_frames = self.stray = 0
+        self.unroutable = 0
+
+    # -- runtime interface ----------------------------------------------------------------
+
+    def receive(self, pkt, in_port, now):
+        kind = pkt.kind
+        if kind == DATA and not pkt.flags & F_TRIMMED:
+            if pkt.corrupt:
+                self.bad_frames += 1     # the leaf reads past the routing header: FCS check
+                return
+            if in_port in self.port_host:
+                if 0 <= pkt.dst < len(self.leaf_of):
+                    self._enqueue(pkt, in_port, now)
+                    return
+            elif pkt.dst in self.host_ports:
+                self._arrive(pkt, now)
+                return
+        elif pkt.dst == self.node:
+            if pkt.corrupt:
+                self.bad_frames += 1
+            elif kind == REQUEST:
+                self._request_pkt(pkt, now)
+            elif kind == GRANT:
+                self._grant_pkt(pkt, now)
+            else:
+                self.stray += 1
+            return
+        port = self.switch.route(pkt)
+        if port < 0:
+            self.unroutable += 1
+            return
+        self.out.append((port, pkt))
+
+    def next_deadline(self):
+        return self.timers[0][0] if self.timers else -1
+
+    def on_timer(self, now):
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            t, _, kind, obj = heappop(timers)
+            if kind == T_PACER:
+                if obj.armed and obj.next_time <= now:
+                    self._grant(obj, now)
+            elif kind == T_REQUEST:
+                self._request_timer(obj, now)
+            else:
+                self._hole_timer(obj, now)
+
+    def idle(self):
+        """No VOQ, no pending demand, no held packet: every per-destination queue freed."""
+        return (not self.voqs and not self.demands and not self.reorders
+                and self.voq_bytes == 0 and self.reorder_bytes == 0
+                and not any(dl.active for dl in self.downlinks.values()))
+
+    def counters(self):
+        return {"voqs_created": self.voqs_created, "voqs_live": len(self.voqs),
+                "voq_peak_bytes": self.voq_peak, "voq_drops": self.voq_drops,
+                "reorder_peak_bytes": self.reorder_peak, "requests": self.requests,
+                "rerequests": self.rerequests, "grants": self.grants,
+                "regrants": self.regrants, "stale_grants": self.stale_grants,
+                "hole_skips": self.hole_skips, "skipped_packets": self.skipped,
+                "late_packets": self.late, "duplicates": self.duplicates,
+                "host_pauses": self.pauses_sent, "bad_frames": self.bad_frames,
+                "stray": self.stray, "unroutable": self.unroutable}
+
+    # -- source side ----------------------------------------------------------------------
+
+    def _enqueue(self, pkt, in_port, now):
+        size = pkt.size
+        if self.voq_bytes + size > self.cfg.voq_buffer_bytes:
+            self.voq_drops += 1
+            return
+        dst = pkt.dst
+        voq = self.voqs.get(dst)
+        if voq is None:
+            total, seq = self.tails.pop(dst, (0, 0))
+            voq = self.voqs[dst] = Voq(dst, self.leaf_of[dst], total, seq)
+            self.voqs_created += 1
+            # a random first path, so that VOQs created together do not walk in step
+            voq.rr = mix32(self.salt + self.voqs_created * 0x9E3779B1) & 0xFFFF
+        pkt.ingress = in_port
+        voq.pkts.append(pkt)
+        voq.bytes += size
+        voq.enq_total += size
+        self.voq_bytes += size
+        if self.voq_bytes > self.voq_peak:
+            self.voq_peak = self.voq_bytes
+        xoff = self.cfg.host_xoff_bytes
+        b = self.ingress_bytes[in_port] = self.ingress_bytes[in_port] + size
+        if xoff and b > xoff and not self.pausing[in_port]:
+            self.pausing[in_port] = True
+            self.pauses_sent += 1
+            self.pfc_out.append((in_port, PAUSE))
+        self._maybe_request(voq, now, pkt.flags & F_LAST)
+        if voq.granted > voq.sent:
+            self._drain(voq, now)
+
+    def _maybe_request(self, voq, now, last=False):
+        unasked = voq.enq_total - voq.req_total
+        if unasked <= 0:
+            return
+        if unasked < self.cfg.request_bytes and voq.req_total > voq.granted and not last:
+            return                       # coalesce while credit is still due
+        voq.req_total = voq.enq_total
+        self._send_request(voq, now, False)
+
+    def _send_request(self, voq, now, retx):
+        if voq.dst_leaf == self.node:
+            self._on_request(self.node, voq.dst, voq.req_total, voq.granted, False, now)
+            return
+        voq.req_seq += 1
+        self.requests += 1
+        self.entropy = (self.entropy + 1) & 0xFFFF
+        pkt = Packet(REQUEST, self.node, voq.dst_leaf, voq.dst, voq.req_seq & MASK32,
+                     self.entropy, 0, F_RETX if retx else 0, 0, voq.req_total & MASK32,
+                     voq.granted & MASK32, 0, 0, now, PRIO_CONTROL)
+        self._route(pkt)
+        if voq.req_deadline == NEVER:
+            voq.req_deadline = now + self.cfg.request_timeout_ps * voq.req_backoff
+            self._arm_request(voq)
+
+    def _arm_request(self, voq):
+        if voq.req_armed == NEVER:
+            voq.req_armed = voq.req_deadline
+            self._push(voq.req_deadline, T_REQUEST, voq)
+
+    def _request_timer(self, voq, now):
+        voq.req_armed = NEVER
+        if self.voqs.get(voq.dst) is not voq or voq.req_deadline == NEVER:
+            return
+        if now < voq.req_deadline:
+            self._arm_request(voq)
+            return
+        if voq.granted >= voq.req_total and voq.req_total == voq.enq_total:
+            voq.req_deadline = NEVER
+            return
+        voq.req_total = voq.enq_total
+        self.rerequests += 1
+        self._send_request(voq, now, True)
+        if voq.req_backoff < MAX_BACKOFF:
+            voq.req_backoff *= 2
+        voq.req_deadline = now + self.cfg.request_timeout_ps * voq.req_backoff
+        self._arm_request(voq)
+
+    def _grant_pkt(self, pkt, now):
+        voq = self.voqs.get(pkt.msg_id)
+        if voq is None or voq.dst_leaf != pkt.src:
+            self.stale_grants += 1       # the VOQ is done: an old or repeated GRANT
+            return
+        self._credit(voq, unwrap32(pkt.credit, voq.granted), now)
+
+    def _credit(self, voq, total, now):
+        if total > voq.req_total:
+            total = voq.req_total        # never more than asked (a confused peer)
+        if total <= voq.granted:
+            self.stale_grants += 1
+            return
+        voq.granted = total
+        voq.req_backoff = 1
+        voq.req_deadline = (now + self.cfg.request_timeout_ps if total < voq.req_total
+                            else NEVER)
+        self._drain(voq, now)
+        if self.voqs.get(voq.dst) is voq:
+            self._maybe_request(voq, now)
+            if voq.req_deadline != NEVER:
+                self._arm_request(voq)
+
+    def _drain(self, voq, now):
+        pkts = voq.pkts
+        credit = voq.granted - voq.sent
+        local = voq.dst_leaf == self.node
+        out = self.out
+        while pkts and pkts[0].size <= credit:
+            pkt = pkts.popleft()
+            size = pkt.size
+            credit -= size
+            voq.sent += size
+            voq.bytes -= size
+            self.voq_bytes -= size
+            port = pkt.ingress
+            b = self.ingress_bytes[port] = self.ingress_bytes[port] - size
+            if self.pausing[port] and b <= self.cfg.host_xon_bytes:
+                self.pausing[port] = False
+                self.pfc_out.append((port, RESUME))
+            if local:
+                out.append((self.host_ports[voq.dst], pkt))
+                continue
+            voq.seq += 1
+            pkt.aux = voq.seq & MASK32
+            pkt.sack_base = pkt.entropy
+            if voq.cont_left <= 0:        # a new container: the next path
+                hops = self.switch.next_hops[voq.dst]
+                voq.rr += 1               # each VOQ over every uplink in turn
+                n = len(hops)
+                up = voq.rr % n
+                voq.cont_port = hops[up]
+                if self.leaf_paths:       # ... and byte 1 over the spine's uplinks
+                    voq.cont_entropy = up | (((voq.rr // n) & 0xFF) << 8)
+                else:
+                    self.entropy = (self.entropy + 1) & 0xFFFF
+                    voq.cont_entropy = self.entropy
+                voq.cont_left = self.container
+            voq.cont_left -= 1
+            pkt.entropy = voq.cont_entropy
+            out.append((voq.cont_port, pkt))
+        if not pkts:
+            del self.voqs[voq.dst]
+            self.tails[voq.dst] = (voq.enq_total, voq.seq)
+
+    # -- destination side: grants ---------------------------------------------------------
+
+    def _request_pkt(self, pkt, now):
+        host = pkt.msg_id
+        if host not in self.downlinks:
+            self.stray += 1
+            return
+        key = (pkt.src, host)
+        d = self.demands.get(key)
+        ref_need = d.need if d is not None else self.dtails.get(key, 0)
+        ref_granted = d.granted if d is not None else ref_need
+        self._on_request(pkt.src, host, unwrap32(pkt.credit, ref_need),
+                         unwrap32(pkt.aux, ref_granted), pkt.flags & F_RETX, now)
+
+    def _on_request(self, src_leaf, host, need, seen, retx, now):
+        key = (src_leaf, host)
+        d = self.demands.get(key)
+        if d is None:
+            base = self.dtails.get(key, 0)
+            if need <= base:
+                if retx and seen < base:
+                    self._send_grant(src_leaf, host, base, now, True)
+                return
+            d = self.demands[key] = Demand(src_leaf, host, base)
+            self.dtails.pop(key, None)
+        if need > d.need:
+            d.need = need
+        if retx and seen < d.granted:
+            self._send_grant(src_leaf, host, d.granted, now, True)
+        dl = self.downlinks[host]
+        if d.need > d.granted and not d.queued:
+            d.queued = True
+            dl.active.append(d)
+            if not dl.armed:
+                if dl.next_time <= now:
+                    self._grant(dl, now)     # an idle pacer grants at once
+                else:
+                    dl.armed = True
+                    self._push(dl.next_time, T_PACER, dl)
+
+    def _grant(self, dl, now):
+        """The pacer's turn: one grant of new credit, round robin."""
+        dl.armed = False
+        active = dl.active
+        while active:
+            d = active.popleft()
+            want = d.need - d.granted
+            if want <= 0:                # cannot happen; free it rather than spin
+                d.queued = False
+                self._free_demand(d)
+                continue
+            amount = want if want < self.cfg.grant_bytes else self.cfg.grant_bytes
+            d.granted += amount
+            dl.granted_bytes += amount
+            dl.grants += 1
+            if dl.log is not None:
+                dl.log.append((now, amount))
+            dl.next_time = now + wire_time_ps(amount, dl.mbps)
+            if d.need > d.granted:
+                active.append(d)
+            else:
+                d.queued = False
+                self._free_demand(d)
+            if active:
+                dl.armed = True
+                self._push(dl.next_time, T_PACER, dl)
+            self._send_grant(d.src_leaf, d.host, d.granted, now, False)
+            return
+
+    def _free_demand(self, d):
+        key = (d.src_leaf, d.host)
+        if self.demands.get(key) is d:
+            del self.demands[key]
+            self.dtails[key] = d.granted
+
+    def _send_grant(self, src_leaf, host, total, now, repeat):
+        if src_leaf == self.node:
+            voq = self.voqs.get(host)
+            if voq is not None:
+                self._credit(voq, total, now)
+            return
+        if repeat:
+            self.regrants += 1
+        else:
+            self.grants += 1
+        self.entropy = (self.entropy + 1) & 0xFFFF
+        self._route(Packet(GRANT, self.node, src_leaf, host, 0, self.entropy, 0, 0, 0,
+                           total & MASK32, 0, 0, 0, now, PRIO_CONTROL))
+
+    # -- destination side: order ----------------------------------------------------------
+
+    def _arrive(self, pkt, now):
+        if not self.reorder_at_leaf:
+            self._deliver(pkt)
+            return
+        key = (self.leaf_of[pkt.src], pkt.dst)
+        rb = self.reorders.get(key)
+        expected = rb.expected if rb is not None else self.rtails.get(key, 1)
+        seq = unwrap32(pkt.aux, expected)
+        if seq == expected:
+            self._deliver(pkt)
+            if rb is None:
+                self.rtails[key] = expected + 1
+            else:
+                rb.expected = expected + 1
+                self._release(rb, now)
+        elif seq > expected:
+            if rb is None:
+                rb = self.reorders[key] = Reorder(key, expected)
+                self.rtails.pop(key, None)
+            if seq in rb.held:
+                self.duplicates += 1
+                return
+            rb.held[seq] = pkt
+            rb.bytes += pkt.size
+            self.reorder_bytes += pkt.size
+            if self.reorder_bytes > self.reorder_peak:
+                self.reorder_peak = self.reorder_bytes
+            if rb.deadline == NEVER:
+                rb.deadline = now + self.cfg.reorder_timeout_ps
+                self._arm_hole(rb)
+        else:
+            self.late += 1               # after its hole was skipped: the host decides
+            self._deliver(pkt)
+
+    def _release(self, rb, now):
+        held = rb.held
+        expected = rb.expected
+        while expected in held:
+            pkt = held.pop(expected)
+            rb.bytes -= pkt.size
+            self.reorder_bytes -= pkt.size
+            self._deliver(pkt)
+            expected += 1
+        rb.expected = expected
+        if not held:
+            del self.reorders[rb.key]
+            self.rtails[rb.key] = expected
+        else:
+            rb.deadline = now + self.cfg.reorder_timeout_ps
+            self._arm_hole(rb)
+
+    def _arm_hole(self, rb):
+        if rb.armed == NEVER:
+            rb.armed = rb.deadline
+            self._push(rb.deadline, T_HOLE, rb)
+
+    def _hole_timer(self, rb, now):
+        rb.armed = NEVER
+        if self.reorders.get(rb.key) is not rb:
+            return
+        if now < rb.deadline:
+            self._arm_hole(rb)
+            return
+        first = min(rb.held)
+        self.hole_skips += 1
+        self.skipped += first - rb.expected
+        rb.expected = first
+        self._release(rb, now)
+
+    def _deliver(self, pkt):
+        pkt.entropy = pkt.sack_base      # the host sees its own header again
+        pkt.sack_base = 0
+        pkt.aux = 0
+        self.out.append((self.host_ports[pkt.dst], pkt))
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _route(self, pkt):
+        port = self.switch.route(pkt)
+        if port < 0:
+            self.unroutable += 1
+        else:
+            self.out.append((port, pkt))
+
+    def _push(self, t, kind, obj):
+        self.tseq += 1
+        heappush(self.timers, (t, self.tseq, kind, obj))

@@ -1,0 +1,86 @@
+"""The parameters of fabric mode (``gse-fabric``): plain hosts, scheduling leaves.
+
+Every field can be set with ``--set name=value``; docs/fabric-mode.md has the table.
+Bytes are wire bytes (header plus payload) and times integer picoseconds.
+"""
+
+from gse.config import ConfigError, GseConfig, PS_PER_US, _Config
+from gse.packet import HEADER_BYTES
+
+
+class FabricConfig(_Config):
+    """Fabric mode: plain hosts (RoCE-like, no congestion control) under scheduling leaves."""
+
+    NAME = "GSE fabric"
+    __slots__ = (
+        # plain host (gse.plain_host)
+        "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps",
+        # leaf scheduling
+        "reorder", "reorder_timeout_ps", "spray", "container_packets", "grant_bytes",
+        "grant_rate_fraction", "request_bytes", "request_timeout_ps", "voq_buffer_bytes",
+        "paths", "host_xoff_bytes", "host_xon_bytes", "pause_quanta", "log_grants",
+        # switch egress queues
+        "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
+    )
+    # what RoceHost reads and a plain host never changes: no DCQCN, hence no CNP
+    dcqcn = False
+    cnp_interval_ps = 50 * PS_PER_US
+
+    def __init__(self, **overrides):
+        self.mtu = 4096
+        self.ack_every_bytes = 16 * 1024
+        self.rto_ps = 1000 * PS_PER_US       # the RoCE NIC's go-back-N backstop, unchanged
+        self.rto_max_ps = 16000 * PS_PER_US
+        self.reorder = "leaf"                # "leaf": the destination leaf restores order
+        # a hole this old is lost: two full 1-BDP queues of skew between sprayed paths
+        self.reorder_timeout_ps = 30 * PS_PER_US
+        self.spray = "packet"                # "packet" or "container" of container_packets
+        self.container_packets = 4
+        # "leaf": each VOQ walks every path in turn, its uplinks and (entropy byte 1) the
+        # spine's; "hash": the spines hash the entropy, as for the other protocols
+        self.paths = "leaf"
+        self.grant_bytes = 4 * (4096 + HEADER_BYTES)   # wire bytes per GRANT: 4 packets
+        self.grant_rate_fraction = 1.0
+        self.request_bytes = 4 * (4096 + HEADER_BYTES)  # REQUEST at most every this much
+        self.request_timeout_ps = 100 * PS_PER_US       # re-REQUEST when starved
+        self.voq_buffer_bytes = 32 * 1024 * 1024        # a deep-buffered leaf (VOQ memory)
+        self.host_xoff_bytes = 4 * 1024 * 1024  # PAUSE a host holding this much (0 = never)
+        self.host_xon_bytes = 3 * 1024 * 1024
+        self.pause_quanta = 65535
+        self.log_grants = False              # keep every grant (tests of the pacer)
+        self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming, no ECN
+        self.control_queue_bytes = GseConfig.BDP_BYTES
+        # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
+        # leaf's peers do not coordinate, so their grants may briefly exceed its uplinks
+        self.leaf_queue_bytes = 1024 * 1024
+        self.forwarding = "spray"            # spines spread by the leaf's entropy
+        self._apply(overrides)
+
+    def validate(self):
+        self._positive(("mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "reorder_timeout_ps",
+                        "container_packets", "grant_bytes", "request_bytes",
+                        "request_timeout_ps", "voq_buffer_bytes", "queue_bytes",
+                        "control_queue_bytes", "leaf_queue_bytes"))
+        if self.reorder not in ("leaf", "host"):
+            raise ConfigError("reorder must be 'leaf' or 'host', got %r" % self.reorder)
+        if self.spray not in ("packet", "container"):
+            raise ConfigError("spray must be 'packet' or 'container', got %r" % self.spray)
+        if self.forwarding not in ("spray", "ecmp"):
+            raise ConfigError("forwarding must be 'spray' or 'ecmp', got %r" % self.forwarding)
+        if self.paths not in ("leaf", "hash"):
+            raise ConfigError("paths must be 'leaf' or 'hash', got %r" % self.paths)
+        if not 0 < self.grant_rate_fraction <= 1:
+            raise ConfigError("grant_rate_fraction must be in (0, 1], got %r"
+                              % self.grant_rate_fraction)
+        if self.grant_bytes < self.mtu + HEADER_BYTES:
+            raise ConfigError("grant_bytes must cover one full packet (%d), got %r"
+                              % (self.mtu + HEADER_BYTES, self.grant_bytes))
+        if self.host_xoff_bytes < 0 or not 0 <= self.host_xon_bytes <= self.host_xoff_bytes:
+            raise ConfigError("need 0 <= host_xon_bytes <= host_xoff_bytes, got %r, %r"
+                              % (self.host_xon_bytes, self.host_xoff_bytes))
+        if not 1 <= self.pause_quanta <= 65535:
+            raise ConfigError("pause_quanta must be 1..65535, got %r" % self.pause_quanta)
+        if not 64 <= self.mtu <= 65535 - 64 - 28:
+            raise ConfigError("mtu must be 64..65443 payload bytes, got %r" % self.mtu)
+        if self.rto_max_ps < self.rto_ps:
+            raise ConfigError("rto_max_ps must be >= rto_ps")
