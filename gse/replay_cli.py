@@ -98,7 +98,7 @@ def format_collectives(results_by_protocol):
         head += "%10s %10s %10s %10s" % ("start us", "time us", "algbw Gb/s", "busbw Gb/s")
     else:
         for p in protocols:
-            head += "%12s %9s" % ("%s us" % p, "busbw")
+            head += " %14s %9s" % ("%s us" % p, "busbw")
         head += "%8s" % ("x %s" % protocols[0])
     lines = [head]
     for i, res in enumerate(first.collectives):
@@ -116,7 +116,7 @@ def format_collectives(results_by_protocol):
                 r = results_by_protocol[p].collectives[i]
                 t = r.time_ps()
                 times.append(t)
-                row += "%12s %9s" % (_f(None if t is None else t / 1e6), _f(r.busbw_gbps()))
+                row += " %14s %9s" % (_f(None if t is None else t / 1e6), _f(r.busbw_gbps()))
             row += "%8s" % (_f(times[-1] / times[0]) if times[0] and times[-1] else "-")
         lines.append(row)
     return "\n".join(lines)
