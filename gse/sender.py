@@ -239,11 +239,7 @@ class OutMsg:
         When the end of a message is lost no later packet exists to expose the hole to
         RACK; the probe's ACK does, two round trips after the tail instead of an RTO."""
         for sent, psn in reversed(self.inflight):
-            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
-                self.mark_lost(psn)
-                self.retx.remove(psn)
-                self.retx.appendleft(psn)
-                self.probe += 1
+            if self._probe_if_outstanding(sent, psn):
                 return psn
         return -1
 
@@ -260,10 +256,16 @@ class OutMsg:
             self.probe = 1
             return self.retx[0]
         for sent, psn in self.inflight:
-            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
-                self.mark_lost(psn)
-                self.retx.remove(psn)
-                self.retx.appendleft(psn)
-                self.probe += 1
+            if self._probe_if_outstanding(sent, psn):
                 return psn
         return -1
+
+    def _probe_if_outstanding(self, sent, psn):
+        """Queue ``psn`` first for a credit-free resend if that transmission is still out."""
+        if self.sent_at[psn] != sent or self.is_acked(psn) or self.in_retx[psn]:
+            return False
+        self.mark_lost(psn)
+        self.retx.remove(psn)
+        self.retx.appendleft(psn)
+        self.probe += 1
+        return True
