@@ -19,7 +19,7 @@ Both packages take the same decision: the compiled modules cimport each other's 
 the two builds are never mixed.  ``tests/test_compiled.py`` fails where the compiled build
 was expected (``GSE_PURE_PYTHON`` unset) but a module came from its ``.py``.
 
-``python -m gse._build`` prints the state; ``--ensure`` rebuilds in place if needed.
+``gse info`` prints the state; :func:`ensure` rebuilds in place if needed.
 """
 
 import hashlib
@@ -37,6 +37,7 @@ MODULES = {
     "gse.packet": "",
     "gse.agent": "",
     "gse.eventq": "cython/gse/eventq.pyx",
+    "gse.fifo": "cython/gse/fifo.pyx",
     "gse.bitmap": "",
     "gse.entropy": "",
     "gse.scheduler": "",
@@ -231,27 +232,14 @@ def cmd_info(args):
     return 0 if d["consistent"] else 1
 
 
-def _main(argv):
-    import argparse
+def ensure():
+    """Build the extensions in place unless they are current, or pure Python was asked for
+    (``GSE_PURE_PYTHON=1``), or no compiled build is wanted (``GSE_NO_EXTENSIONS=1``).
+
+    For ``./dev``: ``python -c 'import sys, gse._build as b; sys.exit(b.ensure())'``."""
     import subprocess
-    ap = argparse.ArgumentParser(prog="python -m gse._build", description=__doc__.split("\n")[0])
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--ensure", action="store_true",
-                    help="build the extensions in place unless the build is current "
-                         "(does nothing under %s=1)" % ENV_PURE)
-    args = ap.parse_args(argv)
-    if args.ensure:
-        if pure_requested() or build() == "compiled":
-            return 0
-        print("gse: building the compiled modules in place (%s)" % STATE.reason,
-              file=sys.stderr)
-        return subprocess.call([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-                               cwd=ROOT)
-    d = info()
-    print(json.dumps(d, indent=2) if args.json else format_info(d))
-    return 0 if d["build"] == "compiled" and d["consistent"] else 1
-
-
-if __name__ == "__main__":   # prefer `gse info`; this runs as a second copy
-    from gse import _build as _package_copy    # the state gse/__init__ decided with
-    sys.exit(_package_copy._main(sys.argv[1:]))
+    if pure_requested() or build() == "compiled" or os.environ.get("GSE_NO_EXTENSIONS"):
+        return 0
+    print("gse: building the compiled modules in place (%s)" % STATE.reason, file=sys.stderr)
+    return subprocess.call([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+                           cwd=ROOT)

@@ -17,14 +17,14 @@ import importlib.util
 import json
 import sys
 
-from gse import __version__
+from gse import __version__, _build
 from gse.cli_common import (add_run_options, add_topology_options, add_traffic_options,
                             describe_run, emit, gse_config_from_args, topology_from_args,
                             traffic_from_args)
 from gse.config import ConfigError, PS_PER_US
 from gse.run import PROTOCOLS, run_simulation
 
-EXTENSIONS = ("gse.udp_cli", "gse.replay_cli")
+EXTENSIONS = ("gse.udp_cli", "gse.replay_cli", "gse._build")
 
 
 def cmd_sim(args):
@@ -96,7 +96,8 @@ def cmd_topo(args):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="gse", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version="gse " + __version__)
+    parser.add_argument("--version", action="version",
+                        version="gse %s, %s" % (__version__, _build.describe()))
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {"sim": cmd_sim, "traffic": cmd_traffic, "topo": cmd_topo}
 

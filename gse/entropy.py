@@ -10,7 +10,7 @@ When the FIFO is empty (start of a message, or after congestion) the selector ex
 it walks ``n`` consecutive values from a random base.
 """
 
-from collections import deque
+from gse.fifo import Fifo
 
 
 class EntropySelector:
@@ -23,7 +23,7 @@ class EntropySelector:
         self.count = 0
         self.penalty = penalty
         self.penalised = None     # dict index -> exploration count at which it may return
-        self.recycled = deque()   # values acknowledged clean, oldest first
+        self.recycled = Fifo()   # values acknowledged clean, oldest first
 
     def next(self):
         if self.recycled:

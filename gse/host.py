@@ -8,10 +8,10 @@ NIC is free and re-arms one timer at ``next_deadline()``.  The NIC sends control
 with lazy deletion: a moved deadline is checked when its old entry pops.
 """
 
-from collections import deque
 from heapq import heappop, heappush
 
 from gse.agent import HostAgent
+from gse.fifo import Fifo
 from gse.packet import ACK, DATA, F_ECN_CE, F_RETX, GRANT, NACK, REQUEST
 from gse.receiver import ReceiverSide
 from gse.sender import NEVER, OutMsg
@@ -33,8 +33,8 @@ class GseHost(HostAgent):
         self.config = config
         self.rng = rng
         self.out = {}             # msg_id -> OutMsg
-        self.ring = deque()       # messages that may have data to send
-        self.control = deque()    # control packets, sent before data
+        self.ring = Fifo()       # messages that may have data to send
+        self.control = Fifo()    # control packets, sent before data
         self.timers = []          # heap of (deadline, seq, kind, msg)
         self.tseq = 0
         self.receiver = ReceiverSide(addr, config, downlink_gbps)

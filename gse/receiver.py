@@ -7,8 +7,8 @@ duplicates and re-REQUESTs are answered with a final ACK instead of creating new
 """
 
 from gse.bitmap import ReceiveBitmap
-from gse.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, NACK, Packet,
-                        PRIO_CONTROL)
+from gse.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, NACK,
+                        PRIO_CONTROL, new_packet)
 from gse.scheduler import CreditScheduler, Demand
 
 
@@ -85,8 +85,8 @@ class ReceiverSide:
             if msg.bitmap.has(pkt.psn):
                 return due
             self.nacks += 1
-            out.append(Packet(NACK, self.addr, pkt.src, pkt.msg_id, pkt.psn, pkt.entropy,
-                              0, 0, msg.size, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+            out.append(new_packet(NACK, self.addr, pkt.src, pkt.msg_id, pkt.psn, pkt.entropy,
+                                  0, 0, msg.size, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
             d = self.scheduler.add_need(msg.demand, pkt.payload_len, now)
             return d if d >= 0 else due
         old_cum = msg.bitmap.cum
@@ -123,13 +123,14 @@ class ReceiverSide:
         msg.unacked = 0
         msg.last_ack = now
         self.acks += 1
-        return Packet(ACK, self.addr, msg.src, msg.msg_id, bitmap.cum, pkt.entropy, 0,
-                      flags, msg.size, 0, 0, base, bitmap.sack(base), pkt.ts, PRIO_CONTROL)
+        return new_packet(ACK, self.addr, msg.src, msg.msg_id, bitmap.cum, pkt.entropy, 0,
+                          flags, msg.size, 0, 0, base, bitmap.sack(base), pkt.ts,
+                          PRIO_CONTROL)
 
     def _final_ack(self, pkt, npkts, now):
         self.acks += 1
-        return Packet(ACK, self.addr, pkt.src, pkt.msg_id, npkts, pkt.entropy, 0, 0,
-                      pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL)
+        return new_packet(ACK, self.addr, pkt.src, pkt.msg_id, npkts, pkt.entropy, 0, 0,
+                          pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL)
 
     def on_request(self, pkt, now, out):
         """REQUEST: announce or raise a message's credit need (absolute totals)."""
@@ -173,5 +174,5 @@ class ReceiverSide:
         demand, amount = issued
         src, msg_id = demand.key
         self.grants_sent += 1
-        return Packet(GRANT, self.addr, src, msg_id, 0, 0, 0, 0, 0, amount, 0, 0, 0, now,
-                      PRIO_CONTROL)
+        return new_packet(GRANT, self.addr, src, msg_id, 0, 0, 0, 0, 0, amount, 0, 0, 0, now,
+                          PRIO_CONTROL)

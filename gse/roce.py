@@ -17,13 +17,13 @@ Same sans-I/O interface as ``GseHost``; ``poll(now, data_ok)`` lets a PFC-paused
 only control packets.
 """
 
-from collections import deque
 from heapq import heappop, heappush
 
-from gse.dcqcn import Dcqcn, NEVER
 from gse.agent import HostAgent
-from gse.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, NACK, Packet,
-                        PRIO_CONTROL, PRIO_DATA)
+from gse.dcqcn import Dcqcn, NEVER
+from gse.fifo import Fifo
+from gse.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, NACK, PRIO_CONTROL,
+                        PRIO_DATA, new_packet)
 from switchmodel.switch import mix32
 
 T_PACE = 0
@@ -92,8 +92,8 @@ class RoceHost(HostAgent):
         self.rng = rng
         self.line_mbps = int(round(downlink_gbps * 1000))
         self.out = {}
-        self.ring = deque()
-        self.control = deque()
+        self.ring = Fifo()
+        self.control = Fifo()
         self.timers = []
         self.tseq = 0
         self.incoming = {}        # (src, msg_id) -> RoceRecvFlow
@@ -175,8 +175,8 @@ class RoceHost(HostAgent):
         if flow.rto_deadline == NEVER:
             flow.rto_deadline = now + self.config.rto_ps * flow.rto_backoff
             self._push(flow.rto_deadline, T_RTO, flow)
-        return Packet(DATA, self.addr, flow.dst, flow.msg_id, psn, flow.entropy, length,
-                      flags, flow.size, 0, 0, 0, 0, now, PRIO_DATA)
+        return new_packet(DATA, self.addr, flow.dst, flow.msg_id, psn, flow.entropy, length,
+                          flags, flow.size, 0, 0, 0, 0, now, PRIO_DATA)
 
     def next_deadline(self):
         return self.timers[0][0] if self.timers else -1
@@ -226,8 +226,9 @@ class RoceHost(HostAgent):
                                      now - flow.last_cnp >= self.config.cnp_interval_ps):
             flow.last_cnp = now
             self.cnps_sent += 1
-            self.control.append(Packet(CNP, self.addr, pkt.src, pkt.msg_id, 0, pkt.entropy,
-                                       0, 0, 0, 0, 0, 0, 0, now, PRIO_CONTROL))
+            self.control.append(new_packet(CNP, self.addr, pkt.src, pkt.msg_id, 0,
+                                           pkt.entropy, 0, 0, 0, 0, 0, 0, 0, now,
+                                           PRIO_CONTROL))
         psn = pkt.psn
         if psn == flow.expected:
             flow.expected = psn + 1
@@ -246,17 +247,17 @@ class RoceHost(HostAgent):
             if flow.nak_for != flow.expected:
                 flow.nak_for = flow.expected
                 self.naks_sent += 1
-                self.control.append(Packet(NACK, self.addr, pkt.src, pkt.msg_id,
-                                           flow.expected, pkt.entropy, 0, 0, flow.size, 0, 0,
-                                           0, 0, pkt.ts, PRIO_CONTROL))
+                self.control.append(new_packet(NACK, self.addr, pkt.src, pkt.msg_id,
+                                               flow.expected, pkt.entropy, 0, 0, flow.size,
+                                               0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
         else:
             self.duplicates += 1
             self._ack(pkt, flow.expected)
 
     def _ack(self, pkt, cum):
         self.acks_sent += 1
-        self.control.append(Packet(ACK, self.addr, pkt.src, pkt.msg_id, cum, pkt.entropy, 0,
-                                   0, pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+        self.control.append(new_packet(ACK, self.addr, pkt.src, pkt.msg_id, cum, pkt.entropy,
+                                       0, 0, pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
 
     # -- sender feedback ------------------------------------------------------------------
 

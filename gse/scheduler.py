@@ -11,8 +11,7 @@ mean completion time) and ``fifo`` (the oldest message first: lowest maximum com
 time when messages arrive staggered, the order a lossless FIFO fabric serves them in).
 """
 
-from collections import deque
-
+from gse.fifo import Fifo
 from gse.packet import HEADER_BYTES
 
 
@@ -48,7 +47,7 @@ class CreditScheduler:
         self.mtu = mtu
         self.credit_bytes = credit_bytes
         self.policy = policy
-        self.active = deque()     # Demand objects with wanted() > 0
+        self.active = Fifo()     # Demand objects with wanted() > 0
         self.next_time = 0        # earliest time the next grant may go
         self.armed = False        # a grant is due at next_time
         self.granted_bytes = 0

@@ -18,11 +18,10 @@ Rules, in the order the sender applies them:
   carries absolute totals so that a duplicate is harmless.
 """
 
-from collections import deque
-
 from gse.entropy import EntropySelector
-from gse.packet import (DATA, F_LAST, F_RETX, F_UNSCHED, F_ECT, Packet, PRIO_DATA,
-                        PRIO_CONTROL, REQUEST)
+from gse.fifo import Fifo
+from gse.packet import (DATA, F_LAST, F_RETX, F_UNSCHED, F_ECT, PRIO_DATA, PRIO_CONTROL,
+                        REQUEST, new_packet)
 
 NEVER = -1
 
@@ -65,9 +64,9 @@ class OutMsg:
         self.n_acked = 0
         self.sent_at = [-1] * self.npkts  # last transmit time; -1 while queued for retx
         self.sent_entropy = [0] * self.npkts  # entropy of the last transmission
-        self.inflight = deque()           # (sent_at, psn) in transmit order
+        self.inflight = Fifo()           # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
-        self.retx = deque()
+        self.retx = Fifo()
         self.in_retx = bytearray(self.npkts)
         self.probe = 0                 # credit-free sends owed to RTO and tail probes
         self.rto_deadline = NEVER
@@ -130,7 +129,7 @@ class OutMsg:
         self.inflight.append((now, psn))
         entropy = self.entropy.next()
         self.sent_entropy[psn] = entropy
-        pkt = Packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags, self.size, 0, 0, 0, 0, now, PRIO_DATA)
+        pkt = new_packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags, self.size, 0, 0, 0, 0, now, PRIO_DATA)
         if flags & F_UNSCHED:
             pkt.credit = self.unsched_payload
         return pkt
@@ -138,9 +137,9 @@ class OutMsg:
     def request(self, now, retx):
         """A REQUEST with absolute totals: duplicates and losses are harmless."""
         self.req_seq += 1
-        return Packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, 0, 0,
-                      F_RETX if retx else 0, self.size, self.need_total,
-                      self.credit_received, 0, 0, now, PRIO_CONTROL)
+        return new_packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, 0, 0,
+                          F_RETX if retx else 0, self.size, self.need_total,
+                          self.credit_received, 0, 0, now, PRIO_CONTROL)
 
     def starved(self):
         """Waiting for credit that has not come."""

@@ -13,8 +13,7 @@ packet is, in order of precedence:
 The queue is sans-I/O: the runtime decides when the port is free and calls ``dequeue``.
 """
 
-from collections import deque
-
+from gse.fifo import Fifo
 from gse.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
 
 ENQUEUED = 0
@@ -73,8 +72,8 @@ class OutputQueue:
     def __init__(self, cfg, rng):
         self.cfg = cfg
         self.rng = rng
-        self.data = deque()
-        self.control = deque()
+        self.data = Fifo()
+        self.control = Fifo()
         self.data_bytes = 0
         self.control_bytes = 0
         self.counters = PortCounters()

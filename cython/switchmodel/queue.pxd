@@ -1,0 +1,58 @@
+# Augments switchmodel/queue.py.
+import cython
+from gse.fifo cimport Fifo
+from gse.packet cimport Packet
+
+cdef long long DATA
+cdef long long F_ECN_CE
+cdef long long F_ECT
+cdef long long PRIO_CONTROL
+
+
+cdef class QueueConfig:
+    cdef public long long queue_bytes
+    cdef public long long control_queue_bytes
+    cdef public bint trim
+    cdef public long long trim_bytes
+    cdef public bint ecn
+    cdef public long long ecn_kmin
+    cdef public long long ecn_kmax
+    cdef public double ecn_pmax
+
+
+cdef class PortCounters:
+    cdef public long long tx_bytes
+    cdef public long long tx_packets
+    cdef public long long drops
+    cdef public long long trims
+    cdef public long long ecn_marks
+    cdef public long long peak_bytes
+
+
+cdef class OutputQueue:
+    cdef public QueueConfig cfg
+    cdef public object rng
+    cdef public Fifo data
+    cdef public Fifo control
+    cdef public long long data_bytes
+    cdef public long long control_bytes
+    cdef public PortCounters counters
+    cdef public bint paused
+
+    cpdef long long backlog(self)
+
+    @cython.locals(cfg=QueueConfig, size="long long", result="long long",
+                   occupied="long long")
+    cpdef long long enqueue(self, Packet pkt) except? -1
+
+    @cython.locals(cfg=QueueConfig, p="double")
+    cpdef _maybe_mark(self, Packet pkt, long long occupied)
+
+    @cython.locals(total="long long")
+    cpdef _peak(self)
+
+    @cython.locals(pkt=Packet, c=PortCounters)
+    cpdef Packet dequeue(self)
+
+    @cython.locals(c=PortCounters)
+    cpdef count_unqueued(self, Packet pkt)

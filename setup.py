@@ -1,0 +1,176 @@
+"""Build of the compiled hot paths (everything else is in pyproject.toml).
+
+The hot modules (``gse._build.MODULES``) are compiled by Cython from their own ``.py``
+sources, augmented by the ``.pxd`` files under ``cython/`` (the event queue has a ``.pyx``
+twin there instead).  At build time each ``.py`` is copied beside its ``.pxd`` into
+``build/cython-src/`` and compiled under its own module name (``gse.sim``); the extension
+lands in ``gse/_compiled/`` (``switchmodel/_compiled/``), where ``gse._build`` finds it at
+import unless ``GSE_PURE_PYTHON=1``.  ``gse/_compiled/BUILD.json`` records the sources'
+digests so that a stale build is detected.  See docs/compiled-build.md.
+
+    python setup.py build_ext --inplace      # what `pip install -e .` does, faster to redo
+    GSE_NO_EXTENSIONS=1 pip install .        # no compiler: pure Python only
+    GSE_CYTHON_ANNOTATE=1 python setup.py build_ext --inplace   # build/cython-src/*.html
+    GSE_CYTHON_PROFILE=1 python setup.py build_ext --inplace    # cProfile sees compiled code
+"""
+
+import datetime
+import importlib.util
+import json
+import os
+import shutil
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+STAGE = os.path.join("build", "cython-src")
+
+
+def _load_build_module():
+    # gse/_build.py without importing the gse package (nothing is built yet)
+    spec = importlib.util.spec_from_file_location(
+        "_gse_build_for_setup", os.path.join(ROOT, "gse", "_build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+B = _load_build_module()
+
+
+def _flag(name):
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _stage():
+    """Copy each hot source beside its .pxd into build/cython-src; return {module: file}."""
+    stage = os.path.join(ROOT, STAGE)
+    wanted = {}                  # staged path -> source path
+    for pkg in B.PACKAGES:
+        pxd_dir = os.path.join(ROOT, "cython", pkg)
+        for fn in sorted(os.listdir(pxd_dir)):
+            if fn.endswith(".pxd"):
+                wanted[os.path.join(stage, pkg, fn)] = os.path.join(pxd_dir, fn)
+    sources = {}
+    for name, twin in B.MODULES.items():
+        pkg, mod = name.split(".")
+        src = os.path.join(ROOT, twin) if twin else os.path.join(ROOT, pkg, mod + ".py")
+        dst = os.path.join(stage, pkg, mod + os.path.splitext(src)[1])
+        wanted[dst] = src
+        sources[name] = os.path.relpath(dst, ROOT)
+    for pkg in B.PACKAGES:
+        d = os.path.join(stage, pkg)
+        os.makedirs(d, exist_ok=True)
+        init = os.path.join(d, "__init__.py")
+        if not os.path.exists(init):
+            open(init, "w").close()
+        for fn in os.listdir(d):         # sources no longer compiled, and their C files
+            p = os.path.join(d, fn)
+            if fn.endswith((".py", ".pyx", ".pxd")) and fn != "__init__.py" and p not in wanted:
+                os.remove(p)
+    for dst, src in wanted.items():      # copy what changed, so that cythonize and the
+        if not _same(src, dst):          # C compiler redo only what depends on it
+            shutil.copyfile(src, dst)
+    return sources
+
+
+def _same(a, b):
+    if not os.path.exists(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
+class BuildExt(build_ext):
+    """Cythonize at build time (not at egg_info), then build, then write the manifest."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
+
+    def run(self):
+        if self.extensions:
+            try:
+                import Cython  # noqa: F401
+            except ImportError:
+                # No Cython (an old pip, or a build without the build requirements): install
+                # the pure-Python package, loudly; tests/test_compiled.py then fails unless
+                # GSE_PURE_PYTHON=1, so CI cannot mistake this for a compiled build.
+                print("setup.py: WARNING: Cython is not installed: no compiled modules were "
+                      "built (pip install 'cython>=3.0', then rebuild)", file=sys.stderr)
+                self.extensions = []
+                self.distribution.ext_modules = []
+                return
+            self._cythonize()
+        super().run()
+        if self.extensions:
+            self._write_manifest()
+
+    def _cythonize(self):
+        from Cython import __version__ as cython_version
+        from Cython.Build import cythonize
+        self._cython_version = cython_version
+        sources = _stage()
+        directives = {
+            "language_level": 3,
+            "binding": False,            # methods as C descriptors: cheaper bound calls
+            "embedsignature": True,
+        }
+        if _flag("GSE_CYTHON_PROFILE"):
+            directives.update(profile=True, linetrace=True)
+        exts = []
+        for ext in self.extensions:
+            name = ext.name.replace("." + B.COMPILED_DIR + ".", ".")
+            exts.append(Extension(name, [sources[name]], extra_compile_args=["-fwrapv"],
+                                  define_macros=ext.define_macros))
+        done = cythonize(exts, compiler_directives=directives,
+                         include_path=[os.path.join(ROOT, STAGE)],
+                         annotate=_flag("GSE_CYTHON_ANNOTATE"), quiet=True,
+                         force=_flag("GSE_CYTHON_ANNOTATE") or _flag("GSE_CYTHON_PROFILE"),
+                         nthreads=self.parallel if self.parallel > 1 else 0)
+        by_name = {e.name: e for e in done}
+        for ext in self.extensions:
+            c = by_name[ext.name.replace("." + B.COMPILED_DIR + ".", ".")]
+            ext.sources = c.sources
+            ext.extra_compile_args = c.extra_compile_args
+
+    def _write_manifest(self):
+        manifest = {
+            "cython": getattr(self, "_cython_version", "?"),
+            "python": sys.version.split()[0],
+            "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "modules": sorted(B.MODULES),
+            "sources": B.source_digests(ROOT),
+        }
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        dirs = {os.path.join(self.build_lib, "gse", B.COMPILED_DIR)}
+        if self.inplace:
+            dirs.add(os.path.join(ROOT, "gse", B.COMPILED_DIR))
+        for d in dirs:
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, B.MANIFEST), "w") as f:
+                f.write(text)
+
+    def copy_extensions_to_source(self):
+        for pkg in B.PACKAGES:
+            os.makedirs(os.path.join(ROOT, pkg, B.COMPILED_DIR), exist_ok=True)
+        super().copy_extensions_to_source()
+        self._write_manifest()       # editable installs build elsewhere, then copy
+
+
+def extensions():
+    if _flag("GSE_NO_EXTENSIONS"):
+        return []
+    # Placeholders named after where the .so goes; sources are set by BuildExt._cythonize.
+    exts = []
+    for name in B.MODULES:
+        pkg, mod = name.split(".")
+        exts.append(Extension("%s.%s.%s" % (pkg, B.COMPILED_DIR, mod),
+                              [os.path.join(pkg, mod + ".py")]))
+    return exts
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

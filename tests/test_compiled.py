@@ -1,0 +1,335 @@
+"""The compiled build (Cython) and the pure-Python reference are one behaviour.
+
+The whole suite runs twice in CI: as is (the compiled build, which must then really be
+loaded) and with ``GSE_PURE_PYTHON=1``.  Here: the build that runs is the one asked for
+(yarl's test against a silent fallback), the ``.pxd`` files still describe their sources,
+the event queue's ``.pyx`` twin runs events in the reference's order, and a small
+simulation gives identical results in both builds.
+"""
+
+import ast
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gse import _build
+
+ROOT = _build.ROOT
+HAS_PXD = os.path.isdir(os.path.join(ROOT, "cython"))
+
+
+def _module_file(name):
+    pkg, mod = name.split(".")
+    return os.path.join(ROOT, pkg, mod + ".py")
+
+
+# -- the build that runs is the build that was asked for -----------------------------------
+
+def test_the_build_asked_for_is_the_build_loaded():
+    loaded = _build.loaded_from()
+    if _build.pure_requested():
+        assert _build.build() == "pure"
+        assert set(loaded.values()) == {"pure"}, loaded
+    else:
+        # Like yarl: unless GSE_PURE_PYTHON=1, the extensions must have been built and must
+        # be the modules in use.  A missing, stale or unloadable build fails here, with why.
+        assert _build.build() == "compiled", _build.STATE.reason
+        fell_back = sorted(n for n, how in loaded.items() if how != "compiled")
+        assert not fell_back, "compiled build expected, pure modules loaded: %s" % fell_back
+
+
+def test_describe_names_the_build():
+    text = _build.describe()
+    assert text.startswith(_build.build() + " build")
+    info = _build.info()
+    assert info["consistent"] and info["build"] == _build.build()
+    assert "build: %s" % _build.build() in _build.format_info(info)
+
+
+def test_decide_on_a_tree(tmp_path):
+    """Pure when asked, when nothing was built, when a source changed after the build."""
+    root = str(tmp_path)
+    for name in _build.MODULES:
+        for rel in _build.sources_of(name, ROOT):
+            dst = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with open(os.path.join(ROOT, rel), "rb") as f, open(dst, "wb") as g:
+                g.write(f.read())
+    assert _build.decide(root, {"GSE_PURE_PYTHON": "1"})[0] == "pure"
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "no compiled build" in reason
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for pkg in _build.PACKAGES:
+        os.makedirs(_build.compiled_dir(pkg, root), exist_ok=True)
+    manifest = {"cython": "test", "sources": _build.source_digests(root)}
+    with open(os.path.join(_build.compiled_dir("gse", root), _build.MANIFEST), "w") as f:
+        json.dump(manifest, f)
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "missing for this Python" in reason
+    for name in _build.MODULES:
+        pkg, mod = name.split(".")
+        open(os.path.join(_build.compiled_dir(pkg, root), mod + suffix), "w").close()
+    assert _build.decide(root, {})[0] == "compiled"
+    assert _build.decide(root, {"GSE_PURE_PYTHON": "0"})[0] == "compiled"
+    with open(os.path.join(root, "gse", "sim.py"), "a") as f:
+        f.write("\n# edited after the build\n")
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "stale" in reason and "gse/sim.py" in reason
+
+
+# -- the .pxd files still describe their sources ------------------------------------------
+
+_CLASS = re.compile(r"^cdef class (\w+)(?:\((\w+)\))?\s*:")
+_METHOD = re.compile(r"^\s+c?p?def\s[^(]*?\b(\w+)\(")
+_ATTR = re.compile(r"^\s+cdef\s+(?:public\s+|readonly\s+)?[\w .*\"]+?\b(\w+)\s*$")
+
+
+def _pxd_classes(path):
+    """{class: (attributes, methods)} declared in a .pxd."""
+    out, cur = {}, None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n").split("#")[0].rstrip()
+            m = _CLASS.match(line)
+            if m:
+                cur = out[m.group(1)] = (set(), set())
+                continue
+            if not line.strip() or line.lstrip().startswith("@"):
+                continue
+            if not line.startswith(" "):
+                cur = None
+                continue
+            if cur is None:
+                continue
+            m = _METHOD.match(line)
+            if m:
+                cur[1].add(m.group(1))
+                continue
+            m = _ATTR.match(line)
+            if m:
+                cur[0].add(m.group(1))
+    return out
+
+
+def _py_classes(path):
+    """{class: (__slots__, methods)} of a module's source."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            slots, methods = set(), set()
+            for item in node.body:
+                if (isinstance(item, ast.Assign) and len(item.targets) == 1
+                        and getattr(item.targets[0], "id", None) == "__slots__"):
+                    slots = set(ast.literal_eval(item.value))
+                elif isinstance(item, ast.FunctionDef):
+                    methods.add(item.name)
+            out[node.name] = (slots, methods)
+    return out
+
+
+_WITH_PXD = [n for n, twin in _build.MODULES.items() if not twin and os.path.exists(
+    os.path.join(ROOT, "cython", *n.split(".")) + ".pxd")]
+
+
+@pytest.mark.skipif(not HAS_PXD, reason="cython/ sources not present (installed from a wheel)")
+@pytest.mark.parametrize("name", _WITH_PXD)
+def test_pxd_describes_its_source(name):
+    """Every attribute of a compiled class is declared, every declared method exists.
+
+    Adding a slot to a hot class without declaring it in cython/ would break the compiled
+    build only; this test says so in the pure build too."""
+    pkg, mod = name.split(".")
+    pxd = os.path.join(ROOT, "cython", pkg, mod + ".pxd")
+    py = _py_classes(_module_file(name))
+    for cls, (attrs, methods) in _pxd_classes(pxd).items():
+        assert cls in py, "%s: class %s is in the .pxd but not in the source" % (name, cls)
+        slots, defs = py[cls]
+        assert attrs == slots, ("%s.%s: declare in cython/%s/%s.pxd exactly the __slots__; "
+                                "missing %s, extra %s" % (name, cls, pkg, mod,
+                                                          sorted(slots - attrs),
+                                                          sorted(attrs - slots)))
+        assert methods <= defs, ("%s.%s: methods declared but not defined: %s"
+                                 % (name, cls, sorted(methods - defs)))
+
+
+# -- the event queue's twins run the same events in the same order ------------------------
+
+def _pure_eventq():
+    spec = importlib.util.spec_from_file_location("_gse_eventq_reference",
+                                                  _module_file("gse.eventq"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.EventQueue
+
+
+def _drive(eq_cls, seed):
+    """A random schedule: ties, events that schedule events, stops at ``until``."""
+    rng = random.Random(seed)
+    eq = eq_cls()
+    log = []
+
+    def fire(tag, depth):
+        log.append((eq.now, tag))
+        for i in range(rng.randrange(3) if depth < 4 else 0):
+            eq.at(eq.now + rng.choice((0, 0, 1, 5, 1000, 10**12)), fire,
+                  "%s.%d" % (tag, i), depth + 1)
+
+    for i in range(rng.randrange(1, 400)):
+        eq.at(rng.choice((0, 7, 7, rng.randrange(10**6))), fire, str(i), 0)
+    results = []
+    for until in (5, 10**5, 10**5, 10**13, -1):
+        results.append((eq.run(until), eq.now, eq.pending(), eq.events))
+    with pytest.raises(ValueError) as info:
+        eq.at(eq.now - 1, fire, "late", 0)
+    return log, results, str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_event_queue_twins_run_the_same_order(seed):
+    from gse.eventq import EventQueue
+    assert _drive(EventQueue, seed) == _drive(_pure_eventq(), seed)
+
+
+def test_event_queue_exception_counts_events_run():
+    from gse.eventq import EventQueue
+    for cls in (EventQueue, _pure_eventq()):
+        eq = cls()
+
+        def boom(a, b):
+            raise RuntimeError("boom")
+        eq.at(1, lambda a, b: None, None, None)
+        eq.at(2, boom, None, None)
+        eq.at(3, lambda a, b: None, None, None)
+        with pytest.raises(RuntimeError):
+            eq.run()
+        assert (eq.now, eq.events, eq.pending()) == (2, 2, 1)
+        assert eq.run() is True and eq.events == 3
+
+
+# -- the FIFO's twins behave as collections.deque -----------------------------------------
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as exc:                      # the same error, with the same message
+        return (type(exc).__name__, str(exc))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fifo_behaves_as_deque(seed):
+    from collections import deque
+
+    from gse.fifo import Fifo
+    rng = random.Random(seed)
+    ours, ref = Fifo(), deque()
+    for step in range(3000):
+        op = rng.randrange(14)
+        v = rng.randrange(20)
+        i = rng.randrange(-25, 25)
+        if op == 0:
+            calls = [lambda q: q.append(v)] * 3
+        elif op == 1:
+            calls = [lambda q: q.appendleft(v)]
+        elif op == 2:
+            calls = [lambda q: q.popleft()]
+        elif op == 3:
+            calls = [lambda q: q.pop()]
+        elif op == 4:
+            calls = [lambda q: q.remove(v)]
+        elif op == 5:
+            calls = [lambda q: q.rotate(i)]
+        elif op == 6:
+            calls = [lambda q: q[i]]
+        elif op == 7:
+            calls = [lambda q: (len(q), bool(q), list(q), list(reversed(q)))]
+        elif op == 8:
+            calls = [lambda q: v in q]
+        elif op == 9 and rng.random() < 0.05:
+            calls = [lambda q: q.clear()]
+        elif op == 10:
+            calls = [lambda q: q.extend([v, v + 1])]
+        elif op == 11:
+            calls = [lambda q: [q.append(x) for x in q]]     # mutated during iteration
+        elif op == 12:
+            calls = [lambda q: q.rotate()]
+        else:
+            calls = [lambda q: repr(q)]
+        for call in calls:
+            assert _outcome(lambda: call(ours)) == _outcome(lambda: call(ref)), (step, op)
+        assert list(ours) == list(ref)
+    assert ours == ref and ours == Fifo(ref) and not (ours != ref)
+
+
+# -- new_packet is the constructor ----------------------------------------------------------
+
+_SLOTS = ("kind", "flags", "src", "dst", "msg_id", "psn", "entropy", "payload_len", "msg_len",
+          "credit", "aux", "sack_base", "sack_bits", "ts", "prio", "size", "corrupt", "payload",
+          "ingress")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_new_packet_is_the_constructor(seed):
+    from gse.packet import DATA, F_TRIMMED, Packet, new_packet
+    rng = random.Random(seed)
+    for _ in range(300):
+        args = [rng.choice((DATA, DATA, rng.randrange(8)))] + [
+            rng.randrange(2 ** 32) for _ in range(5)] + [
+            rng.randrange(70000), rng.choice((0, F_TRIMMED, rng.randrange(64))),
+            rng.randrange(2 ** 32), rng.randrange(2 ** 32), rng.randrange(2 ** 32),
+            rng.randrange(0, 2 ** 32, 8), rng.randrange(2 ** 64), rng.randrange(2 ** 64),
+            rng.randrange(2)]
+        a, b = Packet(*args), new_packet(*args)
+        assert type(a) is type(b)
+        assert [getattr(a, n) for n in _SLOTS] == [getattr(b, n) for n in _SLOTS]
+
+
+# -- one behaviour: the same run in both builds --------------------------------------------
+
+_CROSS = r"""
+import json, random, sys
+from gse import _build, traffic
+from gse.config import GseConfig, RoceConfig
+from gse.run import run_simulation
+from topologies import fat_tree
+out = {"build": _build.build()}
+topo = fat_tree(4)
+for proto, cfg in (("gse", GseConfig()), ("roce", RoceConfig())):
+    msgs = traffic.incast(16, 6, 300_000, random.Random(3))
+    r = run_simulation(topo, msgs, proto, cfg, 3, loss_rate=0.002, corrupt_rate=0.001)
+    s = r.summary
+    out[proto] = {"per_message": r.per_message(), "events": s["events"],
+                  "drops": s["drops"], "trims": s["trims"], "ecn": s["ecn_marks"],
+                  "retx": s["retransmits"], "hosts": s["host_counters"],
+                  "pfc": s["pfc_pauses"], "now": s["sim_time_us"]}
+print(json.dumps(out))
+"""
+
+
+def _cross_run(pure):
+    env = dict(os.environ)
+    env.pop("GSE_PURE_PYTHON", None)
+    if pure:
+        env["GSE_PURE_PYTHON"] = "1"
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", _CROSS], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(_build.build() != "compiled", reason="needs the compiled build")
+def test_compiled_and_pure_runs_are_identical():
+    compiled, pure = _cross_run(False), _cross_run(True)
+    assert (compiled["build"], pure["build"]) == ("compiled", "pure")
+    for proto in ("gse", "roce"):
+        assert compiled[proto] == pure[proto], proto
