@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""GSE and RoCEv2 + PFC on the same Mininet Fat-Tree, beside the simulation (issue 5).
+
+    sudo python3 experiments/mininet_fattree.py                    # k=4, 0.005 Gb/s, 3 workloads
+    sudo python3 experiments/mininet_fattree.py --workload incast --senders 8 --link-gbps 0.02
+    sudo python3 experiments/mininet_fattree.py --workload permutation --size 200000 \\
+        --json mn.json --out-dir results/mininet        # every summary, record and agent file
+
+Every node of the topology (hosts and switches) is a ``gse agent`` process in its own
+Mininet namespace, one veth and one /31 per link (``gse.mininet_run``,
+``topologies.mininet_builder``); links are emulated inside the agents at ``--link-gbps``.
+For each workload (permutation, incast, all-to-all) and protocol (``gse``, ``roce`` with
+PFC) the same messages run in Mininet and, unless ``--no-sim``, in the simulator with the
+same configuration (the real-time protocol timers of ``gse.udp_config.udp_profile``), so
+the two columns of a protocol are the same workload at the same scale.  The default rate,
+0.005 Gb/s, is one a two-core machine emulates faithfully for all three workloads (incasts
+alone: up to 0.02 Gb/s; docs/mininet.md has the figures and ``--sweep-gbps`` measures it).
+
+Printed per workload: the side-by-side table of ``gse compare`` (messages, lost, FCT
+p50/p99/max, slowdown, goodput, drops, trims, retransmits, ECN marks, peak queue, PFC
+pauses) plus the Mininet run's own figures (set-up, agents up, traffic, tear-down, kernel
+drops, timer lateness, anything left behind).  ``--json`` writes every run's summary (the
+schema of ``gse sim``); ``--out-dir`` also one ``<workload>-<protocol>-<runtime>.json``
+summary and ``.csv`` record file per run and every agent's files.  A progress line runs
+on stderr.  Needs root and Mininet (``scripts/setup-mininet.sh``); ``--no-mininet`` runs
+the simulation columns only.  Figures are printed, never asserted
+(tests/test_mininet_fattree.py checks correctness).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from gse.cli_common import gse_config_from_args, traffic_from_args  # noqa: E402
+from gse.report import format_side_by_side, write_records  # noqa: E402
+from gse.run import run_simulation  # noqa: E402
+from gse.udp_cli import explicit_settings  # noqa: E402
+from gse.udp_config import udp_profile  # noqa: E402
+from topologies.registry import (add_topology_options, build_topology,  # noqa: E402
+                                 describe_topology_args)
+
+WORKLOADS = ("permutation", "incast", "all-to-all")
+PROTOCOLS = ("gse", "roce")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])
+    add_topology_options(p)
+    p.set_defaults(k=4, link_gbps=0.005)
+    g = p.add_argument_group("workload")
+    g.add_argument("--workload", action="append", choices=WORKLOADS,
+                   help="repeatable (default: all three)")
+    g.add_argument("--size", type=int, default=100_000,
+                   help="message bytes (all-to-all: to each other host; default 100000)")
+    g.add_argument("--a2a-size", type=int, default=None,
+                   help="all-to-all message bytes (default: --size / 4)")
+    g.add_argument("--senders", type=int, default=8, help="incast senders (default 8)")
+    g.add_argument("--receiver", type=int, default=0, help="incast receiver host (default 0)")
+    g.add_argument("--seed", type=int, default=1)
+    g = p.add_argument_group("protocols")
+    g.add_argument("--protocol", action="append", choices=PROTOCOLS, dest="protocols",
+                   help="repeatable (default: gse and roce)")
+    g.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="protocol parameter, as gse sim (gse.NAME / roce.NAME for one)")
+    g.add_argument("--unsched", type=int, default=None, help="GSE unscheduled window bytes")
+    g.add_argument("--policy", choices=("rr", "srpt", "fifo"), default=None)
+    g = p.add_argument_group("runs")
+    g.add_argument("--timeout-s", type=float, default=120.0,
+                   help="wall-clock bound of each Mininet run's traffic (default 120)")
+    g.add_argument("--start-budget-s", type=float, default=None,
+                   help="seconds from launching the agents to time 0 (default: by size)")
+    g.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    g.add_argument("--no-sim", action="store_true", help="Mininet columns only")
+    g.add_argument("--no-mininet", action="store_true", help="simulation columns only")
+    g.add_argument("--sweep-gbps", type=float, nargs="+", metavar="GBPS",
+                   help="run everything at each of these link rates and end with a table "
+                        "of Mininet against the simulation per rate (what rate the agents "
+                        "sustain: the FCT ratio stays near 1 and timers stay on time)")
+    g = p.add_argument_group("output")
+    g.add_argument("--json", metavar="FILE", help="every run's summary, one JSON file")
+    g.add_argument("--out-dir", metavar="DIR",
+                   help="per-run summary JSON and records CSV, and every agent's files")
+    g.add_argument("--quiet", action="store_true", help="no progress line")
+    args = p.parse_args(argv)
+    args.workloads = args.workload or list(WORKLOADS)
+    args.protocols = args.protocols or list(PROTOCOLS)
+    if args.no_sim and args.no_mininet:
+        p.error("--no-sim and --no-mininet leave nothing to run")
+    return args
+
+
+def workload_messages(args, topo, workload):
+    ns = argparse.Namespace(traffic=workload, traffic_file=None, seed=args.seed,
+                            size=args.size, senders=args.senders, receiver=args.receiver,
+                            messages=0, size_dist=None, load=0.0, start_us=0.0,
+                            link_gbps=args.link_gbps)
+    if workload == "all-to-all":
+        ns.size = args.a2a_size or max(1, args.size // 4)
+    return traffic_from_args(ns, topo), ns.size
+
+
+def protocol_config(args, protocol):
+    ns = argparse.Namespace(**vars(args))
+    ns.protocol = protocol
+    ns.command = "compare"             # an unprefixed --set applies where it exists
+    return udp_profile(gse_config_from_args(ns, protocol), explicit_settings(args))
+
+
+def describe(summary, args, workload, size, cfg, runtime):
+    summary["topology"] = describe_topology_args(args)
+    summary["traffic"] = {"kind": workload, "size": size, "seed": args.seed}
+    if workload == "incast":
+        summary["traffic"].update(senders=args.senders, receiver=args.receiver)
+    summary["config"] = cfg.as_dict()
+    summary.setdefault("runtime", runtime)
+    return summary
+
+
+def mininet_rows(runs):
+    """Rows that only a Mininet run has, in the columns of ``format_side_by_side``."""
+    def get(s, *path):
+        for key in path:
+            if not isinstance(s, dict) or key not in s:
+                return "-"
+            s = s[key]
+        return s
+    rows = [("last FCT us", lambda s: s["fct_us"]["max"]),
+            ("set-up s", lambda s: get(s, "mininet", "setup_s")),
+            ("agents up s", lambda s: get(s, "mininet", "agents_ready_s")),
+            ("traffic s", lambda s: get(s, "mininet", "run_s")),
+            ("tear-down s", lambda s: get(s, "mininet", "teardown_s")),
+            ("end", lambda s: get(s, "mininet", "end")),
+            ("kernel drops", lambda s: get(s, "udp", "kernel_drops")),
+            ("late timer mean us", lambda s: get(s, "udp", "timer_late", "mean_us")),
+            ("left behind", lambda s: ("-" if "mininet" not in s else
+                                       ",".join(sorted(s["mininet"]["left_behind"])) or "none"))]
+    lines = []
+    for name, fn in rows:
+        cells = []
+        for s in runs:
+            v = fn(s)
+            cells.append("%16s" % (("%.4g" % v) if isinstance(v, float) else v))
+        lines.append("%-18s" % name + "".join(cells))
+    return "\n".join(lines)
+
+
+def sweep_table(runs):
+    """Mininet against the simulation per (rate, workload, protocol)."""
+    sims = {(r["gbps"], r["workload"], r["protocol"]): r["summary"] for r in runs
+            if r["runtime"] == "sim"}
+    lines = ["%-8s %-12s %-5s %21s %21s %8s %8s %9s %7s" % (
+        "Gb/s", "workload", "proto", "sim FCT p50/max ms", "mininet p50/max ms",
+        "max/sim", "gp/link", "late ms", "k.drops")]
+    for r in runs:
+        if r["runtime"] != "mininet":
+            continue
+        s = r["summary"]
+        sim = sims.get((r["gbps"], r["workload"], r["protocol"]))
+        fct = s["fct_us"]
+        ratio = (fct["max"] / sim["fct_us"]["max"]) if sim and sim["fct_us"]["max"] else None
+        lines.append("%-8g %-12s %-5s %21s %21s %8s %8.2f %9.2f %7d" % (
+            r["gbps"], r["workload"], r["protocol"],
+            "%.1f / %.1f" % (sim["fct_us"]["p50"] / 1e3, sim["fct_us"]["max"] / 1e3)
+            if sim else "-",
+            "%.1f / %.1f" % (fct["p50"] / 1e3, fct["max"] / 1e3),
+            "%.2f" % ratio if ratio else "-",
+            (s["goodput_gbps"]["p50"] or 0) / r["gbps"],
+            s["udp"]["timer_late"]["mean_us"] / 1e3, s["udp"]["kernel_drops"]))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rates = args.sweep_gbps or [args.link_gbps]
+    out = None
+    for rate in rates:
+        args.link_gbps = rate
+        code, out = run_rate(args, out)
+        if code:
+            return code
+    if args.sweep_gbps:
+        print("\n## sweep: Mininet against the simulation (gp/link: median goodput over the "
+              "link rate; late: mean timer lateness)")
+        print(sweep_table(out["runs"]))
+    return 0
+
+
+def run_rate(args, out=None):
+    topo = build_topology(args)
+    mininet = None
+    if not args.no_mininet:
+        from gse import mininet_run as mininet
+        from topologies.mininet_builder import mininet_unavailable
+        reason = mininet_unavailable()
+        if reason:
+            print("mininet_fattree: %s (--no-mininet runs the simulation only)" % reason,
+                  file=sys.stderr)
+            return 2, out
+    if args.out_dir:
+        os.makedirs(args.out_dir, exist_ok=True)
+    print("# %s, %d hosts, %d switches, %d links at %g Gb/s; protocols %s; workloads %s"
+          % (args.topology, len(topo.hosts), len(topo.nodes) - len(topo.hosts),
+             len(topo.links), args.link_gbps, ", ".join(args.protocols),
+             ", ".join(args.workloads)))
+    progress = None if (args.quiet or mininet is None) else mininet.ProgressLine()
+    if out is None:
+        out = {"experiment": "mininet_fattree", "topology": describe_topology_args(args),
+               "seed": args.seed, "runs": []}
+    t0 = time.perf_counter()
+    first = len(out["runs"])
+    try:
+        for workload in args.workloads:
+            messages, size = workload_messages(args, topo, workload)
+            summaries, labels = [], []
+            for protocol in args.protocols:
+                cfg = protocol_config(args, protocol)
+                runtimes = ([] if args.no_sim else ["sim"]) + ([] if mininet is None
+                                                               else ["mininet"])
+                for runtime in runtimes:
+                    tag = "%s-%s-%s" % (workload, protocol, runtime)
+                    if args.sweep_gbps:
+                        tag = "%g-%s" % (args.link_gbps, tag)
+                    if runtime == "sim":
+                        res = run_simulation(topo, messages, protocol, cfg, args.seed)
+                    else:
+                        res = mininet.run_mininet(
+                            topo, messages, protocol, cfg, args.seed,
+                            timeout_s=args.timeout_s, loop=args.loop,
+                            start_budget_s=args.start_budget_s, progress=progress,
+                            label="%s %s" % (workload, protocol),
+                            out_dir=(os.path.join(args.out_dir, tag) if args.out_dir
+                                     else None))
+                    s = describe(res.summary, args, workload, size, cfg, runtime)
+                    summaries.append(s)
+                    labels.append("%s %s" % (protocol, runtime))
+                    out["runs"].append({"workload": workload, "protocol": protocol,
+                                        "runtime": runtime, "gbps": args.link_gbps,
+                                        "summary": s})
+                    if args.out_dir:
+                        with open(os.path.join(args.out_dir, tag + ".json"), "w") as f:
+                            json.dump(s, f, indent=2, sort_keys=True)
+                            f.write("\n")
+                        write_records(os.path.join(args.out_dir, tag + ".records.csv"),
+                                      res.records)
+            print("\n## %s: %d messages of %d B%s" % (
+                workload, len(messages), size,
+                " (%d senders -> host %d)" % (args.senders, args.receiver)
+                if workload == "incast" else ""))
+            print(format_side_by_side(summaries, labels))
+            if mininet is not None:
+                print(mininet_rows(summaries))
+            sys.stdout.flush()
+    except KeyboardInterrupt as exc:          # Ctrl-C or SIGTERM: the network is gone
+        print("mininet_fattree: interrupted (%s); the network was torn down"
+              % (exc or "SIGINT"), file=sys.stderr)
+        return 130, out
+    finally:
+        if args.json and out["runs"]:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2, sort_keys=True)
+                f.write("\n")
+    print("\n# %g Gb/s: %d runs in %.1f s" % (args.link_gbps, len(out["runs"]) - first,
+                                             time.perf_counter() - t0))
+    return 0, out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
