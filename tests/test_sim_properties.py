@@ -11,30 +11,17 @@ from hypothesis import given, strategies as st
 
 from gse.config import GseConfig
 from gse.run import run_simulation
-from gse.traffic import Message, all_to_all, incast, permutation
+from gse.traffic import incast, permutation
 from topologies import fat_tree
+
+from strategies import workloads as shared_workloads
 
 TOPO = fat_tree(4)
 N = len(TOPO.hosts)
 
 
-@st.composite
-def workloads(draw):
-    kind = draw(st.sampled_from(["permutation", "incast", "random", "all-to-all"]))
-    rng = random.Random(draw(st.integers(0, 2**32)))
-    if kind == "permutation":
-        return permutation(N, draw(st.integers(1, 400_000)), rng)
-    if kind == "incast":
-        return incast(N, draw(st.integers(2, 15)), draw(st.integers(1, 200_000)), rng)
-    if kind == "all-to-all":
-        hosts = sorted(rng.sample(range(N), draw(st.integers(2, 5))))
-        return all_to_all(N, draw(st.integers(1, 60_000)), hosts=hosts)
-    msgs = []
-    for i in range(draw(st.integers(1, 30))):
-        src, dst = rng.sample(range(N), 2)
-        msgs.append(Message(i + 1, src, dst, draw(st.integers(1, 300_000)),
-                            draw(st.integers(0, 50)) * 1_000_000))
-    return msgs
+def workloads():
+    return shared_workloads(N)
 
 
 configs = st.builds(
