@@ -51,17 +51,6 @@ def check_protocol(protocol):
                          "(it runs: %s)" % (protocol, ", ".join(udp_protocols())))
 
 
-class UdpRunResult:
-    __slots__ = ("summary", "records", "network")
-
-    def __init__(self, summary, records, network):
-        self.summary = summary
-        self.records = records
-        self.network = network
-
-    def per_message(self):
-        return [(r.src, r.msg_id, r.deliver_ps, r.finish_ps, r.retransmits)
-                for r in self.records]
 
 
 def address_plan(topo, addressing):
@@ -246,7 +235,8 @@ class UdpNetwork:
         summary = build_summary(self.topo, records, ports, counters,
                                 [h.agent.counters() for h in self.hosts], cfg,
                                 self.elapsed_ps, self.wall_s, extra, udp)
-        return UdpRunResult(summary, records, self)
+        from gse.run import RunResult      # the simulator's result type, same schema
+        return RunResult(summary, records, self)
 
 
 async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
@@ -266,7 +256,7 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
 
     ``config`` is used as given; None means the protocol's defaults with the real-time
-    timers of ``gse.udp_config.udp_profile``.  Returns a ``UdpRunResult``.
+    timers of ``gse.udp_config.udp_profile``.  Returns a ``gse.run.RunResult``.
     """
     for m in messages:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
