@@ -38,6 +38,7 @@ MODULES = {
     "gse.agent": "",
     "gse.eventq": "cython/gse/eventq.pyx",
     "gse.fifo": "cython/gse/fifo.pyx",
+    "gse.bits": "cython/gse/bits.pyx",
     "gse.bitmap": "",
     "gse.entropy": "",
     "gse.scheduler": "",

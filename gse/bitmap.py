@@ -1,9 +1,11 @@
 """Per-message receive bitmap: exactly-once delivery and the SACK window of an ACK.
 
 Bits are kept little-endian in a bytearray (bit j of byte i is psn 8*i + j), so the 64-bit
-SACK field for a base that is a multiple of 8 is one ``int.from_bytes`` of 8 bytes: no
-per-bit loop on the path of every ACK.
+SACK field for a base that is a multiple of 8 is one little-endian read of 8 bytes
+(``gse.bits.le64``): no per-bit loop on the path of every ACK.
 """
+
+from gse.bits import le64
 
 
 class ReceiveBitmap:
@@ -44,8 +46,7 @@ class ReceiveBitmap:
         """The 64 bits from ``base`` (a multiple of 8): bit i set if base + i arrived."""
         if base & 7:
             raise ValueError("SACK base %d is not a multiple of 8" % base)
-        start = base >> 3
-        return int.from_bytes(self.bits[start:start + 8], "little")
+        return le64(self.bits, base >> 3)
 
     def sack_base_for(self, psn):
         """A SACK base that covers both the cumulative point and, if possible, psn."""

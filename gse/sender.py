@@ -18,6 +18,7 @@ Rules, in the order the sender applies them:
   carries absolute totals so that a duplicate is harmless.
 """
 
+from gse.bits import le64, lowest_bit
 from gse.entropy import EntropySelector
 from gse.fifo import Fifo
 from gse.packet import (DATA, F_LAST, F_RETX, F_UNSCHED, F_ECT, PRIO_DATA, PRIO_CONTROL,
@@ -179,14 +180,14 @@ class OutMsg:
         if cum > self.cum_acked:
             self.cum_acked = cum
         if sack_bits:
-            start = sack_base >> 3
-            new = sack_bits & ~int.from_bytes(acked[start:start + 8], "little")
+            # a C unsigned 64-bit integer in the compiled build, which refuses a wider one
+            bits = sack_bits
+            new = bits & ~le64(acked, sack_base >> 3)
             while new:
-                low = new & -new
-                p = sack_base + low.bit_length() - 1
+                p = sack_base + lowest_bit(new)
                 if p < npkts:
                     self._set_acked(p, marked)
-                new ^= low
+                new &= new - 1
         while self.cum_acked < npkts and self.is_acked(self.cum_acked):
             self.cum_acked += 1
         if self.n_acked >= npkts:

@@ -80,7 +80,7 @@ class LinkPort:
         if pfc is not None and result == ENQUEUED and pkt.prio == PRIO_DATA:
             if pfc.on_enqueue(pkt.ingress, pkt.size):
                 self.owner.send_pfc(pkt.ingress, PAUSE)
-        if not self.wake_pending and len(queue):
+        if not self.wake_pending and queue.has_packets():
             self.wake_pending = True
             eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
 
@@ -95,7 +95,7 @@ class LinkPort:
             if pfc.on_dequeue(pkt.ingress, pkt.size):
                 self.owner.send_pfc(pkt.ingress, RESUME)
         self.transmit(pkt, now)
-        if len(self.queue):
+        if self.queue.has_packets():
             self.eq.at(self.busy_until, self.wake_fn, None, None)
         else:
             self.wake_pending = False
@@ -128,7 +128,7 @@ class LinkPort:
             self.restart(now)
 
     def restart(self, now):
-        if not self.wake_pending and len(self.queue):
+        if not self.wake_pending and self.queue.has_packets():
             self.wake_pending = True
             self.eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
 
@@ -235,7 +235,8 @@ class SwitchNode:
 
 
 class HostNode:
-    __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent")
+    __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered",
+                 "sent_done")
 
     def __init__(self, eq, agent, on_delivered, on_sent):
         self.eq = eq
@@ -244,6 +245,10 @@ class HostNode:
         self.timer_at = -1
         self.on_delivered = on_delivered
         self.on_sent = on_sent
+        # the agent's output lists, drained after every call (never replaced, only cleared):
+        # held here so that the compiled build reads them without attribute lookups
+        self.delivered = agent.receiver.delivered
+        self.sent_done = agent.sent_done
 
     def receive(self, pkt, in_port):
         now = self.eq.now
@@ -270,15 +275,16 @@ class HostNode:
 
     def after(self, now):
         agent = self.agent
-        delivered = agent.receiver.delivered
+        delivered = self.delivered
         if delivered:
             for item in delivered:
                 self.on_delivered(item)
             delivered.clear()
-        if agent.sent_done:
-            for item in agent.sent_done:
+        sent_done = self.sent_done
+        if sent_done:
+            for item in sent_done:
                 self.on_sent(agent.addr, item)
-            agent.sent_done.clear()
+            sent_done.clear()
         if agent.has_work():
             self.nic.kick(now)
         t = agent.next_deadline()

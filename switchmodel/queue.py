@@ -85,6 +85,10 @@ class OutputQueue:
     def backlog(self):
         return self.data_bytes + self.control_bytes
 
+    def has_packets(self):
+        """``len(self) > 0``, from the byte counts: every packet has at least its header."""
+        return self.data_bytes + self.control_bytes > 0
+
     def enqueue(self, pkt):
         """Queue ``pkt``; returns ENQUEUED, TRIMMED or DROPPED."""
         cfg = self.cfg
@@ -133,10 +137,10 @@ class OutputQueue:
 
     def dequeue(self):
         """The next packet to serialise (control first), or None."""
-        if self.control:
+        if self.control_bytes:           # (a queue holds bytes exactly when it holds packets)
             pkt = self.control.popleft()
             self.control_bytes -= pkt.size
-        elif self.data and not self.paused:
+        elif self.data_bytes and not self.paused:
             pkt = self.data.popleft()
             self.data_bytes -= pkt.size
         else:

@@ -216,6 +216,30 @@ def test_event_queue_exception_counts_events_run():
         assert eq.run() is True and eq.events == 3
 
 
+# -- the bit helpers' twins agree ----------------------------------------------------------
+
+def _pure_module(name):
+    spec = importlib.util.spec_from_file_location("_reference_" + name.replace(".", "_"),
+                                                  _module_file(name))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bit_helpers_agree_with_the_reference(seed):
+    from gse import bits
+    ref = _pure_module("gse.bits")
+    rng = random.Random(seed)
+    for _ in range(2000):
+        buf = bytearray(rng.getrandbits(8) for _ in range(rng.randrange(0, 24)))
+        start = rng.randrange(-10, 30)
+        assert bits.le64(buf, start) == ref.le64(buf, start), (buf, start)
+        x = rng.choice((0, 1, 1 << 63, (1 << 64) - 1, rng.getrandbits(64),
+                        rng.getrandbits(64) << rng.randrange(40) & ((1 << 64) - 1)))
+        assert bits.lowest_bit(x) == ref.lowest_bit(x), x
+
+
 # -- the FIFO's twins behave as collections.deque -----------------------------------------
 
 def _outcome(fn):

@@ -1,5 +1,6 @@
 # Augments gse/bitmap.py.
 import cython
+from gse.bits cimport le64
 
 
 cdef class ReceiveBitmap:
@@ -16,7 +17,6 @@ cdef class ReceiveBitmap:
 
     cpdef bint complete(self)
 
-    @cython.locals(start="Py_ssize_t")
     cpdef object sack(self, long long base)
 
     @cython.locals(base="long long")

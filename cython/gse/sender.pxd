@@ -2,6 +2,7 @@
 import cython
 from gse.fifo cimport Fifo
 from gse.entropy cimport EntropySelector
+from gse.bits cimport le64, lowest_bit
 from gse.packet cimport Packet, new_packet
 
 cdef long long DATA
@@ -70,7 +71,7 @@ cdef class OutMsg:
     cpdef _set_acked(self, long long psn, long long marked)
 
     @cython.locals(before="long long", npkts="long long", acked=bytearray, psn="long long",
-                   start="Py_ssize_t", p="long long")
+                   p="long long", bits="unsigned long long", new="unsigned long long")
     cpdef long long on_ack(self, long long cum, long long sack_base, object sack_bits,
                            long long marked=*) except? -1
 

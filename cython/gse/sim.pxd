@@ -108,6 +108,8 @@ cdef class HostNode:
     cdef public long long timer_at
     cdef public object on_delivered
     cdef public object on_sent
+    cdef public list delivered
+    cdef public list sent_done
 
     @cython.locals(now="long long", kind="long long")
     cpdef receive(self, Packet pkt, long long in_port)
@@ -118,5 +120,5 @@ cdef class HostNode:
     @cython.locals(now="long long")
     cpdef on_timer(self, long long t, _b)
 
-    @cython.locals(t="long long", agent=HostAgent)
+    @cython.locals(t="long long", agent=HostAgent, delivered=list, sent_done=list)
     cpdef after(self, long long now)

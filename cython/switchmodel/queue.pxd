@@ -41,6 +41,8 @@ cdef class OutputQueue:
 
     cpdef long long backlog(self)
 
+    cpdef bint has_packets(self) except -1
+
     @cython.locals(cfg=QueueConfig, size="long long", result="long long",
                    occupied="long long")
     cpdef long long enqueue(self, Packet pkt) except? -1
