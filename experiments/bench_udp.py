@@ -8,9 +8,9 @@ with a window of datagrams in flight so that socket buffers never overflow.  Two
 
 * ``dgram``: forwarders written with asyncio-dgram's own API (``await recv()``,
   ``await send()``), the plain way;
-* ``endpoint``: forwarders on the runtime's own I/O path (``gse.udp_io.Endpoint``:
-  asyncio-dgram receive, ``sendto``), i.e. exactly the runtime minus decoding, routing,
-  queues and agents.
+* ``endpoint``: forwarders on the runtime's own I/O path (``gse.udp_io.Endpoint``: a
+  reader callback draining the socket, ``sendto``; recvfrom(2)/sendto(2) called from C in
+  the compiled build), i.e. exactly the runtime minus decoding, routing, queues and agents.
 
 The emulated links are fast (100 Gb/s by default) so that the process, not the emulated
 rate, limits the stream.  Reported per loop (asyncio, uvloop when installed), median of

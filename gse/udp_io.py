@@ -5,14 +5,23 @@ Everything here is protocol-free; ``gse.udp_node`` puts agents on top of it.
 * **Loops.**  ``loop_factory("auto")`` takes uvloop when it is installed, else asyncio's
   default loop; ``run_async`` runs one coroutine on a fresh loop and always cancels what is
   left and closes the loop, so a run leaves no task behind even when interrupted.
-* **Endpoints.**  A node owns one UDP socket bound to its own address.  Receiving goes
-  through asyncio-dgram (``from_socket`` + one ``recv`` task per node); sending is a plain
-  non-blocking ``sendto`` on the same socket, because the emulated ports send from timer
-  callbacks, where awaiting a coroutine per datagram would cost a task switch each.
+* **Endpoints.**  A node owns one UDP socket bound to its own address.  Receiving drains
+  the socket, up to ``DRAIN_BATCH`` datagrams per wake-up, straight into the node's
+  handler: no transport, queue, future or task per datagram, on either loop.  On Linux
+  every endpoint of a loop is in one epoll set (``Reactor``) that the loop watches as a
+  single reader, so one loop callback per iteration serves every ready socket; elsewhere
+  each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain non-blocking ``sendto`` on the
+  same socket, because the emulated ports send from callbacks, where awaiting a coroutine
+  per datagram would cost a task switch each.  The compiled build (``cython/gse/
+  udp_io.pxd``) calls recvfrom(2) and sendto(2) itself on IPv4 sockets: an empty socket is
+  a return value instead of a ``BlockingIOError``, a sender's ``(ip, port)`` tuple is built
+  once per address and a destination's ``sockaddr`` parsed once; the pure build uses the
+  socket module.  Same datagrams, same addresses, same counters.
 * **Clock.**  Agents run on integer picoseconds since the run's start, read from
-  ``time.monotonic_ns`` -- the clock asyncio's ``loop.time()`` reads, at nanosecond
-  resolution.  uvloop's ``loop.time()`` is libuv's cached millisecond clock, too coarse for
-  serialisation times of a few microseconds, so neither loop's ``time()`` is used.
+  ``time.monotonic_ns`` (CLOCK_MONOTONIC, read in C in the compiled build) -- the clock
+  asyncio's ``loop.time()`` reads, at nanosecond resolution.  uvloop's ``loop.time()`` is
+  libuv's cached millisecond clock, too coarse for serialisation times of a few
+  microseconds, so neither loop's ``time()`` is used.
 * **Timers.**  Both loops sleep with millisecond granularity: asyncio rounds a 30 us timer
   up to ~1.1 ms, uvloop rounds it down to 0 and fires early.  ``Scheduler`` keeps every
   node's events in one heap and arms one loop timer for the earliest.  With
@@ -26,6 +35,7 @@ Everything here is protocol-free; ``gse.udp_node`` puts agents on top of it.
 
 import asyncio
 import importlib.util
+import select
 import signal
 import socket
 import struct
@@ -33,15 +43,18 @@ import threading
 from heapq import heappop, heappush
 from time import monotonic_ns
 
-import asyncio_dgram
-
 DEFAULT_RCVBUF = 4 * 1024 * 1024   # ~1,000 datagrams of 4 KB: bursts must not overflow
 SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accurately
 MAX_ERRORS_KEPT = 20
-DRAIN_BATCH = 64                   # datagrams read directly per wake-up (asyncio loop)
+DRAIN_BATCH = 64                   # datagrams read per wake-up of a socket
 RECV_MAX = 65536
 
 LOOPS = ("auto", "asyncio", "uvloop")
+
+try:
+    C_IO = GSE_UDP_C_IO            # a C constant (1) in the compiled build: see the .pxd
+except NameError:
+    C_IO = False
 
 
 def uvloop_available():
@@ -136,67 +149,118 @@ def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
 
 
 class Endpoint:
-    """One node's UDP socket: asyncio-dgram receives, ``sendto`` sends.
+    """One node's UDP socket: a reader callback drains it, ``sendto`` sends.
 
     ``handler(data, addr)`` is called for every datagram, in arrival order.  A handler that
     raises is a bug, not a bad datagram: the error is recorded (``errors``) and the endpoint
     keeps receiving, so one bug cannot silently stall a whole fabric.
+
+    Receiving is the loop's readiness callback (``loop.add_reader``) reading up to
+    ``DRAIN_BATCH`` datagrams with ``recvfrom`` per wake-up: no transport, queue, future or
+    task per datagram.  Both loops support it (uvloop polls the descriptor with libuv).
+    ``recv_size`` is the largest datagram read whole; a node sets it one byte above the
+    largest datagram it accepts, so that a longer one still reads as too long (``oversized``)
+    without a 64 KiB buffer per read.
     """
 
-    __slots__ = ("sock", "addr", "name", "stream", "task", "sent", "send_blocked",
-                 "send_errors", "recv_errors", "errors", "closed")
+    __slots__ = ("sock", "fd", "addr", "name", "loop", "handler", "recv_size", "sent",
+                 "send_blocked", "send_errors", "recv_errors", "errors", "closed",
+                 "addr_cache", "sockaddr_cache", "c4", "reactor")
 
-    def __init__(self, sock, name):
+    def __init__(self, sock, name, recv_size=RECV_MAX):
         self.sock = sock
+        self.fd = sock.fileno()
         self.addr = sock.getsockname()[:2]
         self.name = name
-        self.stream = None
-        self.task = None
+        self.loop = None
+        self.handler = None
+        self.recv_size = recv_size
         self.sent = 0
         self.send_blocked = 0     # socket buffer full: the datagram is lost (counted)
         self.send_errors = 0
         self.recv_errors = 0
         self.errors = []
         self.closed = False
+        self.addr_cache = {}      # compiled build: the sender's raw address -> (ip, port)
+        self.sockaddr_cache = {}  # compiled build: (ip, port) -> its sockaddr_in bytes
+        self.c4 = C_IO and sock.family == socket.AF_INET   # the C path (IPv4)
+        self.reactor = None       # the loop's Reactor, once started (on Linux)
 
     async def start(self, handler):
-        self.stream = await asyncio_dgram.from_socket(self.sock)
-        self.task = asyncio.get_running_loop().create_task(
-            self._pump(handler), name="gse-udp-recv-%s" % self.name)
+        if self.closed:
+            raise RuntimeError("endpoint %s is closed" % self.name)
+        self.handler = handler
+        self.loop = asyncio.get_running_loop()
+        reactor = Reactor.of(self.loop)
+        if reactor is not None:
+            reactor.add(self)
+            self.reactor = reactor
+        else:
+            self.loop.add_reader(self.fd, self._readable)
 
-    async def _pump(self, handler):
-        recv = self.stream.recv
-        # asyncio's selector loop reads one datagram per socket per iteration, so a node
-        # that receives data and control on one socket falls behind a sender that the
-        # same loop clocks; there, drain what the socket holds right after the datagram
-        # asyncio-dgram handed over.  Order is kept: the transport reads only when its
-        # queue (and so this task) has nothing left.  uvloop reads in batches itself.
-        drain = loop_name(asyncio.get_running_loop()) == "asyncio"
+    def know(self, addr):
+        """Hand back this very ``(ip, port)`` tuple for datagrams from that address (a
+        neighbour's, the tuple its node keys its ports by), so that the node's look-up is
+        an identity match.  Only the compiled IPv4 path builds addresses itself; elsewhere
+        (and for an address it cannot parse) this does nothing."""
+        if self.c4:
+            gse_know4(addr, self.addr_cache)
+
+    def _readable(self):
+        if self.c4:
+            self._readable_c()
+            return
         recvfrom = self.sock.recvfrom
-        while True:
+        size = self.recv_size
+        handler = self.handler
+        for _ in range(DRAIN_BATCH):
             try:
-                data, addr = await recv()
-            except asyncio_dgram.TransportClosed:
+                data, addr = recvfrom(size)
+            except (BlockingIOError, InterruptedError):
                 return
             except OSError:            # e.g. an ICMP error reported on the socket
                 self.recv_errors += 1
+                if self.closed:
+                    return
                 continue
             try:
                 handler(data, addr)
-                if drain:
-                    for _ in range(DRAIN_BATCH):
-                        try:
-                            data, addr = recvfrom(RECV_MAX)
-                        except (BlockingIOError, InterruptedError):
-                            break
-                        except OSError:
-                            self.recv_errors += 1
-                            break
-                        handler(data, addr)
+            except Exception as exc:   # a bug in a driver: keep it, keep running
+                record_error(self.errors, "%s: %r" % (self.name, exc))
+
+    def _readable_c(self):
+        # compiled build, IPv4: recvfrom(2) itself (no exception when the socket is empty),
+        # the sender's (ip, port) tuple built once per address (addr_cache)
+        handler = self.handler
+        for i in range(DRAIN_BATCH):
+            item = gse_recv4(self.fd, self.recv_size, self.addr_cache)
+            if item is None:
+                return
+            if item is False:          # e.g. an ICMP error reported on the socket
+                self.recv_errors += 1
+                if self.closed:
+                    return
+                continue
+            try:
+                handler(item[0], item[1])
             except Exception as exc:   # a bug in a driver: keep it, keep running
                 record_error(self.errors, "%s: %r" % (self.name, exc))
 
     def send(self, data, addr):
+        if self.c4 and type(data) is bytes:
+            r = gse_send4(self.fd, data, addr, self.sockaddr_cache)
+            if r == 0:
+                self.sent += 1
+            elif r == 1:
+                self.send_blocked += 1
+            elif r == 2:
+                self.send_errors += 1
+            else:                      # an address it does not handle: the socket module
+                self._send_py(data, addr)
+            return
+        self._send_py(data, addr)
+
+    def _send_py(self, data, addr):
         try:
             self.sock.sendto(data, addr)
         except (BlockingIOError, InterruptedError):
@@ -212,13 +276,88 @@ class Endpoint:
         if self.closed:
             return
         self.closed = True
-        task = self.task
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        if self.stream is not None:
-            self.stream.close()
+        if self.reactor is not None:
+            self.reactor.remove(self)
+            self.reactor = None
+        elif self.loop is not None and not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
         self.sock.close()
+
+
+class Reactor:
+    """Every endpoint on one loop behind a single reader: an epoll set of their sockets.
+
+    The loop wakes one callback per iteration for all of them, which asks the set which
+    sockets are readable (without blocking) and drains each, instead of dispatching one
+    loop callback per socket: on the plain asyncio loop that dispatch (selector events,
+    handles, contexts) costs more than reading a few datagrams, and a fabric's 36 sockets
+    each hold only a few datagrams per iteration.  Linux only (``select.epoll``); without
+    it endpoints register with the loop one by one.  The last endpoint to close closes it.
+    """
+
+    __slots__ = ("loop", "ep", "epfd", "endpoints", "closed")
+
+    ACTIVE = {}                # loop -> its reactor while it has endpoints
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.ep = select.epoll()
+        self.epfd = self.ep.fileno()
+        self.endpoints = {}    # socket fd -> Endpoint
+        self.closed = False
+        loop.add_reader(self.epfd, self._ready)
+
+    @staticmethod
+    def of(loop):
+        """The reactor of ``loop`` (made on first use), or None where epoll is missing."""
+        reactor = Reactor.ACTIVE.get(loop)
+        if reactor is None:
+            if not hasattr(select, "epoll"):
+                return None
+            reactor = Reactor.ACTIVE[loop] = Reactor(loop)
+        return reactor
+
+    def add(self, endpoint):
+        self.ep.register(endpoint.fd, select.EPOLLIN)
+        self.endpoints[endpoint.fd] = endpoint
+
+    def remove(self, endpoint):
+        if self.endpoints.pop(endpoint.fd, None) is not None:
+            try:
+                self.ep.unregister(endpoint.fd)
+            except (OSError, ValueError):
+                pass
+        if not self.endpoints:
+            self.close()
+
+    def _ready(self):
+        if C_IO:
+            self._ready_c()
+            return
+        endpoints = self.endpoints
+        for fd, _ in self.ep.poll(0, DRAIN_BATCH):
+            endpoint = endpoints.get(fd)
+            if endpoint is not None:
+                endpoint._readable()
+
+    def _ready_c(self):
+        # compiled build: epoll_wait(2) on the set, the ready sockets drained in C
+        endpoints = self.endpoints
+        n = gse_epoll_ready(self.epfd)
+        for i in range(n):
+            endpoint = endpoints.get(gse_epoll_fd(i))
+            if endpoint is not None:
+                endpoint._readable()
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        if Reactor.ACTIVE.get(self.loop) is self:
+            del Reactor.ACTIVE[self.loop]
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.epfd)
+        self.ep.close()
 
 
 def record_error(errors, text):
@@ -257,7 +396,7 @@ class Scheduler:
         self.t0_ns = monotonic_ns() + delay_ns
 
     def now(self):
-        t = (monotonic_ns() - self.t0_ns) * 1000
+        t = self._clock()
         return t if t > 0 else 0
 
     def at(self, t, fn, arg):
@@ -274,7 +413,7 @@ class Scheduler:
         if self.handle is not None:
             self.handle.cancel()
         self.armed_at = t
-        wait_ps = t - (monotonic_ns() - self.t0_ns) * 1000
+        wait_ps = t - self._clock()
         if wait_ps <= 0 or (self.precise and wait_ps < SPIN_PS):
             self.handle = self.loop.call_soon(self._fire)
         elif self.precise:
@@ -290,7 +429,7 @@ class Scheduler:
         self.handle = None
         self.armed_at = -1
         heap = self.heap
-        now = (monotonic_ns() - self.t0_ns) * 1000
+        now = self._clock()
         while heap and heap[0][0] <= now:
             t, _, fn, arg = heappop(heap)
             self.fired += 1
@@ -306,6 +445,12 @@ class Scheduler:
                 record_error(self.errors, "event at %d ps: %r" % (t, exc))
         if heap and (self.armed_at < 0 or heap[0][0] < self.armed_at):
             self._arm(heap[0][0])
+
+    def _clock(self):
+        """Picoseconds since time 0 (negative before it)."""
+        if C_IO:
+            return (gse_monotonic_ns() - self.t0_ns) * 1000
+        return (monotonic_ns() - self.t0_ns) * 1000
 
     def lateness(self):
         """How late events fired: mean and max in us, and how many were over 1 ms late."""

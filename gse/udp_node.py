@@ -3,7 +3,8 @@
 A switch node decodes every datagram, routes it (``Switch.route``) and offers it to the
 egress port toward the next hop; a host node hands it to its agent and lets the agent's
 NIC pull whatever the agent has to send.  Every datagram received is decoded
-(``decode_datagram``); a malformed one is counted by reason (``WireError.reason``) and
+(``decode_header``: every check, the payload left in the datagram; a switch decodes into
+one reusable packet); a malformed one is counted by reason (``WireError.reason``) and
 dropped, a valid one from an address that is not a neighbour is counted as ``foreign``
 and dropped, and a host checks every DATA payload against the documented pattern.  The
 links themselves are in ``gse.udp_link``.
@@ -11,10 +12,11 @@ links themselves are in ``gse.udp_link``.
 
 import random
 
-from gse.packet import DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
+from gse.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
 from gse.udp_io import record_error
-from gse.udp_link import DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, decode_datagram
-from gse.wire import MAX_DATAGRAM, REASONS, WireError, verify_payload
+from gse.udp_link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
+                          decode_datagram, decode_header, decode_header_into, payload_intact)
+from gse.wire import MAX_DATAGRAM, REASONS, WireError
 from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
 from switchmodel.switch import Switch
@@ -42,22 +44,28 @@ class NodeDriver:
         self.datagrams = 0
         self.max_datagram = MAX_DATAGRAM   # larger than the fabric's MTU: "oversized"
 
-    def _decode(self, data, addr):
-        """The packet and its ingress port, or (None, -1) after counting why not."""
+    def _decode(self, data, addr, into):
+        """The packet (header fields; an untrimmed DATA packet's payload stays in ``data``)
+        with ``ingress`` set to the port it came in by, or None after counting why not.
+        ``into``: a packet to decode into (or None for a new one)."""
         self.datagrams += 1
         try:
-            pkt = decode_datagram(data, self.max_datagram)
+            if into is None:
+                pkt = decode_header(data, self.max_datagram)
+            else:
+                pkt = decode_header_into(into, data, self.max_datagram)
         except WireError as exc:
             self.malformed[exc.reason] += 1
-            return None, -1
+            return None
         in_port = self.port_of.get(addr, -1)
         if in_port < 0:
             if len(addr) > 2:             # IPv6: (ip, port, flowinfo, scope)
                 in_port = self.port_of.get(addr[:2], -1)
             if in_port < 0:
                 self.foreign += 1
-                return None, -1
-        return pkt, in_port
+                return None
+        pkt.ingress = in_port
+        return pkt
 
     def counters(self, now):
         """JSON-ready counters of this node (what ``gse agent`` writes)."""
@@ -71,54 +79,50 @@ class NodeDriver:
 
 
 class SwitchDriver(NodeDriver):
-    __slots__ = ("switch", "pfc", "latency", "unroutable")
+    """Forwards every datagram it receives.  Datagrams are decoded into one reusable packet
+    (``scratch``), nothing keeps it: a port copies it when it must queue it, as does the
+    switch-latency path."""
+
+    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
+        self.scratch = new_packet(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         self.switch = switch
         self.latency = latency_ps
         self.pfc = pfc
         self.unroutable = 0
 
     def datagram(self, data, addr):
-        pkt, in_port = self._decode(data, addr)
+        pkt = self._decode(data, addr, self.scratch)
         if pkt is None:
             return
         if self.latency:
-            self.sched.at(self.sched.now() + self.latency, self._forward, (pkt, data, in_port))
+            self.sched.at(self.sched.now() + self.latency, self._forward,
+                          (copy_packet(pkt), data))
             return
-        kind = pkt.kind                   # _route, inlined: every datagram comes here
-        if kind == PAUSE or kind == RESUME:
-            self.ports[in_port].set_paused(kind == PAUSE, self.sched.now())
-            return
-        pkt.ingress = in_port
-        port = self.switch.route(pkt)
-        if port < 0:
-            self.unroutable += 1
-            return
-        self.ports[port].offer(pkt, data, self.sched.now())
+        self._route(pkt, data, self.sched.now())
 
     def _forward(self, _t, item):
-        pkt, data, in_port = item
-        self._route(pkt, data, in_port, self.sched.now())
+        self._route(item[0], item[1], self.sched.now())
 
-    def _route(self, pkt, data, in_port, now):
+    def _route(self, pkt, data, now):
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.ports[in_port].set_paused(kind == PAUSE, now)
+            self.ports[pkt.ingress].set_paused(kind == PAUSE, now)
             return
-        pkt.ingress = in_port
         port = self.switch.route(pkt)
         if port < 0:
             self.unroutable += 1
             return
-        self.ports[port].offer(pkt, data, now)
+        egress = self.ports[port]
+        egress.offer(pkt, data, now, pkt is self.scratch)
 
     def send_pfc(self, port, kind, now):
         """PAUSE or RESUME to the neighbour on ``port``, ahead of data (control class)."""
         p = self.ports[port]
-        self.ports[port].offer(Packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, 0,
-                                      PRIO_DATA, 0, 0, now, PRIO_CONTROL), None, now)
+        p.offer(new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, 0, PRIO_DATA, 0,
+                           0, now, PRIO_CONTROL), None, now)
 
     def counters(self, now):
         c = NodeDriver.counters(self, now)
@@ -138,7 +142,7 @@ class HostDriver(NodeDriver):
 
     __slots__ = ("agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered", "sent",
                  "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
-                 "started")
+                 "started", "timer_fn")
 
     def __init__(self, node, name, sched, endpoint, agent, on_delivered=None, on_sent=None):
         NodeDriver.__init__(self, node, name, "host", sched, endpoint)
@@ -154,9 +158,10 @@ class HostDriver(NodeDriver):
         self.payload_bytes = 0              # DATA payload bytes checked against the pattern
         self.duplicate_deliveries = 0
         self.agent_errors = 0
+        self.timer_fn = self._on_timer      # bound once: every timer of this host calls it
 
     def datagram(self, data, addr):
-        pkt, _ = self._decode(data, addr)
+        pkt = self._decode(data, addr, None)    # a new packet: the agent may keep it
         if pkt is None:
             return
         now = self.sched.now()
@@ -164,8 +169,8 @@ class HostDriver(NodeDriver):
         if kind == PAUSE or kind == RESUME:
             self.nic.set_paused(kind == PAUSE, now)
             return
-        if kind == DATA and pkt.payload is not None:
-            if not verify_payload(pkt):
+        if kind == DATA and not pkt.flags & F_TRIMMED:
+            if not payload_intact(pkt, data):
                 self.payload_errors += 1  # checksum passed but the bytes are not ours
                 return
             self.payload_bytes += pkt.payload_len
@@ -221,7 +226,7 @@ class HostDriver(NodeDriver):
         t = agent.next_deadline()
         if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
             self.timer_at = t
-            self.sched.at(t, self._on_timer, None)
+            self.sched.at(t, self.timer_fn, None)
 
     def _agent_error(self, what, exc):
         self.agent_errors += 1
@@ -302,4 +307,7 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
                              % (conf["name"], driver.port_of[addr], pidx, addr[0], addr[1]))
         driver.port_of[addr] = pidx
         driver.ports.append(port)
+        know = getattr(endpoint, "know", None)
+        if know is not None:
+            know(addr)
     return driver

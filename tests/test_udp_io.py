@@ -1,0 +1,129 @@
+"""The UDP runtimes' I/O layer: endpoints deliver every datagram with the sender's
+address as the socket module reports it, count what they could not send, and the
+scheduler's clock is ``time.monotonic_ns`` in picoseconds.  Run in both builds (the
+compiled endpoint uses recvfrom(2)/sendto(2) itself on IPv4)."""
+
+import asyncio
+import time
+
+import pytest
+
+from gse.udp_io import (Endpoint, Scheduler, open_udp_socket, run_async,
+                        uvloop_available)
+
+LOOPS = ["asyncio"] + (["uvloop"] if uvloop_available() else [])
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_endpoints_deliver_in_order_with_the_senders_address(loop):
+    async def main():
+        a = Endpoint(open_udp_socket("127.0.0.1", 0), "a")
+        b = Endpoint(open_udp_socket("127.0.0.1", 0), "b")
+        plain = open_udp_socket("127.0.0.1", 0)          # a sender outside the runtime
+        got = []
+        done = asyncio.get_running_loop().create_future()
+
+        def handler(data, addr):
+            got.append((data, addr))
+            if len(got) == 302 and not done.done():
+                done.set_result(None)
+
+        try:
+            await b.start(handler)
+            await a.start(lambda data, addr: None)
+            sizes = [0, 1, 64, 4160, 65507] + list(range(100, 395))
+            for i, n in enumerate(sizes):
+                a.send(bytes([i & 255]) * n, b.addr)
+            plain.sendto(b"plain", b.addr)
+            a.send(b"by name", ("localhost", b.addr[1]))   # not an IPv4 literal
+            await asyncio.wait_for(done, 10)
+            assert [d for d, _ in got[:300]] == [bytes([i & 255]) * n
+                                                 for i, n in enumerate(sizes)]
+            assert {addr for _, addr in got[:300]} == {a.addr}
+            assert got[300] == (b"plain", plain.getsockname())
+            assert got[301] == (b"by name", a.addr)
+            assert type(got[0][1][0]) is str and type(got[0][1][1]) is int
+            assert a.sent == 301 and a.send_blocked == a.send_errors == 0
+            assert b.recv_errors == 0 and b.errors == []
+        finally:
+            await a.close()
+            await b.close()
+            plain.close()
+        assert a.sock.fileno() == -1 and b.sock.fileno() == -1
+
+    run_async(main, loop)
+
+
+def test_endpoint_counts_what_it_cannot_send_and_keeps_handler_bugs():
+    async def main():
+        a = Endpoint(open_udp_socket("127.0.0.1", 0), "a")
+        b = Endpoint(open_udp_socket("127.0.0.1", 0, rcvbuf=0), "b")
+        seen = []
+        try:
+            def handler(data, addr):
+                seen.append(data)
+                if data == b"boom":
+                    raise RuntimeError("driver bug")
+            await b.start(handler)
+            a.send(b"x" * 70000, b.addr)          # larger than a UDP datagram: an error
+            a.send(b"boom", b.addr)
+            a.send(b"after", b.addr)
+            for _ in range(200):
+                await asyncio.sleep(0.005)
+                if len(seen) == 2:
+                    break
+            assert seen == [b"boom", b"after"]
+            assert a.send_errors == 1 and a.sent == 2
+            assert len(b.errors) == 1 and "driver bug" in b.errors[0]
+        finally:
+            await a.close()
+            await b.close()
+            await a.close()                       # idempotent
+
+    run_async(main, "asyncio")
+
+
+def test_scheduler_clock_is_monotonic_ns_in_picoseconds():
+    loop = asyncio.new_event_loop()
+    try:
+        sched = Scheduler(loop)
+        sched.start_clock()
+        t0 = time.monotonic_ns()
+        a = sched.now()
+        b = sched.now()
+        t1 = time.monotonic_ns()
+        assert 0 <= a <= b <= (t1 - sched.t0_ns) * 1000
+        assert b >= (t0 - sched.t0_ns) * 1000
+        sched.start_clock(delay_ns=10**9)
+        assert sched.now() == 0                   # before time 0 the clock reads 0
+        sched.close()
+    finally:
+        loop.close()
+
+
+def test_known_addresses_come_back_as_the_same_tuple():
+    """A node keys its ports by its neighbours' (ip, port) tuples; after ``know`` the
+    endpoint hands back those very objects (compiled build), equal ones in any build."""
+    async def main():
+        a = Endpoint(open_udp_socket("127.0.0.1", 0), "a")
+        b = Endpoint(open_udp_socket("127.0.0.1", 0), "b")
+        got = []
+        try:
+            mine = (a.addr[0], a.addr[1])
+            b.know(mine)
+            b.know(("localhost", 1))                   # not a literal: nothing to do
+            b.know(("::1", 1))
+            await b.start(lambda data, addr: got.append(addr))
+            a.send(b"x", b.addr)
+            for _ in range(200):
+                await asyncio.sleep(0.005)
+                if got:
+                    break
+            assert got == [mine]
+            if b.c4:
+                assert got[0] is mine
+        finally:
+            await a.close()
+            await b.close()
+
+    run_async(main, "asyncio")
