@@ -236,7 +236,7 @@ class SwitchNode:
 
 class HostNode:
     __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered",
-                 "sent_done")
+                 "sent_done", "timer_fn")
 
     def __init__(self, eq, agent, on_delivered, on_sent):
         self.eq = eq
@@ -249,6 +249,7 @@ class HostNode:
         # held here so that the compiled build reads them without attribute lookups
         self.delivered = agent.receiver.delivered
         self.sent_done = agent.sent_done
+        self.timer_fn = self.on_timer     # bound once, for the event queue
 
     def receive(self, pkt, in_port):
         now = self.eq.now
@@ -290,7 +291,7 @@ class HostNode:
         t = agent.next_deadline()
         if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
             self.timer_at = t
-            self.eq.at(t if t > now else now, self.on_timer, t, None)
+            self.eq.at(t if t > now else now, self.timer_fn, t, None)
 
 
 class Network:

@@ -110,6 +110,7 @@ cdef class HostNode:
     cdef public object on_sent
     cdef public list delivered
     cdef public list sent_done
+    cdef public object timer_fn
 
     @cython.locals(now="long long", kind="long long")
     cpdef receive(self, Packet pkt, long long in_port)
