@@ -10,6 +10,10 @@ cdef extern from *:
     ctypedef unsigned long long gse_evkey_t    # an integer type to Cython
 
 
+cdef class Handler:
+    cpdef fire(self, object a, object b)
+
+
 cdef class EventQueue:
     # the ring: one bucket per 2^SHIFT ps for NB buckets from the current one, each an
     # unsorted list of slots linked through _next; an occupancy bitmap finds the next one

@@ -5,7 +5,8 @@ Events run in (time, seq) order, seq counting ``at`` calls: the order is total, 
 correct priority queue runs the same events in the same order as the reference's
 ``heapq`` of tuples.  Each event is one 16-byte key, (time << 64 | seq << 26 | slot); its
 callable and arguments stay in Python lists (visible to the garbage collector) at the
-slot, reused through a free list.
+slot, reused through a free list.  A :class:`Handler` scheduled as its own event
+target is run through its C method ``fire``, without a Python call.
 
 A simulator's events are dense and near: a packet delivered a link delay later, a port
 free a serialisation later.  So the queue is a calendar (Brown's calendar queue, fixed
@@ -102,6 +103,21 @@ cdef extern from *:
     void gse_heap_push(gse_evkey_t* h, Py_ssize_t n, gse_evkey_t key) noexcept nogil
     gse_evkey_t gse_heap_pop(gse_evkey_t* h, Py_ssize_t n) noexcept nogil
     int __builtin_ctzll(unsigned long long x) noexcept nogil
+
+
+cdef class Handler:
+    """An object the queue calls as ``fire(a, b)``, a C method, instead of a bound method."""
+
+    cpdef fire(self, object a, object b):
+        raise NotImplementedError
+
+
+def event_target(handler, method):
+    """What to schedule for ``handler``'s events run as ``method(a, b)``: the handler
+    itself if it is a :class:`Handler` (its ``fire`` must do what ``method`` does)."""
+    if isinstance(handler, Handler):
+        return handler
+    return method
 
 
 cdef class EventQueue:
@@ -325,7 +341,10 @@ cdef class EventQueue:
                 self._nfree += 1
                 self.now = t
                 n += 1
-                fn(a, b)
+                if isinstance(fn, Handler):
+                    (<Handler>fn).fire(a, b)
+                else:
+                    fn(a, b)
             return True
         finally:
             self.events += n
