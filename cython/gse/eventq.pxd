@@ -15,9 +15,10 @@ cdef class Handler:
 
 
 cdef class EventQueue:
-    # the ring: one bucket per 2^SHIFT ps for NB buckets from the current one, each an
-    # unsorted list of slots linked through _next; an occupancy bitmap finds the next one
+    # the ring: one bucket per 2^SHIFT ps for NB buckets from the current one, each a list
+    # of slots sorted by key, linked through _next; an occupancy bitmap finds the next one
     cdef Py_ssize_t* _bucket     # head slot of each bucket, -1 if empty
+    cdef Py_ssize_t* _tail       # its last slot (valid while not empty)
     cdef unsigned long long* _occ
     cdef long long _cb           # absolute number (time >> SHIFT) of the current bucket
     cdef Py_ssize_t _nring

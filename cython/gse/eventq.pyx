@@ -10,12 +10,13 @@ target is run through its C method ``fire``, without a Python call.
 
 A simulator's events are dense and near: a packet delivered a link delay later, a port
 free a serialisation later.  So the queue is a calendar (Brown's calendar queue, fixed
-width): a ring of ``NB`` buckets of ``2^SHIFT`` ps from the current bucket on, each an
-unsorted list of slots, with a bitmap of the occupied ones; an event further ahead waits
-in a 4-ary heap and moves into the ring when the ring's horizon reaches it.  Inserting is
-a few instructions; popping scans the current bucket (a handful of events) for the
-smallest key.  Order is exact, not approximate: the current bucket holds the earliest
-events, and the smallest key within it is found by comparing whole keys.  Time only moves
+width): a ring of ``NB`` buckets of ``2^SHIFT`` ps from the current bucket on, each a
+list of slots sorted by key, with a bitmap of the occupied ones; an event further ahead
+waits in a 4-ary heap and moves into the ring when the ring's horizon reaches it.  Events
+mostly arrive in key order (a later event is usually also a later one in its bucket), so
+inserting usually appends at a bucket's tail, and popping takes the current bucket's
+head.  Order is exact, not approximate: the current bucket holds the earliest events, in
+the order of their whole keys.  Time only moves
 forward except when ``run(until)`` stopped short of the next event; an event scheduled
 before the current bucket then sends the ring back to the heap and restarts from there.
 ``tests/test_compiled.py`` drives both twins with the same random schedules (sparse,
@@ -125,8 +126,9 @@ cdef class EventQueue:
     def __cinit__(self):
         cdef Py_ssize_t i
         self._bucket = <Py_ssize_t*>PyMem_Malloc(GSE_NB * sizeof(Py_ssize_t))
+        self._tail = <Py_ssize_t*>PyMem_Malloc(GSE_NB * sizeof(Py_ssize_t))
         self._occ = <unsigned long long*>PyMem_Malloc(GSE_NW * sizeof(unsigned long long))
-        if self._bucket == NULL or self._occ == NULL:
+        if self._bucket == NULL or self._tail == NULL or self._occ == NULL:
             raise MemoryError()
         for i in range(GSE_NB):
             self._bucket[i] = -1
@@ -154,6 +156,7 @@ cdef class EventQueue:
 
     def __dealloc__(self):
         PyMem_Free(self._bucket)
+        PyMem_Free(self._tail)
         PyMem_Free(self._occ)
         PyMem_Free(self._key)
         PyMem_Free(self._next)
@@ -199,12 +202,35 @@ cdef class EventQueue:
         return 0
 
     cdef void _ring_insert(self, Py_ssize_t slot, gse_evkey_t key) noexcept:
+        """Into its bucket's list, kept sorted: events mostly arrive in key order, so the
+        common case appends at the tail, and the smallest key is always at the head."""
         cdef Py_ssize_t i = (gse_time_of(key) >> GSE_SHIFT) & GSE_MASK
+        cdef Py_ssize_t s, prev
         self._key[slot] = key
-        self._next[slot] = self._bucket[i]
-        self._bucket[i] = slot
-        self._occ[i >> 6] |= 1ULL << (i & 63)
         self._nring += 1
+        s = self._bucket[i]
+        if s < 0:
+            self._bucket[i] = slot
+            self._tail[i] = slot
+            self._next[slot] = -1
+            self._occ[i >> 6] |= 1ULL << (i & 63)
+            return
+        if self._key[self._tail[i]] < key:
+            self._next[self._tail[i]] = slot
+            self._tail[i] = slot
+            self._next[slot] = -1
+            return
+        if key < self._key[s]:
+            self._next[slot] = s
+            self._bucket[i] = slot
+            return
+        prev = s
+        s = self._next[s]
+        while self._key[s] < key:        # stops before the tail, which is larger
+            prev = s
+            s = self._next[s]
+        self._next[slot] = s
+        self._next[prev] = slot
 
     cdef void _migrate(self) noexcept:
         """Move the heap's events that the ring's horizon now reaches into the ring."""
@@ -298,38 +324,23 @@ cdef class EventQueue:
 
         Returns True if the queue drained, False if it stopped at ``until``."""
         cdef Py_ssize_t n = 0
-        cdef Py_ssize_t i, s, prev, best, best_prev
+        cdef Py_ssize_t i, s, best
         cdef long long t
-        cdef gse_evkey_t key, best_key
         cdef object fn, a, b
         cdef list fns = self._fn, as_ = self._a, bs = self._b
         try:
             while self._nring or self._n:
                 self._settle()
                 i = self._cb & GSE_MASK
-                best = self._bucket[i]         # the smallest key of the current bucket
-                best_key = self._key[best]
-                best_prev = -1
-                prev = best
-                s = self._next[best]
-                while s >= 0:
-                    key = self._key[s]
-                    if key < best_key:
-                        best = s
-                        best_key = key
-                        best_prev = prev
-                    prev = s
-                    s = self._next[s]
-                t = gse_time_of(best_key)
+                best = self._bucket[i]         # the smallest key: its bucket's head
+                t = gse_time_of(self._key[best])
                 if until >= 0 and t > until:
                     self.now = until
                     return False
-                if best_prev < 0:
-                    self._bucket[i] = self._next[best]
-                    if self._bucket[i] < 0:
-                        self._occ[i >> 6] &= ~(1ULL << (i & 63))
-                else:
-                    self._next[best_prev] = self._next[best]
+                s = self._next[best]
+                self._bucket[i] = s
+                if s < 0:
+                    self._occ[i >> 6] &= ~(1ULL << (i & 63))
                 self._nring -= 1
                 fn = fns[best]
                 a = as_[best]
