@@ -32,8 +32,8 @@ cdef extern from *:
     """
     #define GSE_SLOT_BITS 26
     #define GSE_SEQ_LIMIT (1LL << (64 - GSE_SLOT_BITS))
-    #define GSE_SHIFT 8                       /* bucket width: 256 ps */
-    #define GSE_NB 16384                      /* ring: 4.2 us ahead */
+    #define GSE_SHIFT 10                      /* bucket width: 1,024 ps */
+    #define GSE_NB 4096                       /* ring: 4.2 us ahead */
     #define GSE_MASK (GSE_NB - 1)
     #define GSE_NW (GSE_NB / 64)
 
