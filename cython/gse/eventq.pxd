@@ -1,5 +1,8 @@
 # The compiled event queue (cython/gse/eventq.pyx), twin of gse/eventq.py.
 
+from libc.stdint cimport int32_t
+
+
 cdef extern from *:
     """
     /* One event as one unsigned 128-bit key: time in the high 64 bits, then the sequence
@@ -17,15 +20,15 @@ cdef class Handler:
 cdef class EventQueue:
     # the ring: one bucket per 2^SHIFT ps for NB buckets from the current one, each a list
     # of slots sorted by key, linked through _next; an occupancy bitmap finds the next one
-    cdef Py_ssize_t* _bucket     # head slot of each bucket, -1 if empty
-    cdef Py_ssize_t* _tail       # its last slot (valid while not empty)
+    cdef int32_t* _bucket        # head slot of each bucket, -1 if empty (slots < 2^26)
+    cdef int32_t* _tail          # its last slot (valid while not empty)
     cdef unsigned long long* _occ
     cdef long long _cb           # absolute number (time >> SHIFT) of the current bucket
     cdef Py_ssize_t _nring
     # per slot: its key while in the ring, the next slot of its bucket
     cdef gse_evkey_t* _key
-    cdef Py_ssize_t* _next
-    cdef Py_ssize_t* _free       # unused slots
+    cdef int32_t* _next
+    cdef int32_t* _free          # unused slots
     cdef Py_ssize_t _nfree
     cdef Py_ssize_t _scap        # capacity of _key, _next, _free
     cdef list _fn

@@ -24,7 +24,7 @@ dense, with stops) and compares what they run.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport int32_t, uintptr_t
 from libc.string cimport memcpy
 
 
@@ -125,8 +125,8 @@ cdef class EventQueue:
 
     def __cinit__(self):
         cdef Py_ssize_t i
-        self._bucket = <Py_ssize_t*>PyMem_Malloc(GSE_NB * sizeof(Py_ssize_t))
-        self._tail = <Py_ssize_t*>PyMem_Malloc(GSE_NB * sizeof(Py_ssize_t))
+        self._bucket = <int32_t*>PyMem_Malloc(GSE_NB * sizeof(int32_t))
+        self._tail = <int32_t*>PyMem_Malloc(GSE_NB * sizeof(int32_t))
         self._occ = <unsigned long long*>PyMem_Malloc(GSE_NW * sizeof(unsigned long long))
         if self._bucket == NULL or self._tail == NULL or self._occ == NULL:
             raise MemoryError()
@@ -190,14 +190,14 @@ cdef class EventQueue:
         if p == NULL:
             raise MemoryError()
         self._key = <gse_evkey_t*>p
-        p = PyMem_Realloc(self._next, cap * sizeof(Py_ssize_t))
+        p = PyMem_Realloc(self._next, cap * sizeof(int32_t))
         if p == NULL:
             raise MemoryError()
-        self._next = <Py_ssize_t*>p
-        p = PyMem_Realloc(self._free, cap * sizeof(Py_ssize_t))
+        self._next = <int32_t*>p
+        p = PyMem_Realloc(self._free, cap * sizeof(int32_t))
         if p == NULL:
             raise MemoryError()
-        self._free = <Py_ssize_t*>p
+        self._free = <int32_t*>p
         self._scap = cap
         return 0
 
