@@ -7,8 +7,10 @@
 
 Every run is its own process (as in bench_sim.py), so that peak RSS is that run's alone;
 ``GSE_PURE_PYTHON=1`` selects the reference in the pure runs, and each child reports which
-build it really loaded.  With ``--repeat N`` the fastest of N processes is shown (the
-machines are shared and noisy).  ``sim s`` is the event loop alone (the summary's
+build it really loaded.  With ``--repeat N`` each build runs N processes, compiled and pure
+alternating, and the fastest of each is shown (the machines are shared and noisy);
+``speedup`` is fastest pure over fastest compiled, ``pairs`` the median (and range) of the
+speed-ups of the N consecutive (compiled, pure) pairs.  ``sim s`` is the event loop alone (the summary's
 ``wall_s``), ``total s`` the whole process: imports, topology, traffic, network, run.  The
 ``same`` column says whether both builds produced identical per-message results.  Figures
 are printed, never asserted.
@@ -20,6 +22,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -77,22 +80,38 @@ def run_child(name, seed, pure):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def best_of(name, seed, pure, repeat):
-    rows = [run_child(name, seed, pure) for _ in range(repeat)]
-    best = min(rows, key=lambda r: r["sim_s"])
+def best_of(rows):
+    best = dict(min(rows, key=lambda r: r["sim_s"]))
     best["total_s"] = min(r["total_s"] for r in rows)
     best["peak_rss_mib"] = max(r["peak_rss_mib"] for r in rows)
     return best
 
 
+def measure(name, seed, repeat, with_pure):
+    """``repeat`` processes per build, compiled and pure alternating, so that a change in
+    the machine's load between them weighs on both builds alike.  Returns the fastest
+    of each build and the speed-up of every (compiled, pure) pair."""
+    compiled_rows, pure_rows, ratios = [], [], []
+    for _ in range(repeat):
+        c = run_child(name, seed, False)
+        compiled_rows.append(c)
+        if with_pure:
+            p = run_child(name, seed, True)
+            pure_rows.append(p)
+            ratios.append(p["sim_s"] / c["sim_s"])
+    return (best_of(compiled_rows), best_of(pure_rows) if pure_rows else None,
+            sorted(ratios))
+
+
 COLS = ("scenario", "build", "sim s", "total s", "events", "events/s", "RSS MiB", "speedup",
-        "p99 us", "same")
+        "pairs", "p99 us", "same")
 
 
-def fmt(row, speedup, same):
-    return ("%-17s %-8s %8.3f %8.3f %10d %10d %8.1f %8s %8s %5s"
+def fmt(row, speedup, pairs, same):
+    return ("%-17s %-8s %8.3f %8.3f %10d %10d %8.1f %8s %16s %9s %5s"
             % (row["scenario"], row["build"], row["sim_s"], row["total_s"], row["events"],
-               row["events_per_s"], row["peak_rss_mib"], speedup, row["fct_p99_us"], same))
+               row["events_per_s"], row["peak_rss_mib"], speedup, pairs, row["fct_p99_us"],
+               same))
 
 
 def main():
@@ -109,25 +128,27 @@ def main():
         print(json.dumps(child(args.child, args.seed)))
         return 0
     names = args.scenario or list(SCENARIOS)
-    print(("%-17s %-8s %8s %8s %10s %10s %8s %8s %8s %5s" % COLS), flush=True)
+    print(("%-17s %-8s %8s %8s %10s %10s %8s %8s %16s %9s %5s" % COLS), flush=True)
     rows = []
     for name in names:
-        compiled = best_of(name, args.seed, False, args.repeat)
+        with_pure = name not in K16 or args.pure_k16
+        repeat = 1 if name in K16 and args.pure_k16 else args.repeat
+        compiled, pure, ratios = measure(name, args.seed, repeat, with_pure)
         if compiled["build"] != "compiled":
             print("%s: the compiled build is not active (see `gse info`); build it with "
                   "`python setup.py build_ext --inplace`" % name, file=sys.stderr)
             return 1
-        pure = None
-        if name not in K16 or args.pure_k16:
-            pure = best_of(name, args.seed, True, 1 if name in K16 else args.repeat)
         same = "-" if pure is None else ("yes" if pure["digest"] == compiled["digest"]
                                          else "NO")
         if pure is not None:
-            print(fmt(pure, "1.0x", same), flush=True)
+            print(fmt(pure, "1.0x", "", same), flush=True)
             speed = "%.1fx" % (pure["sim_s"] / compiled["sim_s"])
+            pairs = "%.1f (%.1f-%.1f)" % (statistics.median(ratios), ratios[0], ratios[-1])
+            compiled["speedup_best"] = round(pure["sim_s"] / compiled["sim_s"], 2)
+            compiled["speedup_pairs"] = [round(r, 2) for r in ratios]
         else:
-            speed = "-"
-        print(fmt(compiled, speed, same), flush=True)
+            speed, pairs = "-", ""
+        print(fmt(compiled, speed, pairs, same), flush=True)
         rows.extend(r for r in (pure, compiled) if r is not None)
     if any(n in K16 for n in names) and not args.pure_k16:
         print("(k=16 in pure Python is not run by default: --pure-k16)")

@@ -26,7 +26,7 @@ class GseHost(HostAgent):
     __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
-                 "retransmit_bytes", "srtt", "tail_probes")
+                 "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -49,6 +49,9 @@ class GseHost(HostAgent):
         self.retransmit_bytes = 0
         self.srtt = 0             # smoothed RTT from ACK timestamp echoes (0: no sample)
         self.tail_probes = 0
+        # read on every ACK: kept as plain attributes, not looked up on the config object
+        self.rto_ps = config.rto_ps
+        self.reorder_window_ps = config.reorder_window_ps
 
     # -- application ----------------------------------------------------------------------
 
@@ -86,7 +89,7 @@ class GseHost(HostAgent):
                     self.retransmits += 1
                     self.retransmit_bytes += pkt.payload_len
                 if msg.rto_deadline == NEVER:
-                    msg.rto_deadline = now + self.config.rto_ps * msg.rto_backoff
+                    msg.rto_deadline = now + self.rto_ps * msg.rto_backoff
                     self._push(msg.rto_deadline, T_RTO, msg)
                 if msg.next_new == msg.npkts and msg.tlp_deadline == NEVER:
                     msg.tlp_deadline = now + self._pto()
@@ -148,16 +151,16 @@ class GseHost(HostAgent):
             marked = pkt.entropy
             msg.entropy.penalise(marked)
         sample = now - pkt.ts
-        if 0 < sample < self.config.rto_ps:
+        if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
         if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits, marked):
-            msg.rto_deadline = now + self.config.rto_ps
+            msg.rto_deadline = now + self.rto_ps
             msg.rto_backoff = 1
             msg.last_progress = now
         if msg.done:
             self._finish(msg, now)
             return
-        lost = msg.detect_losses(self.config.reorder_window_ps)
+        lost = msg.detect_losses(self.reorder_window_ps)
         if lost:
             self.fast_retx_bytes += lost
             msg.need_total += lost
@@ -214,8 +217,8 @@ class GseHost(HostAgent):
         # message that shares a busy NIC with many others sends slowly, and its newest
         # packets have had no time to be acknowledged.
         oldest = msg.oldest_outstanding()
-        if oldest >= 0 and now < oldest + self.config.rto_ps * msg.rto_backoff:
-            msg.rto_deadline = oldest + self.config.rto_ps * msg.rto_backoff
+        if oldest >= 0 and now < oldest + self.rto_ps * msg.rto_backoff:
+            msg.rto_deadline = oldest + self.rto_ps * msg.rto_backoff
             self._push(msg.rto_deadline, T_RTO, msg)
             return
         if msg.on_timeout() < 0:

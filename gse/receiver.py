@@ -54,8 +54,8 @@ class ReceiverSide:
         self.ecn_seen = 0
         self.payload_bytes = 0
 
-    def _message(self, pkt, now):
-        key = (pkt.src, pkt.msg_id)
+    def _message(self, pkt, key, now):
+        """The message ``key`` = (src, msg_id) of ``pkt``, created by its first packet."""
         msg = self.messages.get(key)
         if msg is None:
             if pkt.msg_len <= 0:
@@ -70,11 +70,13 @@ class ReceiverSide:
 
         Returns the time a grant falls due if this raised demand, else -1."""
         key = (pkt.src, pkt.msg_id)
-        if key in self.finished:
-            self.duplicates += 1
-            out.append(self._final_ack(pkt, self.finished[key], now))
-            return -1
-        msg = self._message(pkt, now)
+        msg = self.messages.get(key)
+        if msg is None:               # (a finished message is no longer in self.messages)
+            if key in self.finished:
+                self.duplicates += 1
+                out.append(self._final_ack(pkt, self.finished[key], now))
+                return -1
+            msg = self._message(pkt, key, now)
         if msg is None or pkt.psn >= msg.npkts:
             self.duplicates += 1      # inconsistent with what we know: nothing to deliver
             return -1
@@ -138,7 +140,7 @@ class ReceiverSide:
         if key in self.finished:
             out.append(self._final_ack(pkt, self.finished[key], now))
             return -1
-        msg = self._message(pkt, now)
+        msg = self._message(pkt, key, now)
         if msg is None:
             return -1
         demand = msg.demand

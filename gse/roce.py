@@ -84,7 +84,7 @@ class RoceHost(HostAgent):
                  "tseq", "incoming", "finished", "delivered", "sent_done", "malformed",
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
-                 "receiver", "pace_at")
+                 "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -105,6 +105,10 @@ class RoceHost(HostAgent):
         self.malformed = self.stray = self.timeouts = 0
         self.naks_sent = self.acks_sent = self.cnps_sent = self.cnps_received = 0
         self.retransmits = self.retransmit_bytes = self.duplicates = self.ooo_discarded = 0
+        # read per packet: plain attributes, not looked up on the config object
+        self.rto_ps = config.rto_ps
+        self.ack_every = config.ack_every_bytes
+        self.cnp_interval = config.cnp_interval_ps
 
     # -- application ----------------------------------------------------------------------
 
@@ -173,7 +177,7 @@ class RoceHost(HostAgent):
             if cc.limited():
                 flow.next_send = now + cc.gap_ps(length + 64)
         if flow.rto_deadline == NEVER:
-            flow.rto_deadline = now + self.config.rto_ps * flow.rto_backoff
+            flow.rto_deadline = now + self.rto_ps * flow.rto_backoff
             self._push(flow.rto_deadline, T_RTO, flow)
         return new_packet(DATA, self.addr, flow.dst, flow.msg_id, psn, flow.entropy, length,
                           flags, flow.size, 0, 0, 0, 0, now, PRIO_DATA)
@@ -215,15 +219,15 @@ class RoceHost(HostAgent):
 
     def _on_data(self, pkt, now):
         key = (pkt.src, pkt.msg_id)
-        if key in self.finished:
-            self.duplicates += 1
-            self._ack(pkt, self.finished[key])
-            return
         flow = self.incoming.get(key)
-        if flow is None:
+        if flow is None:              # (a finished flow is no longer in self.incoming)
+            if key in self.finished:
+                self.duplicates += 1
+                self._ack(pkt, self.finished[key])
+                return
             flow = self.incoming[key] = RoceRecvFlow(pkt.msg_len, self.config.mtu)
         if pkt.flags & F_ECN_CE and (flow.last_cnp < 0 or
-                                     now - flow.last_cnp >= self.config.cnp_interval_ps):
+                                     now - flow.last_cnp >= self.cnp_interval):
             flow.last_cnp = now
             self.cnps_sent += 1
             self.control.append(new_packet(CNP, self.addr, pkt.src, pkt.msg_id, 0,
@@ -239,7 +243,7 @@ class RoceHost(HostAgent):
                 self.finished[key] = flow.npkts
                 self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
                 self._ack(pkt, flow.npkts)
-            elif flow.unacked >= self.config.ack_every_bytes:
+            elif flow.unacked >= self.ack_every:
                 flow.unacked = 0
                 self._ack(pkt, flow.expected)
         elif psn > flow.expected:
@@ -275,7 +279,7 @@ class RoceHost(HostAgent):
         if pkt.psn > flow.una:
             flow.una = min(pkt.psn, flow.npkts)
             flow.rto_backoff = 1
-            flow.rto_deadline = now + self.config.rto_ps
+            flow.rto_deadline = now + self.rto_ps
             if flow.next_psn < flow.una:
                 flow.next_psn = flow.una
         if flow.una >= flow.npkts:
@@ -289,7 +293,7 @@ class RoceHost(HostAgent):
         if psn > flow.una:
             flow.una = psn
             flow.rto_backoff = 1
-            flow.rto_deadline = now + self.config.rto_ps
+            flow.rto_deadline = now + self.rto_ps
         if flow.una >= flow.npkts:
             self._finish(flow, now)
             return

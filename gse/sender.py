@@ -126,11 +126,13 @@ class OutMsg:
                 self.credit -= length
         if psn == self.npkts - 1:
             flags |= F_LAST
-        self.sent_at[psn] = now
-        self.inflight.append((now, psn))
+        sent = now                       # (one Python int for its three uses, compiled)
+        self.sent_at[psn] = sent
+        self.inflight.append((sent, psn))
         entropy = self.entropy.next()
         self.sent_entropy[psn] = entropy
-        pkt = new_packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags, self.size, 0, 0, 0, 0, now, PRIO_DATA)
+        pkt = new_packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags,
+                         self.size, 0, 0, 0, 0, sent, PRIO_DATA)
         if flags & F_UNSCHED:
             pkt.credit = self.unsched_payload
         return pkt

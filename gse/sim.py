@@ -19,7 +19,7 @@ Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
 
 import random
 
-from gse.eventq import EventQueue
+from gse.eventq import EventQueue, Handler, event_target
 from gse.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.pfc import PfcState
 from switchmodel.queue import ENQUEUED, OutputQueue
@@ -30,8 +30,10 @@ def ser_ps(nbytes, mbps):
     return (nbytes * 8_000_000 + mbps - 1) // mbps
 
 
-class LinkPort:
-    """One direction of a link: the egress queue of ``node`` on local ``port``."""
+class LinkPort(Handler):
+    """One direction of a link: the egress queue of ``node`` on local ``port``.
+
+    Its events are wake-ups (``fire`` = ``wake``)."""
 
     __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
@@ -62,8 +64,11 @@ class LinkPort:
         self.paused_ps = 0
         self.pauses_received = 0
         self.pause_until = -1
-        self.wake_fn = self.wake  # bound once, for the event queue
-        self.deliver = None       # peer.receive, bound once (set with peer)
+        self.wake_fn = event_target(self, self.wake)  # once, for the event queue
+        self.deliver = None       # event target of peer.receive (set with peer)
+
+    def fire(self, a, b):
+        self.wake(a, b)
 
     def offer(self, pkt):
         """A packet routed to this port."""
@@ -179,7 +184,9 @@ class HostPort(LinkPort):
         node.after(now)
 
 
-class SwitchNode:
+class SwitchNode(Handler):
+    """A switch: its events are packet arrivals (``fire`` = ``receive``)."""
+
     __slots__ = ("eq", "switch", "ports", "latency", "unroutable", "pfc", "pfc_frames",
                  "bad_frames")
 
@@ -211,6 +218,9 @@ class SwitchNode:
         if self.pfc.pausing[port]:
             self.send_pfc(port, PAUSE)
 
+    def fire(self, a, b):
+        self.receive(a, b)
+
     def receive(self, pkt, in_port):
         if self.latency:
             self.eq.at(self.eq.now + self.latency, self.forward, pkt, in_port)
@@ -234,9 +244,11 @@ class SwitchNode:
         egress.offer(pkt)
 
 
-class HostNode:
+class HostNode(Handler):
+    """A host: its events are packet arrivals (``fire`` = ``receive``) and its timer."""
+
     __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered",
-                 "sent_done")
+                 "sent_done", "timer_fn")
 
     def __init__(self, eq, agent, on_delivered, on_sent):
         self.eq = eq
@@ -249,6 +261,10 @@ class HostNode:
         # held here so that the compiled build reads them without attribute lookups
         self.delivered = agent.receiver.delivered
         self.sent_done = agent.sent_done
+        self.timer_fn = self.on_timer     # bound once, for the event queue
+
+    def fire(self, a, b):
+        self.receive(a, b)
 
     def receive(self, pkt, in_port):
         now = self.eq.now
@@ -290,7 +306,7 @@ class HostNode:
         t = agent.next_deadline()
         if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
             self.timer_at = t
-            self.eq.at(t if t > now else now, self.on_timer, t, None)
+            self.eq.at(t if t > now else now, self.timer_fn, t, None)
 
 
 class Network:
@@ -358,7 +374,7 @@ class Network:
         for port in self.ports:
             peer, _ = topo.peer(port.node, port.port)
             port.peer = self.nodes[peer]
-            port.deliver = port.peer.receive
+            port.deliver = event_target(port.peer, port.peer.receive)
 
     def _delivered(self, item):
         src, msg_id, size, now = item

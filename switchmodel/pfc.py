@@ -10,7 +10,6 @@ at each end), so a correctly sized lossless class never drops for want of buffer
 state is sans-I/O: it returns decisions, the runtime sends the frames.
 """
 
-
 class PfcConfig:
     __slots__ = ("xoff_bytes", "xon_gap_bytes", "headroom_bytes", "dynamic_alpha",
                  "buffer_bytes", "pause_quanta")
@@ -37,12 +36,13 @@ class PfcState:
     """One switch's PFC accounting over its ingress ports."""
 
     __slots__ = ("cfg", "ingress_bytes", "pausing", "used", "pauses_sent", "resumes_sent",
-                 "headroom_overflows", "peak_ingress")
+                 "headroom_overflows", "peak_ingress", "dynamic")
 
     def __init__(self, cfg, n_ports):
         self.cfg = cfg
         self.ingress_bytes = [0] * n_ports
-        self.pausing = [False] * n_ports   # a PAUSE is in force upstream of this port
+        self.pausing = bytearray(n_ports)  # 1: a PAUSE is in force upstream of this port
+        self.dynamic = cfg.dynamic_alpha > 0   # (XOFF is read per packet: decided once)
         self.used = 0                      # data bytes queued in the whole switch
         self.pauses_sent = 0
         self.resumes_sent = 0
@@ -51,7 +51,7 @@ class PfcState:
 
     def xoff(self):
         cfg = self.cfg
-        if cfg.dynamic_alpha > 0:
+        if self.dynamic:
             free = cfg.buffer_bytes - self.used
             return int(cfg.dynamic_alpha * free) if free > 0 else 0
         return cfg.xoff_bytes
@@ -67,7 +67,7 @@ class PfcState:
         if b > xoff + self.cfg.headroom_bytes:
             self.headroom_overflows += 1
         if not self.pausing[port] and b > xoff:
-            self.pausing[port] = True
+            self.pausing[port] = 1
             self.pauses_sent += 1
             return True
         return False
@@ -80,7 +80,7 @@ class PfcState:
         if self.pausing[port]:
             xon = self.xoff() - self.cfg.xon_gap_bytes
             if b <= max(xon, 0):
-                self.pausing[port] = False
+                self.pausing[port] = 0
                 self.resumes_sent += 1
                 return True
         return False

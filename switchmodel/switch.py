@@ -35,7 +35,8 @@ class Switch:
             raise ValueError("forwarding must be 'spray' or 'ecmp', got %r" % forwarding)
         self.node = node
         self.name = name
-        self.next_hops = next_hops     # dst host -> tuple of local port indices
+        # dst host -> tuple of local port indices
+        self.next_hops = [tuple(hops) for hops in next_hops]
         self.salt = salt & 0xFFFFFFFF
         self.spray = forwarding == "spray"
         self.forwarded = 0

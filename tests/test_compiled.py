@@ -200,6 +200,43 @@ def test_event_queue_twins_run_the_same_order(seed):
     assert _drive(EventQueue, seed) == _drive(_pure_eventq(), seed)
 
 
+def _drive_dense(eq_cls, seed):
+    """Dense, near events (a simulator's: ps apart, within a few us, some far) with
+    stops at ``until`` and events scheduled from outside between the stops, at ``now``
+    too (which may lie before the queue's current position)."""
+    rng = random.Random(seed)
+    eq = eq_cls()
+    log = []
+
+    def fire(tag, depth):
+        log.append((eq.now, tag))
+        for i in range(rng.choice((0, 1, 1, 2)) if depth < 6 else 0):
+            eq.at(eq.now + rng.choice((0, rng.randrange(2000), rng.randrange(10**6),
+                                       rng.randrange(10**7), rng.randrange(10**9))),
+                  fire, "%s.%d" % (tag, i), depth + 1)
+
+    for i in range(rng.randrange(1, 300)):
+        eq.at(rng.randrange(10**5), fire, str(i), 0)
+    results = []
+    for stop in range(30):
+        until = eq.now + rng.choice((0, 1, rng.randrange(5000), rng.randrange(10**6),
+                                     rng.randrange(10**8)))
+        results.append((eq.run(until), eq.now, eq.pending(), eq.events))
+        for j in range(rng.randrange(4)):
+            eq.at(eq.now + rng.choice((0, 0, 1, rng.randrange(10**4), rng.randrange(10**7))),
+                  fire, "x%d.%d" % (stop, j), 0)
+    results.append((eq.run(), eq.now, eq.pending(), eq.events))
+    return log, results
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_event_queue_twins_run_the_same_order_dense(seed):
+    from gse.eventq import EventQueue
+    ours, ref = _drive_dense(EventQueue, seed), _drive_dense(_pure_eventq(), seed)
+    assert len(ours[0]) > 100
+    assert ours == ref
+
+
 def test_event_queue_exception_counts_events_run():
     from gse.eventq import EventQueue
     for cls in (EventQueue, _pure_eventq()):

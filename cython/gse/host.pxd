@@ -38,6 +38,8 @@ cdef class GseHost(HostAgent):
     cdef public long long retransmit_bytes
     cdef public long long srtt
     cdef public long long tail_probes
+    cdef public long long rto_ps
+    cdef public long long reorder_window_ps
 
     cpdef start_message(self, msg_id, dst, size, now)
 

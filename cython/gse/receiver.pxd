@@ -48,7 +48,7 @@ cdef class ReceiverSide:
     cdef public long long payload_bytes
 
     @cython.locals(msg=InMsg)
-    cpdef InMsg _message(self, Packet pkt, long long now)
+    cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
 
     @cython.locals(msg=InMsg, due="long long", d="long long", old_cum="long long")
     cpdef long long on_data(self, Packet pkt, long long now, object out) except? -2

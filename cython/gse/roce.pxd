@@ -80,6 +80,9 @@ cdef class RoceHost(HostAgent):
     cdef public long long ooo_discarded
     cdef public object receiver
     cdef public long long pace_at
+    cdef public long long rto_ps
+    cdef public long long ack_every
+    cdef public long long cnp_interval
 
     cpdef start_message(self, msg_id, dst, size, now)
 

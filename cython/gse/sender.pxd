@@ -58,7 +58,7 @@ cdef class OutMsg:
     cpdef bint can_send(self) except -1
 
     @cython.locals(flags="long long", psn="long long", length="long long",
-                   entropy="long long", pkt=Packet)
+                   entropy="long long", pkt=Packet, sent=object)
     cpdef Packet next_packet(self, long long now)
 
     cpdef Packet request(self, long long now, bint retx)

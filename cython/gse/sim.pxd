@@ -2,7 +2,7 @@
 # agents (GseHost, RoceHost, a fabric leaf) and the port owners stay duck-typed objects.
 import cython
 from gse.agent cimport HostAgent
-from gse.eventq cimport EventQueue
+from gse.eventq cimport EventQueue, Handler
 from gse.packet cimport Packet
 from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue
@@ -16,7 +16,7 @@ cdef long long ENQUEUED
 
 cdef class HostNode
 
-cdef class LinkPort:
+cdef class LinkPort(Handler):
     cdef public EventQueue eq
     cdef public OutputQueue queue
     cdef public long long mbps
@@ -42,6 +42,8 @@ cdef class LinkPort:
     cdef public long long pause_until
     cdef public object wake_fn
     cdef public object deliver
+
+    cpdef fire(self, a, b)
 
     @cython.locals(eq=EventQueue, now="long long", queue=OutputQueue, result="long long",
                    pfc=PfcState)
@@ -79,7 +81,7 @@ cdef class HostPort(LinkPort):
     cpdef restart(self, long long now)
 
 
-cdef class SwitchNode:
+cdef class SwitchNode(Handler):
     cdef public EventQueue eq
     cdef public Switch switch
     cdef public list ports
@@ -95,13 +97,15 @@ cdef class SwitchNode:
 
     cpdef refresh_pause(self, port, _b)
 
+    cpdef fire(self, a, b)
+
     cpdef receive(self, Packet pkt, long long in_port)
 
     @cython.locals(kind="long long", port="long long", egress=LinkPort)
     cpdef forward(self, Packet pkt, long long in_port)
 
 
-cdef class HostNode:
+cdef class HostNode(Handler):
     cdef public EventQueue eq
     cdef public HostAgent agent
     cdef public HostPort nic
@@ -110,6 +114,9 @@ cdef class HostNode:
     cdef public object on_sent
     cdef public list delivered
     cdef public list sent_done
+    cdef public object timer_fn
+
+    cpdef fire(self, a, b)
 
     @cython.locals(now="long long", kind="long long")
     cpdef receive(self, Packet pkt, long long in_port)

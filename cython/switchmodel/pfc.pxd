@@ -14,12 +14,13 @@ cdef class PfcConfig:
 cdef class PfcState:
     cdef public PfcConfig cfg
     cdef public list ingress_bytes
-    cdef public list pausing
+    cdef public bytearray pausing
     cdef public long long used
     cdef public long long pauses_sent
     cdef public long long resumes_sent
     cdef public long long headroom_overflows
     cdef public long long peak_ingress
+    cdef public bint dynamic
 
     @cython.locals(cfg=PfcConfig, free="long long")
     cpdef long long xoff(self) except? -1

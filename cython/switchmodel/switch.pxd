@@ -17,11 +17,11 @@ cpdef long long mix32(long long x)
 cdef class Switch:
     cdef public long long node
     cdef public object name
-    cdef public object next_hops
+    cdef public list next_hops
     cdef public long long salt
     cdef public bint spray
     cdef public long long forwarded
     cdef public long long unroutable
 
-    @cython.locals(dst="long long", n="Py_ssize_t", key="unsigned long long")
+    @cython.locals(dst="long long", n="Py_ssize_t", key="unsigned long long", hops=tuple)
     cpdef long long route(self, Packet pkt) except? -2

@@ -1,0 +1,12 @@
+"""Stand-ins for the ``cython`` decorators the hot modules use, for an install without
+Cython (the pure-Python build): each returns the class unchanged."""
+
+
+def no_gc(cls):
+    return cls
+
+
+def freelist(n):
+    return lambda cls: cls
+def cclass(cls):
+    return cls
