@@ -148,7 +148,8 @@ class RoceHost(HostAgent):
             return self._send(flow, now)
         # nobody may send yet: wake up when the earliest limiter opens
         earliest = -1
-        for flow in ring:
+        for i in range(len(ring)):
+            flow = ring[i]
             if earliest < 0 or flow.next_send < earliest:
                 earliest = flow.next_send
         if earliest > now and earliest != self.pace_at:

@@ -58,7 +58,8 @@ class PfcState:
 
     def on_enqueue(self, port, size):
         """A data packet from ``port`` was queued; True if a PAUSE must go upstream."""
-        b = self.ingress_bytes[port] + size
+        b = self.ingress_bytes[port]     # (a C integer in the compiled build: one Python
+        b += size                        # int is made, for the store)
         self.ingress_bytes[port] = b
         self.used += size
         if b > self.peak_ingress:
@@ -74,7 +75,8 @@ class PfcState:
 
     def on_dequeue(self, port, size):
         """A data packet from ``port`` left; True if a RESUME must go upstream."""
-        b = self.ingress_bytes[port] - size
+        b = self.ingress_bytes[port]
+        b -= size
         self.ingress_bytes[port] = b
         self.used -= size
         if self.pausing[port]:

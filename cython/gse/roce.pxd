@@ -88,7 +88,7 @@ cdef class RoceHost(HostAgent):
 
     cpdef bint has_work(self) except -1
 
-    @cython.locals(flow=RoceFlow, earliest="long long", ring=Fifo)
+    @cython.locals(flow=RoceFlow, earliest="long long", ring=Fifo, i="Py_ssize_t")
     cpdef Packet poll(self, long long now, bint data_ok=*)
 
     @cython.locals(psn="long long", length="long long", flags="long long", cc=Dcqcn)
