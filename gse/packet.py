@@ -114,7 +114,16 @@ def new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len
     The agents build their packets with it on the hot paths: the same object as the
     constructor makes, but the compiled build turns it into a C function that takes C
     integers, without the constructor's argument handling (cython/gse/packet.pxd)."""
-    pkt = Packet.__new__(Packet)
+    return fill_packet(Packet.__new__(Packet), kind, src, dst, msg_id, psn, entropy,
+                       payload_len, flags, msg_len, credit, aux, sack_base, sack_bits, ts,
+                       prio)
+
+
+def fill_packet(pkt, kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len,
+                credit, aux, sack_base, sack_bits, ts, prio):
+    """Write the fifteen header fields (``new_packet``'s order) over ``pkt`` and reset its
+    runtime fields; returns ``pkt``.  ``new_packet`` fills a new packet with it, the UDP
+    runtime's switches the one packet each decodes every datagram into."""
     pkt.kind = kind
     pkt.flags = flags
     pkt.src = src

@@ -38,7 +38,8 @@ import zlib
 from collections import deque
 
 from gse.packet import (ACK, DATA, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
-                        PRIO_CONTROL, PRIO_DATA, RESUME, WIRE_VERSION, new_packet)
+                        PRIO_CONTROL, PRIO_DATA, RESUME, WIRE_VERSION, fill_packet,
+                        new_packet)
 from gse.udp_io import Endpoint, record_error
 from gse.wire import (CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, decode, encode,
                       payload_pattern)
@@ -142,7 +143,7 @@ def _decode_py(data, n, with_payload, into):
         pkt = new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len,
                          credit, aux, sack_base, sack_bits, ts, prio)
     else:
-        pkt = _refill(into, kind, src, dst, msg_id, psn, entropy, payload_len, flags,
+        pkt = fill_packet(into, kind, src, dst, msg_id, psn, entropy, payload_len, flags,
                       msg_len, credit, aux, sack_base, sack_bits, ts, prio)
     if with_payload and kind == DATA and not flags & F_TRIMMED:
         pkt.payload = data[HEADER_BYTES:]
@@ -172,38 +173,12 @@ def _decode_c(data, n, with_payload, into):
                          gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
                          gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
     else:
-        pkt = _refill(into, kind, gse_be32(p + 4), gse_be32(p + 8), gse_be32(p + 12),
+        pkt = fill_packet(into, kind, gse_be32(p + 4), gse_be32(p + 8), gse_be32(p + 12),
                       gse_be32(p + 16), gse_be16(p + 20), payload_len, flags,
                       gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
                       gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
     if carries and with_payload:
         pkt.payload = data[HEADER_BYTES:]
-    return pkt
-
-
-def _refill(pkt, kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len, credit,
-            aux, sack_base, sack_bits, ts, prio):
-    """``new_packet``, written over an existing packet."""
-    pkt.kind = kind
-    pkt.flags = flags
-    pkt.src = src
-    pkt.dst = dst
-    pkt.msg_id = msg_id
-    pkt.psn = psn
-    pkt.entropy = entropy
-    pkt.payload_len = payload_len
-    pkt.msg_len = msg_len
-    pkt.credit = credit
-    pkt.aux = aux
-    pkt.sack_base = sack_base
-    pkt.sack_bits = sack_bits
-    pkt.ts = ts
-    pkt.prio = prio
-    pkt.size = (HEADER_BYTES + payload_len if kind == DATA and not flags & F_TRIMMED
-                else HEADER_BYTES)
-    pkt.corrupt = False
-    pkt.payload = None
-    pkt.ingress = -1
     return pkt
 
 

@@ -2,9 +2,9 @@
 # with C fields.  Header fields that tests drive past their wire width on purpose (``ts``
 # and ``sack_bits``, 64-bit unsigned, and ``payload``) stay Python objects, so that
 # gse.wire.encode, not the attribute store, is what refuses them.  (Class decorators such
-# as cython.freelist or cython.no_gc are ignored in a .pxd: Packet keeps CPython's
-# allocator and stays tracked by the garbage collector.)  new_packet is the C constructor
-# of the hot paths.
+# as cython.freelist or cython.no_gc are ignored in a .pxd: they are on the class in
+# packet.py.)  new_packet is the C constructor of the hot paths, fill_packet what it and
+# the UDP runtime's decoder write the fields with.
 import cython
 
 
@@ -38,3 +38,10 @@ cpdef Packet new_packet(long long kind, long long src, long long dst, long long 
                         long long psn, long long entropy, long long payload_len,
                         long long flags, long long msg_len, long long credit, long long aux,
                         long long sack_base, object sack_bits, object ts, long long prio)
+
+
+cpdef Packet fill_packet(Packet pkt, long long kind, long long src, long long dst,
+                         long long msg_id, long long psn, long long entropy,
+                         long long payload_len, long long flags, long long msg_len,
+                         long long credit, long long aux, long long sack_base,
+                         object sack_bits, object ts, long long prio)

@@ -9,7 +9,7 @@
 import cython
 from gse.agent cimport HostAgent
 from gse.udp_io cimport Endpoint, Scheduler
-from gse.packet cimport Packet, new_packet
+from gse.packet cimport Packet, fill_packet, new_packet
 from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue, PortCounters
 
@@ -272,12 +272,6 @@ cpdef Packet _decode(object data, Py_ssize_t max_datagram, bint with_payload, Pa
 @cython.locals(p="const unsigned char *", kind="long long", flags="long long",
                payload_len="long long", carries=bint, pkt=Packet)
 cdef Packet _decode_c(bytes data, Py_ssize_t n, bint with_payload, Packet into)
-
-cdef Packet _refill(Packet pkt, long long kind, long long src, long long dst,
-                    long long msg_id, long long psn, long long entropy,
-                    long long payload_len, long long flags, long long msg_len,
-                    long long credit, long long aux, long long sack_base, object sack_bits,
-                    object ts, long long prio)
 
 @cython.locals(c=Packet)
 cpdef Packet copy_packet(Packet pkt)
