@@ -3,7 +3,7 @@
 The hot modules (``gse._build.MODULES``) are compiled by Cython from their own ``.py``
 sources, augmented by the ``.pxd`` files under ``cython/`` (the event queue has a ``.pyx``
 twin there instead).  At build time each ``.py`` is copied beside its ``.pxd`` into
-``build/cython-src/`` and compiled under its own module name (``gse.sim``); the extension
+``build/cython-src/`` and compiled under its own module name (``gse.runtimes.sim.network``); the extension
 lands in ``gse/_compiled/`` (``switchmodel/_compiled/``), where ``gse._build`` finds it at
 import unless ``GSE_PURE_PYTHON=1``.  ``gse/_compiled/BUILD.json`` records the sources'
 digests so that a stale build is detected.  See docs/compiled-build.md.
@@ -49,19 +49,19 @@ def _stage():
     stage = os.path.join(ROOT, STAGE)
     wanted = {}                  # staged path -> source path
     for pkg in B.PACKAGES:
-        pxd_dir = os.path.join(ROOT, "cython", pkg)
+        pxd_dir = os.path.join(ROOT, "cython", *pkg.split("."))
         for fn in sorted(os.listdir(pxd_dir)):
             if fn.endswith(".pxd"):
-                wanted[os.path.join(stage, pkg, fn)] = os.path.join(pxd_dir, fn)
+                wanted[os.path.join(stage, *pkg.split("."), fn)] = os.path.join(pxd_dir, fn)
     sources = {}
     for name, twin in B.MODULES.items():
-        pkg, mod = name.split(".")
-        src = os.path.join(ROOT, twin) if twin else os.path.join(ROOT, pkg, mod + ".py")
-        dst = os.path.join(stage, pkg, mod + os.path.splitext(src)[1])
+        path = name.split(".")
+        src = os.path.join(ROOT, twin) if twin else os.path.join(ROOT, *path) + ".py"
+        dst = os.path.join(stage, *path) + os.path.splitext(src)[1]
         wanted[dst] = src
         sources[name] = os.path.relpath(dst, ROOT)
-    for pkg in B.PACKAGES:
-        d = os.path.join(stage, pkg)
+    for pkg in _with_parents(B.PACKAGES):     # Cython finds cimported .pxd by package
+        d = os.path.join(stage, *pkg.split("."))
         os.makedirs(d, exist_ok=True)
         init = os.path.join(d, "__init__.py")
         if not os.path.exists(init):
@@ -74,6 +74,15 @@ def _stage():
         if not _same(src, dst):          # C compiler redo only what depends on it
             shutil.copyfile(src, dst)
     return sources
+
+
+def _with_parents(packages):
+    """``gse.runtimes.sim`` -> also ``gse`` and ``gse.runtimes``."""
+    out = set()
+    for pkg in packages:
+        parts = pkg.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return sorted(out)
 
 
 def _same(a, b):
@@ -146,9 +155,9 @@ class BuildExt(build_ext):
             "sources": B.source_digests(ROOT),
         }
         text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-        dirs = {os.path.join(self.build_lib, "gse", B.COMPILED_DIR)}
+        dirs = {B.compiled_dir(B.MANIFEST_PACKAGE, self.build_lib)}
         if self.inplace:
-            dirs.add(os.path.join(ROOT, "gse", B.COMPILED_DIR))
+            dirs.add(B.compiled_dir(B.MANIFEST_PACKAGE, ROOT))
         for d in dirs:
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, B.MANIFEST), "w") as f:
@@ -156,7 +165,7 @@ class BuildExt(build_ext):
 
     def copy_extensions_to_source(self):
         for pkg in B.PACKAGES:
-            os.makedirs(os.path.join(ROOT, pkg, B.COMPILED_DIR), exist_ok=True)
+            os.makedirs(B.compiled_dir(pkg, ROOT), exist_ok=True)
         super().copy_extensions_to_source()
         self._write_manifest()       # editable installs build elsewhere, then copy
 
@@ -167,9 +176,9 @@ def extensions():
     # Placeholders named after where the .so goes; sources are set by BuildExt._cythonize.
     exts = []
     for name in B.MODULES:
-        pkg, mod = name.split(".")
+        pkg, _, mod = name.rpartition(".")
         exts.append(Extension("%s.%s.%s" % (pkg, B.COMPILED_DIR, mod),
-                              [os.path.join(pkg, mod + ".py")]))
+                              [os.path.join(*name.split(".")) + ".py"]))
     return exts
 
 

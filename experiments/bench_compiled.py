@@ -45,8 +45,10 @@ K16 = ("perm-k16-gse",)
 def child(name, seed):
     t0 = time.perf_counter()
     sys.path.insert(0, ROOT)
-    from gse import _build, traffic
-    from gse.run import default_config, run_simulation
+    from gse import _build
+    from gse.protocols import default_config
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads import traffic
     from topologies import fat_tree
     k, protocol, kind, senders = SCENARIOS[name]
     topo = fat_tree(k)

@@ -30,9 +30,9 @@ SCENARIOS = {
 
 
 def run_one(name, seed, protocol):
-    from gse import traffic
     from gse.config import GseConfig
-    from gse.run import run_simulation
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads import traffic
     from topologies import fat_tree
     sc = SCENARIOS[name]
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ with a window of datagrams in flight so that socket buffers never overflow.  Two
 
 * ``dgram``: forwarders written with asyncio-dgram's own API (``await recv()``,
   ``await send()``), the plain way;
-* ``endpoint``: forwarders on the runtime's own I/O path (``gse.udp_io.Endpoint``: a
+* ``endpoint``: forwarders on the runtime's own I/O path (``gse.runtimes.udp.io.Endpoint``: a
   reader callback draining the socket, ``sendto``; recvfrom(2)/sendto(2) called from C in
   the compiled build), i.e. exactly the runtime minus decoding, routing, queues and agents.
 
@@ -34,10 +34,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import asyncio_dgram  # noqa: E402
 
-from gse.packet import HEADER_BYTES  # noqa: E402
-from gse.traffic import Message  # noqa: E402
-from gse.udp import UdpNetwork  # noqa: E402
-from gse.udp_io import Endpoint, open_udp_socket, run_async, uvloop_available  # noqa: E402
+from gse.runtimes.udp.io import Endpoint, open_udp_socket, run_async, uvloop_available  # noqa: E402
+from gse.runtimes.udp.network import UdpNetwork  # noqa: E402
+from gse.wire.packet import HEADER_BYTES  # noqa: E402
+from gse.workloads.traffic import Message  # noqa: E402
 from topologies.fattree import fat_tree  # noqa: E402
 
 DATAGRAM = 4096 + HEADER_BYTES
@@ -113,7 +113,7 @@ async def floor_chain(n, window, style, timeout_s=60.0):
 
 async def gse_stream(size, gbps, settings=(), timeout_s=120.0):
     from gse.config import GseConfig
-    from gse.udp_config import udp_profile
+    from gse.runtimes.udp.config import udp_profile
     topo = fat_tree(4, link_gbps=gbps)
     src, dst = 0, len(topo.hosts) - 1
     assert len(topo.path(src, dst)) == HOPS + 2
@@ -173,11 +173,13 @@ def bench_loop(name, args):
 
 def incast(args):
     """A small incast in the simulator and over UDP with the same configuration."""
-    from gse.run import default_config, run_simulation
-    from gse.traffic import incast as make_incast
-    from gse.udp import run_udp, udp_protocols
-    from gse.udp_config import udp_profile
     import random
+
+    from gse.protocols import default_config
+    from gse.runtimes.sim.run import run_simulation
+    from gse.runtimes.udp.config import udp_profile
+    from gse.runtimes.udp.network import run_udp, udp_protocols
+    from gse.workloads.traffic import incast as make_incast
     topo = fat_tree(4, link_gbps=args.incast_gbps)
     msgs = make_incast(16, args.incast_senders, args.incast_size, random.Random(1),
                        receiver=0)

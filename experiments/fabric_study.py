@@ -14,7 +14,7 @@ destination host, request/grant between leaves, spray, reorder; docs/fabric-mode
 Workloads: a permutation of 2 MB messages; an incast 32:1 of 2 MB; an all-to-all of
 S = 2 MB per rank (S/N = 15,625 B to each of the 127 others, all at t=0); a ring
 all-reduce of 8 MiB over 32 ranks, one per leaf (host 4r), replayed with its step
-dependencies (``gse.replay``), so every ring hop crosses the fabric.
+dependencies (``gse.workloads.replay``), so every ring hop crosses the fabric.
 
 Per run: messages lost, FCT p50/p99 (with p99 over the ideal of the slowest message, the
 acceptance figure, and the p99 of each message's own slowdown), the last completion (for
@@ -37,12 +37,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gse import traffic  # noqa: E402
-from gse.collectives import Collective  # noqa: E402
 from gse.config import GseConfig  # noqa: E402
-from gse.replay import replay, ring_bound_ps  # noqa: E402
-from gse.run import run_simulation  # noqa: E402
-from switchmodel.fabric_sim import fabric_summary  # noqa: E402
+from gse.runtimes.sim.fabric_nodes import fabric_summary  # noqa: E402
+from gse.runtimes.sim.run import run_simulation  # noqa: E402
+from gse.workloads import traffic  # noqa: E402
+from gse.workloads.collectives import Collective  # noqa: E402
+from gse.workloads.replay import replay, ring_bound_ps  # noqa: E402
 from topologies import fat_tree  # noqa: E402
 
 PROTOCOLS = ("roce", "gse", "gse-fabric")

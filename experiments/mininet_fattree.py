@@ -7,11 +7,11 @@
         --json mn.json --out-dir results/mininet        # every summary, record and agent file
 
 Every node of the topology (hosts and switches) is a ``gse agent`` process in its own
-Mininet namespace, one veth and one /31 per link (``gse.mininet_run``,
-``topologies.mininet_builder``); links are emulated inside the agents at ``--link-gbps``.
+Mininet namespace, one veth and one /31 per link (``gse.runtimes.mininet.run``,
+``gse.runtimes.mininet.fabric``); links are emulated inside the agents at ``--link-gbps``.
 For each workload (permutation, incast, all-to-all) and protocol (``gse``, ``roce`` with
 PFC) the same messages run in Mininet and, unless ``--no-sim``, in the simulator with the
-same configuration (the real-time protocol timers of ``gse.udp_config.udp_profile``), so
+same configuration (the real-time protocol timers of ``gse.runtimes.udp.config.udp_profile``), so
 the two columns of a protocol are the same workload at the same scale.  The default rate,
 0.005 Gb/s, is one a two-core machine emulates faithfully for all three workloads (incasts
 alone: up to 0.02 Gb/s; docs/mininet.md has the figures and ``--sweep-gbps`` measures it).
@@ -36,13 +36,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gse.cli_common import gse_config_from_args, traffic_from_args  # noqa: E402
-from gse.report import format_side_by_side, write_records  # noqa: E402
-from gse.run import run_simulation  # noqa: E402
-from gse.udp_cli import explicit_settings  # noqa: E402
-from gse.udp_config import udp_profile  # noqa: E402
-from topologies.registry import (add_topology_options, build_topology,  # noqa: E402
-                                 describe_topology_args)
+from gse.cli.common import gse_config_from_args, traffic_from_args  # noqa: E402
+from gse.cli.run import explicit_settings  # noqa: E402
+from gse.metrics.report import format_side_by_side, write_records  # noqa: E402
+from gse.runtimes.sim.run import run_simulation  # noqa: E402
+from gse.runtimes.udp.config import udp_profile  # noqa: E402
+from topologies.registry import add_topology_options, build_topology, describe_topology_args  # noqa: E402
 
 WORKLOADS = ("permutation", "incast", "all-to-all")
 PROTOCOLS = ("gse", "roce")
@@ -196,8 +195,8 @@ def run_rate(args, out=None):
     topo = build_topology(args)
     mininet = None
     if not args.no_mininet:
-        from gse import mininet_run as mininet
-        from topologies.mininet_builder import mininet_unavailable
+        from gse.runtimes.mininet import run as mininet
+        from gse.runtimes.mininet.environment import mininet_unavailable
         reason = mininet_unavailable()
         if reason:
             print("mininet_fattree: %s (--no-mininet runs the simulation only)" % reason,

@@ -32,11 +32,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gse.collectives import Collective  # noqa: E402
-from gse.replay import replay  # noqa: E402
-from gse.run import PROTOCOLS  # noqa: E402
-from gse.traces import load_trace  # noqa: E402
-from gse.traces.samples import MiB, dp_step_trace, moe_trace  # noqa: E402
+from gse.protocols import PROTOCOLS  # noqa: E402
+from gse.workloads.collectives import Collective  # noqa: E402
+from gse.workloads.replay import replay  # noqa: E402
+from gse.workloads.traces import load_trace  # noqa: E402
+from gse.workloads.traces.samples import MiB, dp_step_trace, moe_trace  # noqa: E402
 from topologies.spineleaf import spine_leaf_rail  # noqa: E402
 
 SERVERS, NICS = 8, 8

@@ -17,10 +17,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gse import traffic                      # noqa: E402
 from gse.config import GseConfig, RoceConfig  # noqa: E402
-from gse.run import run_simulation            # noqa: E402
-from topologies import fat_tree               # noqa: E402
+from gse.runtimes.sim.run import run_simulation  # noqa: E402
+from gse.workloads import traffic  # noqa: E402
+from topologies import fat_tree  # noqa: E402
 
 HTSIM = {  # ANCHORS.md, htsim on a 2-core machine of this kind
     ("roce-htsim", "permutation"): {"fct_p50_us": 449.8, "fct_p99_us": 931.7,

@@ -1,8 +1,14 @@
 """GSE: a scheduled Ethernet transport (request/grant credit, packet spraying, trimming,
-reordering, fast retransmission) beside a RoCEv2 + PFC baseline, on Fat-Tree fabrics."""
+reordering, fast retransmission) beside a RoCEv2 + PFC baseline, on Fat-Tree fabrics.
+
+The packages are the architecture (docs/architecture.md): ``wire`` (packets and their
+encoding), ``agents`` (sans-I/O host agents), ``runtimes`` (simulation, UDP, Mininet),
+``workloads`` (traffic, collectives, traces), ``metrics``, ``cli``; the switch agent is
+the top-level ``switchmodel`` package and topologies are plain data in ``topologies``.
+"""
 
 __version__ = "0.1.0"
 
-from gse import _build
+from gse import _moved
 
-_build.activate(__path__)      # compiled hot paths unless GSE_PURE_PYTHON=1 (gse/_build.py)
+_moved.install()        # old module paths (gse.sim, gse.udp, ...) for one release

@@ -1,5 +1,5 @@
 import sys
 
-from gse.cli import main
+from gse.cli.main import main
 
 sys.exit(main())

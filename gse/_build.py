@@ -3,10 +3,11 @@
 One source, two speeds (docs/compiled-build.md).  The hot modules listed in ``MODULES`` are
 plain Python and are the reference; ``setup.py`` compiles the same sources, augmented by
 the ``.pxd`` files under ``cython/``, into extension modules *with the same names*
-(``gse.sim`` stays ``gse.sim``) and puts them in ``gse/_compiled/`` and
-``switchmodel/_compiled/``.  At import, ``gse/__init__.py`` and ``switchmodel/__init__.py``
-call :func:`activate`, which puts those folders at the front of the package's
-``__path__`` so that ``import gse.sim`` finds the extension first, unless:
+(``gse.runtimes.sim.network`` stays ``gse.runtimes.sim.network``) and puts them in a
+``_compiled/`` folder of their package (``gse/runtimes/sim/_compiled/``).  At import, the
+``__init__.py`` of every package in ``PACKAGES`` calls :func:`activate`, which puts that
+folder at the front of the package's ``__path__`` so that ``import gse.runtimes.sim.network``
+finds the extension first, unless:
 
 * ``GSE_PURE_PYTHON=1`` is set (the pure-Python reference, as msgpack's
   ``MSGPACK_PUREPYTHON``);
@@ -15,7 +16,7 @@ call :func:`activate`, which puts those folders at the front of the package's
   The pure modules are used then, with a ``RuntimeWarning`` naming the file, so that an
   edit never runs against old compiled code.
 
-Both packages take the same decision: the compiled modules cimport each other's types, so
+Every package takes the same decision: the compiled modules cimport each other's types, so
 the two builds are never mixed.  ``tests/test_compiled.py`` fails where the compiled build
 was expected (``GSE_PURE_PYTHON`` unset) but a module came from its ``.py``.
 
@@ -34,30 +35,33 @@ ENV_PURE = "GSE_PURE_PYTHON"
 
 # Compiled modules: name -> twin source under cython/ ('' if the .py itself is compiled).
 MODULES = {
-    "gse.packet": "",
-    "gse.agent": "",
-    "gse.eventq": "cython/gse/eventq.pyx",
-    "gse.fifo": "cython/gse/fifo.pyx",
-    "gse.bits": "cython/gse/bits.pyx",
-    "gse.bitmap": "",
-    "gse.entropy": "",
-    "gse.scheduler": "",
-    "gse.sender": "",
-    "gse.receiver": "",
-    "gse.host": "",
-    "gse.dcqcn": "",
-    "gse.roce": "",
-    "gse.wire": "",
-    "gse.sim": "",
-    "gse.udp_io": "",
-    "gse.udp_link": "",
-    "gse.udp_node": "",
+    "gse.wire.packet": "",
+    "gse.agents.interface": "",
+    "gse.runtimes.sim.eventq": "cython/gse/runtimes/sim/eventq.pyx",
+    "gse.common.fifo": "cython/gse/common/fifo.pyx",
+    "gse.common.bits": "cython/gse/common/bits.pyx",
+    "gse.agents.bitmap": "",
+    "gse.agents.entropy": "",
+    "gse.agents.scheduler": "",
+    "gse.agents.sender": "",
+    "gse.agents.receiver": "",
+    "gse.agents.gse_host": "",
+    "gse.agents.dcqcn": "",
+    "gse.agents.roce_host": "",
+    "gse.wire.codec": "",
+    "gse.runtimes.sim.network": "",
+    "gse.runtimes.udp.io": "",
+    "gse.runtimes.udp.link": "",
+    "gse.runtimes.udp.node": "",
     "switchmodel.queue": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
 }
-PACKAGES = ("gse", "switchmodel")
+# Packages holding compiled modules, each with its own ``_compiled/`` folder; their
+# ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.
+PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))
 COMPILED_DIR = "_compiled"
+MANIFEST_PACKAGE = "gse"
 MANIFEST = "BUILD.json"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,9 +73,9 @@ def pure_requested():
 
 def sources_of(name, root=ROOT):
     """The files (relative to ``root``) the compiled ``name`` is built from."""
-    pkg, mod = name.split(".")
-    files = ["%s/%s.py" % (pkg, mod)]
-    pxd = "cython/%s/%s.pxd" % (pkg, mod)
+    path = name.replace(".", "/")
+    files = ["%s.py" % path]
+    pxd = "cython/%s.pxd" % path
     if os.path.exists(os.path.join(root, pxd)):
         files.append(pxd)
     twin = MODULES[name]
@@ -97,7 +101,8 @@ def source_digests(root=ROOT):
 
 
 def compiled_dir(pkg, root=ROOT):
-    return os.path.join(root, pkg, COMPILED_DIR)
+    """The folder of ``pkg``'s compiled modules (``gse.agents`` -> gse/agents/_compiled)."""
+    return os.path.join(root, *pkg.split("."), COMPILED_DIR)
 
 
 class _State:
@@ -118,7 +123,7 @@ def decide(root=ROOT, env=None):
     env = os.environ if env is None else env
     if env.get(ENV_PURE, "").strip().lower() not in ("", "0", "false", "no"):
         return "pure", "%s=%s" % (ENV_PURE, env.get(ENV_PURE)), None
-    mpath = os.path.join(compiled_dir("gse", root), MANIFEST)
+    mpath = os.path.join(compiled_dir(MANIFEST_PACKAGE, root), MANIFEST)
     if not os.path.exists(mpath):
         return "pure", ("no compiled build (%s missing; build with `python setup.py "
                         "build_ext --inplace` or `pip install -e .`)"
@@ -130,7 +135,7 @@ def decide(root=ROOT, env=None):
         return "pure", "unreadable build manifest %s: %s" % (mpath, exc), None
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     for name in MODULES:
-        pkg, mod = name.split(".")
+        pkg, _, mod = name.rpartition(".")
         if not os.path.exists(os.path.join(compiled_dir(pkg, root), mod + suffix)):
             return "pure", ("compiled module %s missing for this Python (%s)"
                             % (name, suffix)), manifest
@@ -216,24 +221,10 @@ def format_info(d):
         lines.append("compiled with: Cython %s for Python %s at %s"
                      % (w["cython"], w["python"], w["built"]))
     for name, how in d["modules"].items():
-        lines.append("  %-20s %s" % (name, how))
+        lines.append("  %-26s %s" % (name, how))
     if not d["consistent"]:
         lines.append("WARNING: modules of both builds are loaded")
     return "\n".join(lines)
-
-
-# -- `gse info` (registered through gse.cli.EXTENSIONS) ------------------------------------
-
-def add_commands(sub):
-    p = sub.add_parser("info", help="which build (compiled or pure Python) is active")
-    p.add_argument("--json", action="store_true", help="print the state as JSON")
-    return {"info": cmd_info}
-
-
-def cmd_info(args):
-    d = info()
-    print(json.dumps(d, indent=2) if args.json else format_info(d))
-    return 0 if d["consistent"] else 1
 
 
 def ensure():

@@ -1,6 +1,8 @@
 """Stand-ins for the ``cython`` decorators the hot modules use, for an install without
 Cython (the pure-Python build): each returns the class unchanged."""
 
+compiled = False
+
 
 def no_gc(cls):
     return cls
@@ -8,5 +10,7 @@ def no_gc(cls):
 
 def freelist(n):
     return lambda cls: cls
+
+
 def cclass(cls):
     return cls

@@ -2,10 +2,9 @@
 
 from gse import _build
 
-_build.activate(__path__, "switchmodel")   # before the imports below (gse/_build.py)
+_build.activate(__path__, __name__)   # before the imports below (gse/_build.py)
 
-from switchmodel.queue import (DROPPED, ENQUEUED, OutputQueue, QueueConfig, TRIMMED,
-                               PortCounters)
+from switchmodel.queue import DROPPED, ENQUEUED, TRIMMED, OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch import Switch, mix32
 
 __all__ = ["DROPPED", "ENQUEUED", "OutputQueue", "QueueConfig", "TRIMMED", "PortCounters",

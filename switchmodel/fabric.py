@@ -1,6 +1,6 @@
 """Fabric scheduling (GSE's global scheduling): the leaf switch as a sans-I/O agent.
 
-In fabric mode the hosts are plain senders (``gse.plain_host``: line rate, in order,
+In fabric mode the hosts are plain senders (``gse.agents.plain_host``: line rate, in order,
 go-back-N) and the *leaves* schedule.  Every leaf plays both roles of GSE's edge node:
 
 Source side (GSP ingress).  Data from a local host goes into a virtual output queue
@@ -46,8 +46,8 @@ RESUME)`` to ``pfc_out`` (toward local hosts, when a host's VOQ bytes pass
 from collections import deque
 from heapq import heappop, heappush
 
-from gse.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL,
-                        REQUEST, RESUME, Packet)
+from gse.wire.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL, REQUEST,
+                             RESUME, Packet)
 from switchmodel.fabric_config import FabricConfig
 from switchmodel.switch import Switch, mix32
 

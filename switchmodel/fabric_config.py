@@ -4,8 +4,8 @@ Every field can be set with ``--set name=value``; docs/fabric-mode.md has the ta
 Bytes are wire bytes (header plus payload) and times integer picoseconds.
 """
 
-from gse.config import ConfigError, GseConfig, PS_PER_US, _Config
-from gse.packet import HEADER_BYTES
+from gse.config import PS_PER_US, ConfigError, GseConfig, _Config
+from gse.wire.packet import HEADER_BYTES
 
 
 class FabricConfig(_Config):
@@ -13,7 +13,7 @@ class FabricConfig(_Config):
 
     NAME = "GSE fabric"
     __slots__ = (
-        # plain host (gse.plain_host)
+        # plain host (gse.agents.plain_host)
         "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps",
         # leaf scheduling
         "reorder", "reorder_timeout_ps", "spray", "container_packets", "grant_bytes",

@@ -13,8 +13,8 @@ packet is, in order of precedence:
 The queue is sans-I/O: the runtime decides when the port is free and calls ``dequeue``.
 """
 
-from gse.fifo import Fifo
-from gse.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
+from gse.common.fifo import Fifo
+from gse.wire.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
 
 ENQUEUED = 0
 TRIMMED = 1

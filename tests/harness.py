@@ -8,7 +8,7 @@ packet on the wire.  No switches, no randomness: what a test asserts is the agen
 import random
 from heapq import heappop, heappush
 
-from gse.run import default_config, host_factory
+from gse.protocols import default_config, host_factory
 
 
 class Wire:

@@ -4,7 +4,7 @@ import random
 
 from hypothesis import strategies as st
 
-from gse.traffic import Message, all_to_all, incast, permutation
+from gse.workloads.traffic import Message, all_to_all, incast, permutation
 
 
 def workloads(n_hosts, perm_max=400_000, incast_max=200_000, a2a_hosts_max=5,

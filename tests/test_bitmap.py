@@ -1,6 +1,7 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gse.bitmap import ReceiveBitmap
+from gse.agents.bitmap import ReceiveBitmap
 
 
 @given(st.integers(1, 300).flatmap(

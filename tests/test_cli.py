@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gse.cli import main
+from gse.cli.main import main
 
 KEYS = {"messages", "delivered", "lost", "fct_us", "slowdown", "goodput_gbps", "drops",
         "trims", "retransmits", "ecn_marks", "peak_queue_bytes", "base_rtt_us",

@@ -1,10 +1,12 @@
-"""Tests of gse.cmfile: exact round trips, htsim's example, and every refused line."""
+"""Tests of gse.workloads.cmfile: exact round trips, htsim's example, and every refused line."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gse.cmfile import CmFileError, format_cm, parse_cm, ps_to_us, read_cm, us_to_ps, write_cm
-from gse.traffic import Message
+from gse.workloads.cmfile import (CmFileError, format_cm, parse_cm, ps_to_us, read_cm, us_to_ps,
+                                  write_cm)
+from gse.workloads.traffic import Message
 
 EXAMPLE = """\
 # htsim's example

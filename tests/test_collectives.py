@@ -2,10 +2,10 @@
 
 import pytest
 
-from gse.collectives import (Collective, CollectiveError, bus_factor, chunks, expand,
-                             halving_doubling_all_reduce, ring_all_reduce)
-from gse.replay import replay, ring_bound_ps
-from gse.run import PROTOCOLS
+from gse.protocols import PROTOCOLS
+from gse.workloads.collectives import (Collective, CollectiveError, bus_factor, chunks, expand,
+                                       halving_doubling_all_reduce, ring_all_reduce)
+from gse.workloads.replay import replay, ring_bound_ps
 from topologies.fattree import fat_tree
 from topologies.spineleaf import spine_leaf_rail
 

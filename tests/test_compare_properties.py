@@ -13,12 +13,13 @@ tail bound is tightest.
 import random
 
 import pytest
-from hypothesis import event, given, note, settings, strategies as st
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
 
 from gse.config import GseConfig, RoceConfig
-from gse.packet import HEADER_BYTES
-from gse.run import run_simulation
-from gse.traffic import Message, all_to_all, incast, permutation
+from gse.runtimes.sim.run import run_simulation
+from gse.wire.packet import HEADER_BYTES
+from gse.workloads.traffic import Message, all_to_all, incast, permutation
 from topologies import fat_tree
 
 K4 = fat_tree(4)

@@ -27,8 +27,7 @@ HAS_PXD = os.path.isdir(os.path.join(ROOT, "cython"))
 
 
 def _module_file(name):
-    pkg, mod = name.split(".")
-    return os.path.join(ROOT, pkg, mod + ".py")
+    return os.path.join(ROOT, *name.split(".")) + ".py"
 
 
 # -- the build that runs is the build that was asked for -----------------------------------
@@ -67,22 +66,23 @@ def test_decide_on_a_tree(tmp_path):
     build, reason, _ = _build.decide(root, {})
     assert build == "pure" and "no compiled build" in reason
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    for pkg in _build.PACKAGES:
+    for pkg in _build.PACKAGES + (_build.MANIFEST_PACKAGE,):
         os.makedirs(_build.compiled_dir(pkg, root), exist_ok=True)
     manifest = {"cython": "test", "sources": _build.source_digests(root)}
-    with open(os.path.join(_build.compiled_dir("gse", root), _build.MANIFEST), "w") as f:
+    with open(os.path.join(_build.compiled_dir(_build.MANIFEST_PACKAGE, root), _build.MANIFEST),
+              "w") as f:
         json.dump(manifest, f)
     build, reason, _ = _build.decide(root, {})
     assert build == "pure" and "missing for this Python" in reason
     for name in _build.MODULES:
-        pkg, mod = name.split(".")
+        pkg, _, mod = name.rpartition(".")
         open(os.path.join(_build.compiled_dir(pkg, root), mod + suffix), "w").close()
     assert _build.decide(root, {})[0] == "compiled"
     assert _build.decide(root, {"GSE_PURE_PYTHON": "0"})[0] == "compiled"
-    with open(os.path.join(root, "gse", "sim.py"), "a") as f:
+    with open(os.path.join(root, "gse", "runtimes", "sim", "network.py"), "a") as f:
         f.write("\n# edited after the build\n")
     build, reason, _ = _build.decide(root, {})
-    assert build == "pure" and "stale" in reason and "gse/sim.py" in reason
+    assert build == "pure" and "stale" in reason and "gse/runtimes/sim/network.py" in reason
 
 
 # -- the .pxd files still describe their sources ------------------------------------------
@@ -148,14 +148,14 @@ def test_pxd_describes_its_source(name):
 
     Adding a slot to a hot class without declaring it in cython/ would break the compiled
     build only; this test says so in the pure build too."""
-    pkg, mod = name.split(".")
-    pxd = os.path.join(ROOT, "cython", pkg, mod + ".pxd")
+    path = name.replace(".", "/")
+    pxd = os.path.join(ROOT, "cython", path + ".pxd")
     py = _py_classes(_module_file(name))
     for cls, (attrs, methods) in _pxd_classes(pxd).items():
         assert cls in py, "%s: class %s is in the .pxd but not in the source" % (name, cls)
         slots, defs = py[cls]
-        assert attrs == slots, ("%s.%s: declare in cython/%s/%s.pxd exactly the __slots__; "
-                                "missing %s, extra %s" % (name, cls, pkg, mod,
+        assert attrs == slots, ("%s.%s: declare in cython/%s.pxd exactly the __slots__; "
+                                "missing %s, extra %s" % (name, cls, path,
                                                           sorted(slots - attrs),
                                                           sorted(attrs - slots)))
         assert methods <= defs, ("%s.%s: methods declared but not defined: %s"
@@ -166,7 +166,7 @@ def test_pxd_describes_its_source(name):
 
 def _pure_eventq():
     spec = importlib.util.spec_from_file_location("_gse_eventq_reference",
-                                                  _module_file("gse.eventq"))
+                                                  _module_file("gse.runtimes.sim.eventq"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.EventQueue
@@ -196,7 +196,7 @@ def _drive(eq_cls, seed):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_event_queue_twins_run_the_same_order(seed):
-    from gse.eventq import EventQueue
+    from gse.runtimes.sim.eventq import EventQueue
     assert _drive(EventQueue, seed) == _drive(_pure_eventq(), seed)
 
 
@@ -231,14 +231,14 @@ def _drive_dense(eq_cls, seed):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_event_queue_twins_run_the_same_order_dense(seed):
-    from gse.eventq import EventQueue
+    from gse.runtimes.sim.eventq import EventQueue
     ours, ref = _drive_dense(EventQueue, seed), _drive_dense(_pure_eventq(), seed)
     assert len(ours[0]) > 100
     assert ours == ref
 
 
 def test_event_queue_exception_counts_events_run():
-    from gse.eventq import EventQueue
+    from gse.runtimes.sim.eventq import EventQueue
     for cls in (EventQueue, _pure_eventq()):
         eq = cls()
 
@@ -265,8 +265,8 @@ def _pure_module(name):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_bit_helpers_agree_with_the_reference(seed):
-    from gse import bits
-    ref = _pure_module("gse.bits")
+    from gse.common import bits
+    ref = _pure_module("gse.common.bits")
     rng = random.Random(seed)
     for _ in range(2000):
         buf = bytearray(rng.getrandbits(8) for _ in range(rng.randrange(0, 24)))
@@ -290,7 +290,7 @@ def _outcome(fn):
 def test_fifo_behaves_as_deque(seed):
     from collections import deque
 
-    from gse.fifo import Fifo
+    from gse.common.fifo import Fifo
     rng = random.Random(seed)
     ours, ref = Fifo(), deque()
     for step in range(3000):
@@ -340,7 +340,7 @@ _SLOTS = ("kind", "flags", "src", "dst", "msg_id", "psn", "entropy", "payload_le
 
 @pytest.mark.parametrize("seed", range(4))
 def test_new_packet_is_the_constructor(seed):
-    from gse.packet import DATA, F_TRIMMED, Packet, new_packet
+    from gse.wire.packet import DATA, F_TRIMMED, Packet, new_packet
     rng = random.Random(seed)
     for _ in range(300):
         args = [rng.choice((DATA, DATA, rng.randrange(8)))] + [
@@ -358,9 +358,10 @@ def test_new_packet_is_the_constructor(seed):
 
 _CROSS = r"""
 import json, random, sys
-from gse import _build, traffic
+from gse import _build
+from gse.workloads import traffic
 from gse.config import GseConfig, RoceConfig
-from gse.run import run_simulation
+from gse.runtimes.sim.run import run_simulation
 from topologies import fat_tree
 out = {"build": _build.build()}
 topo = fat_tree(4)
@@ -394,3 +395,19 @@ def test_compiled_and_pure_runs_are_identical():
     assert (compiled["build"], pure["build"]) == ("compiled", "pure")
     for proto in ("gse", "roce"):
         assert compiled[proto] == pure[proto], proto
+
+
+# -- an install without Cython, run from the repository root ------------------------------
+
+def test_without_cython_the_repository_cython_folder_is_not_taken_for_it():
+    """Without Cython, ``import cython`` from the root finds the ``cython/`` folder as a
+    namespace package; the stand-in decorators must be used then (issue 12, item 6)."""
+    code = ("import sys; sys.path = [p for p in sys.path if 'site-packages' not in p]; "
+            "import cython; assert not hasattr(cython, 'freelist'), cython; "
+            "import gse.wire.packet as p, gse._no_cython as nc; "
+            "assert p.cython is nc, p.cython; "
+            "print(p.new_packet.__module__)")
+    env = dict(os.environ, GSE_PURE_PYTHON="1", PYTHONPATH="")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    assert proc.returncode == 0, proc.stdout

@@ -7,11 +7,11 @@ that every REQUEST, GRANT, shim field, timer and freed queue can be asserted exa
 
 import pytest
 
+from gse.agents.plain_host import PlainHost
 from gse.config import ConfigError
-from gse.packet import (DATA, F_LAST, F_RETX, GRANT, HEADER_BYTES, PAUSE, PRIO_CONTROL,
-                        PRIO_DATA, REQUEST, RESUME, Packet)
-from gse.plain_host import PlainHost
-from gse.wire import decode, encode
+from gse.wire.codec import decode, encode
+from gse.wire.packet import (DATA, F_LAST, F_RETX, GRANT, HEADER_BYTES, PAUSE, PRIO_CONTROL,
+                             PRIO_DATA, REQUEST, RESUME, Packet)
 from switchmodel.fabric import FabricConfig, FabricLeaf, unwrap32, wire_time_ps
 from switchmodel.switch import Switch
 

@@ -15,17 +15,17 @@ The acceptance figures of issue 8 (k=8) close the file.
 
 import random
 
-from hypothesis import given, strategies as st
-
-from gse.cli import main
-from gse.config import GseConfig
-from gse.run import run_simulation
-from gse.traffic import incast, permutation
-from switchmodel.fabric import FabricConfig, wire_time_ps
-from switchmodel.fabric_sim import LeafNode, leaf_agents
-from topologies import fat_tree
-
+from hypothesis import given
+from hypothesis import strategies as st
 from strategies import workloads as shared_workloads
+
+from gse.cli.main import main
+from gse.config import GseConfig
+from gse.runtimes.sim.fabric_nodes import LeafNode, leaf_agents
+from gse.runtimes.sim.run import run_simulation
+from gse.workloads.traffic import incast, permutation
+from switchmodel.fabric import FabricConfig, wire_time_ps
+from topologies import fat_tree
 
 TOPO = fat_tree(4)
 N = len(TOPO.hosts)

@@ -24,9 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(HERE))
 
-from gse import _build, traffic  # noqa: E402
+from gse import _build  # noqa: E402
 from gse.config import GseConfig, RoceConfig  # noqa: E402
-from gse.run import run_simulation  # noqa: E402
+from gse.runtimes.sim.run import run_simulation  # noqa: E402
+from gse.workloads import traffic  # noqa: E402
 from topologies import fat_tree  # noqa: E402
 
 GOLDEN = os.path.join(HERE, "data", "golden")

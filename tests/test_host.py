@@ -1,9 +1,9 @@
 """The GSE host agent alone, on a direct wire: exact loss-recovery stories."""
 
-from gse.config import GseConfig
-from gse.packet import ACK, DATA, F_RETX, F_TRIMMED, GRANT, NACK, REQUEST
-
 from harness import Wire
+
+from gse.config import GseConfig
+from gse.wire.packet import ACK, DATA, F_RETX, F_TRIMMED, GRANT, NACK, REQUEST
 
 MTU = 4096
 
@@ -165,7 +165,7 @@ def test_bad_message_arguments_refused():
 
 def test_two_probes_queued_together_both_go_without_credit():
     """An RTO probe and a tail probe can be owed at once: each is a credit-free send."""
-    from gse.sender import OutMsg
+    from gse.agents.sender import OutMsg
     cfg = GseConfig(unsched_bytes=4 * MTU)
     msg = OutMsg(1, 0, 1, 4 * MTU, MTU, cfg.unsched_bytes, 7, cfg, 0)
     sent = [msg.next_packet(t) for t in range(4)]

@@ -21,13 +21,14 @@ import time
 
 import pytest
 
-from gse.run import default_config
-from gse.traffic import incast, permutation
-from gse.udp_config import udp_profile
+from gse.protocols import default_config
+from gse.runtimes.mininet.environment import mininet_unavailable
+from gse.runtimes.mininet.fabric import BUFFER_SYSCTLS, MininetFabric
+from gse.runtimes.mininet.system import (boot_ticks, left_behind, read_sysctl, root_interfaces,
+                                         write_sysctl)
+from gse.runtimes.udp.config import udp_profile
+from gse.workloads.traffic import incast, permutation
 from topologies.fattree import fat_tree
-from topologies.mininet_builder import (BUFFER_SYSCTLS, MininetFabric, boot_ticks,
-                                        left_behind, mininet_unavailable, read_sysctl,
-                                        root_interfaces, write_sysctl)
 from topologies.registry import add_topology_options, build_topology
 
 REASON = mininet_unavailable()
@@ -120,7 +121,7 @@ def _messages(workload):
 @pytest.mark.parametrize("protocol", ["gse", "roce"])
 @pytest.mark.parametrize("workload", ["permutation", "incast"])
 def test_every_message_delivered_exactly_once(tmp_path, protocol, workload):
-    from gse.mininet_run import run_mininet
+    from gse.runtimes.mininet.run import run_mininet
     before = snapshot()
     topo = fat_tree(4, link_gbps=GBPS)
     msgs = _messages(workload)

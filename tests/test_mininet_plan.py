@@ -1,6 +1,6 @@
 """The Mininet layout as data: addresses, interface names and agent configurations.
 
-Runs everywhere (no root, no Mininet): what the builder and ``gse.mininet_run`` compute
+Runs everywhere (no root, no Mininet): what the builder and ``gse.runtimes.mininet.run`` compute
 before they touch the kernel.  The runs themselves are in tests/test_mininet_fattree.py.
 """
 
@@ -12,12 +12,14 @@ import random
 import pytest
 
 from gse.config import GseConfig
-from gse.mininet_run import ProgressLine, agent_configs, default_start_budget, run_from_args
-from gse.traffic import incast, permutation
-from gse.udp_config import check_node_config, udp_profile
+from gse.runtimes.mininet.addressing import IFNAME_MAX, address_plan, interface_names
+from gse.runtimes.mininet.fabric import MininetFabric
+from gse.runtimes.mininet.run import (ProgressLine, agent_configs, default_start_budget,
+                                      run_from_args)
+from gse.runtimes.mininet.system import left_behind
+from gse.runtimes.udp.config import check_node_config, udp_profile
+from gse.workloads.traffic import incast, permutation
 from topologies.fattree import fat_tree
-from topologies.mininet_builder import (IFNAME_MAX, MininetFabric, address_plan,
-                                        interface_names, left_behind)
 from topologies.registry import add_topology_options, build_topology
 from topologies.topology import TopologyError
 
@@ -111,7 +113,7 @@ def test_progress_line_writes_lines_when_not_a_terminal():
 
 
 def test_gse_run_offers_the_mininet_runtime_and_refuses_until():
-    from gse.udp_cli import available_runtimes
+    from gse.cli.run import available_runtimes
     assert "mininet" in available_runtimes()
     args = argparse.Namespace(until_us=100.0)
     with pytest.raises(ValueError, match="until-us"):
@@ -119,7 +121,7 @@ def test_gse_run_offers_the_mininet_runtime_and_refuses_until():
 
 
 def test_node_commands_fit_a_pty_line():
-    from topologies.mininet_builder import _command_lines
+    from gse.runtimes.mininet.fabric import _command_lines
     cmds = ["ip addr replace 198.18.%d.%d/31 dev spine1_3-eth%d" % (i, i, i) for i in range(200)]
     lines = list(_command_lines(cmds))
     assert len(lines) > 1 and all(len(line) < 4095 for line in lines)

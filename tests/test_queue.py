@@ -2,8 +2,8 @@
 
 import random
 
-from gse.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_TRIMMED, HEADER_BYTES, PRIO_CONTROL,
-                        PRIO_DATA, Packet)
+from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_TRIMMED, HEADER_BYTES, PRIO_CONTROL,
+                             PRIO_DATA, Packet)
 from switchmodel import DROPPED, ENQUEUED, TRIMMED, OutputQueue, QueueConfig, Switch
 
 
@@ -60,7 +60,7 @@ def test_spray_uses_every_path_and_ecmp_pins_a_flow():
 
 
 def test_entropy_recycling_prefers_clean_values_and_skips_penalised():
-    from gse.entropy import EntropySelector
+    from gse.agents.entropy import EntropySelector
     sel = EntropySelector(100, 8, penalty=8)
     first = [sel.next() for _ in range(4)]
     assert first == [100, 101, 102, 103]       # exploring from the base

@@ -1,13 +1,12 @@
 """The RoCEv2 baseline alone: go-back-N, NAK, RTO, CNP pacing, DCQCN, PFC accounting."""
 
 import pytest
-
-from gse.config import ConfigError, RoceConfig
-from gse.dcqcn import Dcqcn
-from gse.packet import ACK, CNP, DATA, F_ECN_CE, F_RETX, NACK
-from switchmodel.pfc import PfcConfig, PfcState
-
 from harness import Wire
+
+from gse.agents.dcqcn import Dcqcn
+from gse.config import ConfigError, RoceConfig
+from gse.wire.packet import ACK, CNP, DATA, F_ECN_CE, F_RETX, NACK
+from switchmodel.pfc import PfcConfig, PfcState
 
 MTU = 4096
 

@@ -1,8 +1,9 @@
 """The credit scheduler never grants faster than its downlink, under any demand pattern."""
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gse.scheduler import CreditScheduler, Demand, wire_ps
+from gse.agents.scheduler import CreditScheduler, Demand, wire_ps
 
 
 def drive(sched, demands, adds):

@@ -9,7 +9,7 @@ import argparse
 
 import pytest
 
-from gse.cli import build_parser, main
+from gse.cli.main import build_parser, main
 from topologies.fattree import host_pod, node_pod
 from topologies.podfattree import pod_fat_tree
 from topologies.registry import (TOPOLOGIES, add_topology_options, build_topology,

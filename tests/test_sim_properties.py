@@ -7,14 +7,14 @@ never accepted), none is lost, and the same seed gives the same per-message resu
 
 import random
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import workloads as shared_workloads
 
 from gse.config import GseConfig
-from gse.run import run_simulation
-from gse.traffic import incast, permutation
+from gse.runtimes.sim.run import run_simulation
+from gse.workloads.traffic import incast, permutation
 from topologies import fat_tree
-
-from strategies import workloads as shared_workloads
 
 TOPO = fat_tree(4)
 N = len(TOPO.hosts)

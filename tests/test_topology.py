@@ -1,11 +1,10 @@
 """Tests of topologies: fat-tree shape and wiring, next-hop tables, paths, RTT, and errors."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from topologies import (
-    Topology, TopologyError, fat_tree, host_pod, node_pod, serialisation_ps,
-)
+from topologies import Topology, TopologyError, fat_tree, host_pod, node_pod, serialisation_ps
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ import shutil
 
 import pytest
 
-from gse.collectives import Collective
-from gse.traces import (TraceError, detect_format, load_trace, read_chakra, read_jsonl,
-                        write_chakra, write_jsonl, write_pytorch_et)
-from gse.traces import protowire as pw
-from gse.traces.chakra import COLL, COMP, SEND, RECV, metadata_record, node_record
-from gse.traces.samples import SAMPLES
+from gse.workloads.collectives import Collective
+from gse.workloads.traces import (TraceError, detect_format, load_trace, read_chakra, read_jsonl,
+                                  write_chakra, write_jsonl, write_pytorch_et)
+from gse.workloads.traces import protowire as pw
+from gse.workloads.traces.chakra import COLL, COMP, RECV, SEND, metadata_record, node_record
+from gse.workloads.traces.samples import SAMPLES
 
 HERE = os.path.dirname(__file__)
 DATA = os.path.join(HERE, "data")

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from gse.cli import main
-from gse.run import PROTOCOLS
+from gse.cli.main import main
+from gse.protocols import PROTOCOLS
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 RAIL = ["--topology", "spine-leaf-rail", "--servers", "2", "--nics-per-server", "8"]

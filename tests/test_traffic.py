@@ -1,14 +1,13 @@
-"""Tests of gse.traffic: the shape of every pattern, determinism, and argument errors."""
+"""Tests of gse.workloads.traffic: the shape of every pattern, determinism, and argument errors."""
 
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gse.traffic import (
-    MAX_SIZE, Message, SizeDist, TrafficError, all_to_all, incast, parse_size_dist, permutation,
-    uniform_random,
-)
+from gse.workloads.traffic import (MAX_SIZE, Message, SizeDist, TrafficError, all_to_all, incast,
+                                   parse_size_dist, permutation, uniform_random)
 
 
 def check_list(msgs):

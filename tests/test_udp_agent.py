@@ -17,16 +17,16 @@ import time
 
 import pytest
 
-from gse.config import ConfigError
-from gse.config import GseConfig
-from gse.packet import ACK, DATA, PRIO_DATA, Packet
-from gse.traffic import Message
-from gse.udp_config import (FORMAT, check_node_config, load_node_config, loopback_addresses,
-                            node_configs, protocol_config, udp_profile, write_node_configs)
-from gse.udp_io import Scheduler, kernel_drops
-from gse.udp_node import build_node
-from gse.udp_results import summarize_agent_outputs
-from gse.wire import encode, payload_pattern
+from gse.config import ConfigError, GseConfig
+from gse.runtimes.udp.config import (FORMAT, check_node_config, load_node_config,
+                                     loopback_addresses, node_configs, protocol_config, udp_profile,
+                                     write_node_configs)
+from gse.runtimes.udp.io import Scheduler, kernel_drops
+from gse.runtimes.udp.node import build_node
+from gse.runtimes.udp.results import summarize_agent_outputs
+from gse.wire.codec import encode, payload_pattern
+from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet
+from gse.workloads.traffic import Message
 from topologies.fattree import fat_tree
 from topologies.topology import Topology
 
@@ -138,7 +138,7 @@ def test_agent_writes_its_counters_on_sigint(tmp_path):
 
 
 def test_agent_reports_a_bad_configuration(tmp_path, capsys):
-    from gse.cli import main
+    from gse.cli.main import main
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": FORMAT, "node": 0, "name": "h0"}))
     assert main(["agent", "--config", str(bad)]) == 2
@@ -227,7 +227,7 @@ def test_host_drops_data_whose_payload_is_not_the_pattern():
 
 
 def test_cli_writes_agent_configs(tmp_path, capsys):
-    from gse.cli import main
+    from gse.cli.main import main
     out = tmp_path / "nodes"
     assert main(["agent-configs", "--k", "4", "--traffic", "permutation", "--size", "10000",
                  "--out-dir", str(out), "--base-ip", "127.79.0.0", "--port", "46000"]) == 0

@@ -1,15 +1,16 @@
-"""The UDP runtime's fast decoder agrees with the reference ``gse.wire.decode``.
+"""The UDP runtime's fast decoder agrees with the reference ``gse.wire.codec.decode``.
 
 ``decode_datagram`` accepts only what ``decode`` accepts and builds the same packet; every
 datagram it doubts goes to ``decode`` for the verdict.  Checked on valid packets of every
 kind and on mutated, truncated and extended copies of them.
 """
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gse.packet import ACK, DATA, F_TRIMMED, KNOWN_FLAGS, MAX_KIND, PRIO_DATA, Packet
-from gse.udp_link import decode_datagram
-from gse.wire import WireError, decode, encode
+from gse.runtimes.udp.link import decode_datagram
+from gse.wire.codec import WireError, decode, encode
+from gse.wire.packet import ACK, DATA, F_TRIMMED, KNOWN_FLAGS, MAX_KIND, PRIO_DATA, Packet
 
 
 def outcome(fn, data, limit):
@@ -66,10 +67,9 @@ def test_fast_decoder_on_full_size_data_and_trimmed_header():
 # -- the encoder, the header decoder and the payload check --------------------------------
 
 from gse import _build  # noqa: E402
-from gse.packet import F_TRIMMED as _TRIM  # noqa: E402
-from gse.udp_link import (codec_backend, decode_header, encode_packet,  # noqa: E402
-                          payload_intact)
-from gse.wire import payload_pattern, verify_payload  # noqa: E402
+from gse.runtimes.udp.link import codec_backend, decode_header, encode_packet, payload_intact  # noqa: E402
+from gse.wire.codec import payload_pattern, verify_payload  # noqa: E402
+from gse.wire.packet import F_TRIMMED as _TRIM  # noqa: E402
 
 # payload lengths around the 8-byte blocks of the slicing-by-8 CRC and the 256-byte switch
 # to zlib's

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from gse.udp_io import (Endpoint, Scheduler, open_udp_socket, run_async,
-                        uvloop_available)
+from gse.runtimes.udp.io import Endpoint, Scheduler, open_udp_socket, run_async, uvloop_available
 
 LOOPS = ["asyncio"] + (["uvloop"] if uvloop_available() else [])
 

@@ -19,13 +19,13 @@ import time
 
 import pytest
 
-from gse import traffic
-from gse.cli import main
-from gse.packet import ACK, DATA, PRIO_DATA, Packet
-from gse.traffic import Message
-from gse.udp import UdpNetwork, run_udp
-from gse.udp_io import run_async, uvloop_available
-from gse.wire import encode
+from gse.cli.main import main
+from gse.runtimes.udp.io import run_async, uvloop_available
+from gse.runtimes.udp.network import UdpNetwork, run_udp
+from gse.wire.codec import encode
+from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet
+from gse.workloads import traffic
+from gse.workloads.traffic import Message
 from topologies.fattree import fat_tree
 
 LOOPS = ["asyncio"] + (["uvloop"] if uvloop_available() else [])

@@ -1,19 +1,18 @@
-"""Tests of gse.wire: round trips, and every kind of malformed datagram."""
+"""Tests of gse.wire.codec: round trips, and every kind of malformed datagram."""
 
 import random
 import struct
 import zlib
 
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from gse.packet import (
-    ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, HEADER_BYTES,
-    KNOWN_FLAGS, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA, REQUEST, RESUME, WIRE_VERSION, Packet,
-)
-from gse.wire import (
-    HEADER, MAX_DATAGRAM, REASONS, WireError, decode, encode, payload_pattern, verify_payload,
-)
+from gse.wire.codec import (HEADER, MAX_DATAGRAM, REASONS, WireError, decode, encode,
+                            payload_pattern, verify_payload)
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT,
+                             HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA,
+                             REQUEST, RESUME, WIRE_VERSION, Packet)
 
 U8 = st.integers(0, 0xFF)
 U16 = st.integers(0, 0xFFFF)

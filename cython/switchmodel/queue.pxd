@@ -1,7 +1,7 @@
 # Augments switchmodel/queue.py.
 import cython
-from gse.fifo cimport Fifo
-from gse.packet cimport Packet
+from gse.common.fifo cimport Fifo
+from gse.wire.packet cimport Packet
 
 cdef long long DATA
 cdef long long F_ECN_CE

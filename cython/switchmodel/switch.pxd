@@ -2,7 +2,7 @@
 # (private to the compiled module), so products wrap modulo 2^64, which C defines, and
 # the low 32 bits that mix32 and route keep are exactly the reference's.
 import cython
-from gse.packet cimport Packet
+from gse.wire.packet cimport Packet
 
 cdef unsigned long long MASK32
 cdef unsigned long long MIX_C1

@@ -1,0 +1,83 @@
+# Augments gse/agents/gse_host.py.
+import cython
+from gse.common.fifo cimport Fifo
+from gse.agents.interface cimport HostAgent
+from gse.wire.packet cimport Packet
+from gse.agents.receiver cimport ReceiverSide
+from gse.agents.scheduler cimport CreditScheduler
+from gse.agents.sender cimport OutMsg
+
+cdef long long ACK
+cdef long long DATA
+cdef long long F_ECN_CE
+cdef long long F_RETX
+cdef long long GRANT
+cdef long long NACK
+cdef long long REQUEST
+cdef long long NEVER
+
+
+cdef class GseHost(HostAgent):
+    cdef public long long addr
+    cdef public object config
+    cdef public object rng
+    cdef public dict out
+    cdef public Fifo ring
+    cdef public Fifo control
+    cdef public list timers
+    cdef public long long tseq
+    cdef public ReceiverSide receiver
+    cdef public list sent_done
+    cdef public long long malformed
+    cdef public long long stray
+    cdef public long long timeouts
+    cdef public long long fast_retx_bytes
+    cdef public long long nack_retx
+    cdef public long long requests_sent
+    cdef public long long retransmits
+    cdef public long long retransmit_bytes
+    cdef public long long srtt
+    cdef public long long tail_probes
+    cdef public long long rto_ps
+    cdef public long long reorder_window_ps
+
+    cpdef start_message(self, msg_id, dst, size, now)
+
+    cpdef bint has_work(self) except -1
+
+    @cython.locals(msg=OutMsg, pkt=Packet, ring=Fifo)
+    cpdef Packet poll(self, long long now, bint data_ok=*)
+
+    cpdef long long next_deadline(self) except? -2
+
+    @cython.locals(kind="long long", due="long long")
+    cpdef receive(self, Packet pkt, long long now)
+
+    @cython.locals(t="long long", kind="long long")
+    cpdef on_timer(self, long long now)
+
+    @cython.locals(msg=OutMsg, marked="long long", lost="long long")
+    cpdef _on_ack(self, Packet pkt, long long now)
+
+    @cython.locals(msg=OutMsg)
+    cpdef _on_nack(self, Packet pkt, long long now)
+
+    @cython.locals(msg=OutMsg)
+    cpdef _on_grant(self, Packet pkt, long long now)
+
+    cpdef _finish(self, OutMsg msg, long long now)
+
+    @cython.locals(sched=CreditScheduler, grant=Packet)
+    cpdef _on_pacer(self, long long now)
+
+    cpdef _on_rto(self, t, OutMsg msg, long long now)
+
+    cpdef _on_tlp(self, OutMsg msg, long long now)
+
+    cpdef _on_request_timer(self, t, OutMsg msg, long long now)
+
+    cpdef _send_request(self, OutMsg msg, long long now, bint retx)
+
+    cpdef _activate(self, OutMsg msg)
+
+    cpdef _push(self, long long t, long long kind, msg)

@@ -1,0 +1,13 @@
+# Augments gse/agents/interface.py: the methods the simulator calls on any host agent, as C methods
+# that GseHost and RoceHost override (their .pxd repeat these signatures exactly).
+import cython
+from gse.wire.packet cimport Packet
+
+
+cdef class HostAgent:
+    cpdef start_message(self, msg_id, dst, size, now)
+    cpdef bint has_work(self) except -1
+    cpdef Packet poll(self, long long now, bint data_ok=*)
+    cpdef long long next_deadline(self) except? -2
+    cpdef receive(self, Packet pkt, long long now)
+    cpdef on_timer(self, long long now)

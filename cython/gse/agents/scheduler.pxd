@@ -1,0 +1,46 @@
+# Augments gse/agents/scheduler.py.
+import cython
+from gse.common.fifo cimport Fifo
+
+cdef long long HEADER_BYTES
+
+
+@cython.locals(npkts="long long", bits="long long")
+cpdef long long wire_ps(long long payload_bytes, long long mtu, long long mbps) except? -1
+
+
+cdef class Demand:
+    cdef public object key
+    cdef public long long need_total
+    cdef public long long granted_total
+    cdef public bint queued
+    cdef public long long order
+
+    cpdef long long wanted(self)
+
+
+cdef class CreditScheduler:
+    cdef public long long mbps
+    cdef public long long mtu
+    cdef public long long credit_bytes
+    cdef public object policy
+    cdef public Fifo active
+    cdef public long long next_time
+    cdef public bint armed
+    cdef public long long granted_bytes
+    cdef public long long grants
+
+    cpdef long long add_need(self, Demand demand, long long nbytes, long long now) except? -2
+
+    cpdef long long set_need(self, Demand demand, long long need_total, long long now) except? -2
+
+    @cython.locals(start="long long", pushed="long long", limit="long long")
+    cpdef long long charge(self, long long payload_bytes, long long now,
+                           long long cap_bytes) except? -2
+
+    cpdef bint busy(self)
+
+    cpdef remove(self, Demand demand)
+
+    @cython.locals(demand=Demand, want="long long", amount="long long", active=Fifo)
+    cpdef object grant(self, long long now)

@@ -1,0 +1,86 @@
+# Augments gse/agents/sender.py.  NEVER stays a Python-level constant (gse.agents.gse_host imports it).
+import cython
+from gse.common.fifo cimport Fifo
+from gse.agents.entropy cimport EntropySelector
+from gse.common.bits cimport le64, lowest_bit
+from gse.wire.packet cimport Packet, new_packet
+
+cdef long long DATA
+cdef long long F_LAST
+cdef long long F_RETX
+cdef long long F_UNSCHED
+cdef long long F_ECT
+cdef long long PRIO_DATA
+cdef long long PRIO_CONTROL
+cdef long long REQUEST
+
+
+cdef class OutMsg:
+    cdef public long long msg_id
+    cdef public long long src
+    cdef public long long dst
+    cdef public long long size
+    cdef public long long mtu
+    cdef public long long npkts
+    cdef public long long start_ps
+    cdef public long long next_new
+    cdef public long long unsched_pkts
+    cdef public long long unsched_payload
+    cdef public long long credit
+    cdef public long long credit_received
+    cdef public long long need_total
+    cdef public bytearray acked
+    cdef public long long cum_acked
+    cdef public long long n_acked
+    cdef public list sent_at
+    cdef public list sent_entropy
+    cdef public Fifo inflight
+    cdef public long long max_acked_sent
+    cdef public Fifo retx
+    cdef public bytearray in_retx
+    cdef public long long probe     # credit-free sends owed to RTO and tail probes
+    cdef public long long rto_deadline
+    cdef public long long rto_backoff
+    cdef public long long req_deadline
+    cdef public long long req_backoff
+    cdef public long long req_seq
+    cdef public long long tlp_deadline
+    cdef public long long last_progress
+    cdef public EntropySelector entropy
+    cdef public long long retransmits
+    cdef public bint done
+    cdef public bint in_ring
+    cdef public long long finish_ps
+
+    cpdef long long payload_of(self, long long psn) except? -1
+
+    @cython.locals(retx=Fifo)
+    cpdef bint can_send(self) except -1
+
+    @cython.locals(flags="long long", psn="long long", length="long long",
+                   entropy="long long", pkt=Packet, sent=object)
+    cpdef Packet next_packet(self, long long now)
+
+    cpdef Packet request(self, long long now, bint retx)
+
+    cpdef bint starved(self) except -1
+
+    cpdef bint is_acked(self, long long psn) except -1
+
+    @cython.locals(entropy="long long", t="long long")
+    cpdef _set_acked(self, long long psn, long long marked)
+
+    @cython.locals(before="long long", npkts="long long", acked=bytearray, psn="long long",
+                   p="long long", bits="unsigned long long", new="unsigned long long")
+    cpdef long long on_ack(self, long long cum, long long sack_base, object sack_bits,
+                           long long marked=*) except? -1
+
+    @cython.locals(limit="long long", lost="long long", sent="long long", psn="long long",
+                   inflight=Fifo)
+    cpdef long long detect_losses(self, long long window_ps) except? -1
+
+    cpdef bint mark_lost(self, long long psn) except -1
+
+    cpdef long long probe_tail(self) except? -2
+
+    cpdef long long on_timeout(self) except? -2

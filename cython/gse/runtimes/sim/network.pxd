@@ -1,0 +1,131 @@
+# Augments gse/runtimes/sim/network.py.  Ports, switch nodes and host nodes become extension types; the
+# agents (GseHost, RoceHost, a fabric leaf) and the port owners stay duck-typed objects.
+import cython
+from gse.agents.interface cimport HostAgent
+from gse.runtimes.sim.eventq cimport EventQueue, Handler
+from gse.wire.packet cimport Packet
+from switchmodel.pfc cimport PfcState
+from switchmodel.queue cimport OutputQueue
+from switchmodel.switch cimport Switch
+
+cdef long long PAUSE
+cdef long long RESUME
+cdef long long PRIO_CONTROL
+cdef long long PRIO_DATA
+cdef long long ENQUEUED
+
+cdef class HostNode
+
+cdef class LinkPort(Handler):
+    cdef public EventQueue eq
+    cdef public OutputQueue queue
+    cdef public long long mbps
+    cdef public long long delay
+    cdef public object peer
+    cdef public long long peer_port
+    cdef public long long busy_until
+    cdef public bint wake_pending
+    cdef public double loss
+    cdef public double corrupt
+    cdef public object rng
+    cdef public long long wire_drops
+    cdef public long long wire_corrupt
+    cdef public long long node
+    cdef public long long port
+    cdef public object kind
+    cdef public bint faces_host
+    cdef public PfcState pfc
+    cdef public object owner
+    cdef public long long paused_since
+    cdef public long long paused_ps
+    cdef public long long pauses_received
+    cdef public long long pause_until
+    cdef public object wake_fn
+    cdef public object deliver
+
+    cpdef fire(self, a, b)
+
+    @cython.locals(eq=EventQueue, now="long long", queue=OutputQueue, result="long long",
+                   pfc=PfcState)
+    cpdef offer(self, Packet pkt)
+
+    @cython.locals(now="long long", pkt=Packet, pfc=PfcState)
+    cpdef wake(self, _a, _b)
+
+    @cython.locals(until="long long")
+    cpdef on_pfc(self, Packet pkt, long long now)
+
+    cpdef pause_expired(self, until, _b)
+
+    @cython.locals(queue=OutputQueue)
+    cpdef resume(self, long long now)
+
+    cpdef restart(self, long long now)
+
+    cpdef long long paused_total_ps(self, long long now) except? -1
+
+    @cython.locals(done="long long", r="double")
+    cpdef transmit(self, Packet pkt, long long now)
+
+
+cdef class HostPort(LinkPort):
+    cdef public HostAgent agent
+
+    @cython.locals(pkt=Packet)
+    cpdef kick(self, long long now)
+
+    @cython.locals(node=HostNode)
+    cpdef wake(self, _a, _b)
+
+    @cython.locals(node=HostNode)
+    cpdef restart(self, long long now)
+
+
+cdef class SwitchNode(Handler):
+    cdef public EventQueue eq
+    cdef public Switch switch
+    cdef public list ports
+    cdef public long long latency
+    cdef public long long unroutable
+    cdef public PfcState pfc
+    cdef public long long pfc_frames
+    cdef public long long bad_frames
+
+    cpdef send_pfc(self, long long port, long long kind)
+
+    cpdef long long _refresh_ps(self, long long port) except? -1
+
+    cpdef refresh_pause(self, port, _b)
+
+    cpdef fire(self, a, b)
+
+    cpdef receive(self, Packet pkt, long long in_port)
+
+    @cython.locals(kind="long long", port="long long", egress=LinkPort)
+    cpdef forward(self, Packet pkt, long long in_port)
+
+
+cdef class HostNode(Handler):
+    cdef public EventQueue eq
+    cdef public HostAgent agent
+    cdef public HostPort nic
+    cdef public long long timer_at
+    cdef public object on_delivered
+    cdef public object on_sent
+    cdef public list delivered
+    cdef public list sent_done
+    cdef public object timer_fn
+
+    cpdef fire(self, a, b)
+
+    @cython.locals(now="long long", kind="long long")
+    cpdef receive(self, Packet pkt, long long in_port)
+
+    @cython.locals(now="long long")
+    cpdef start(self, msg, _b)
+
+    @cython.locals(now="long long")
+    cpdef on_timer(self, long long t, _b)
+
+    @cython.locals(t="long long", agent=HostAgent, delivered=list, sent_done=list)
+    cpdef after(self, long long now)

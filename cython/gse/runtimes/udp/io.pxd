@@ -1,0 +1,245 @@
+# Augments gse/runtimes/udp/io.py.  Endpoint and Scheduler become extension types.  On IPv4 the
+# endpoint receives and sends with recvfrom(2) and sendto(2) themselves (gse_recv4,
+# gse_send4 below): an empty socket is a return value, not a BlockingIOError, the
+# sender's (ip, port) tuple is built once per address and each destination's sockaddr is
+# parsed once -- what socket.recvfrom/sendto do, without their per-call conversions.
+# GSE_UDP_C_IO tells the module it is compiled (the pure module takes the NameError
+# branch and uses the socket module).
+import cython
+
+cdef extern from *:
+    """
+    #include <errno.h>
+    #ifndef GSE_HELPER
+    #if defined(__GNUC__)
+    #define GSE_HELPER static __attribute__((unused))   /* also in modules that cimport this */
+    #else
+    #define GSE_HELPER static
+    #endif
+    #endif
+    #include <string.h>
+    #include <sys/types.h>
+    #include <sys/socket.h>
+    #include <netinet/in.h>
+    #include <arpa/inet.h>
+    #include <time.h>
+    #define GSE_UDP_C_IO 1
+
+    /* time.monotonic_ns() on Linux: CLOCK_MONOTONIC */
+    GSE_HELPER inline long long gse_monotonic_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000000000LL + (long long)ts.tv_nsec;
+    }
+
+    GSE_HELPER char gse_rbuf[65536];
+
+    #if defined(__linux__)
+    #include <sys/epoll.h>
+    GSE_HELPER struct epoll_event gse_events[64];
+    /* How many of an epoll set's descriptors are ready now (0 on an error). */
+    GSE_HELPER int gse_epoll_ready(int epfd) {
+        int n;
+        do { n = epoll_wait(epfd, gse_events, 64, 0); } while (n < 0 && errno == EINTR);
+        return n < 0 ? 0 : n;
+    }
+    GSE_HELPER int gse_epoll_fd(int i) { return gse_events[i].data.fd; }
+    #else
+    GSE_HELPER int gse_epoll_ready(int epfd) { (void)epfd; return 0; }
+    GSE_HELPER int gse_epoll_fd(int i) { (void)i; return -1; }
+    #endif
+
+    /* One datagram from a non-blocking IPv4 socket: (data, (ip, port)); None if none is
+       waiting; False on a socket error (e.g. an ICMP error); NULL on a Python error. */
+    GSE_HELPER PyObject *gse_recv4(int fd, Py_ssize_t size, PyObject *cache) {
+        struct sockaddr_in sa;
+        socklen_t salen = sizeof(sa);
+        ssize_t n;
+        PyObject *data, *key, *addr, *out;
+        if (size > (Py_ssize_t)sizeof(gse_rbuf)) size = sizeof(gse_rbuf);
+        memset(&sa, 0, sizeof(sa));
+        do {
+            salen = sizeof(sa);
+            n = recvfrom(fd, gse_rbuf, (size_t)size, MSG_DONTWAIT, (struct sockaddr *)&sa,
+                         &salen);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) Py_RETURN_NONE;
+            Py_RETURN_FALSE;
+        }
+        key = PyLong_FromUnsignedLongLong(((unsigned long long)sa.sin_addr.s_addr << 16)
+                                          | (unsigned long long)sa.sin_port);
+        if (key == NULL) return NULL;
+        addr = PyDict_GetItemWithError(cache, key);
+        if (addr == NULL) {
+            char ip[INET_ADDRSTRLEN];
+            if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+            if (inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip)) == NULL) {
+                Py_DECREF(key);
+                PyErr_SetFromErrno(PyExc_OSError);
+                return NULL;
+            }
+            addr = Py_BuildValue("(si)", ip, (int)ntohs(sa.sin_port));
+            if (addr == NULL || PyDict_SetItem(cache, key, addr) < 0) {
+                Py_XDECREF(addr); Py_DECREF(key); return NULL;
+            }
+            Py_DECREF(addr);              /* the cache holds it */
+        }
+        Py_DECREF(key);
+        data = PyBytes_FromStringAndSize(gse_rbuf, n);
+        if (data == NULL) return NULL;
+        out = PyTuple_New(2);
+        if (out == NULL) { Py_DECREF(data); return NULL; }
+        Py_INCREF(addr);
+        PyTuple_SET_ITEM(out, 0, data);
+        PyTuple_SET_ITEM(out, 1, addr);
+        return out;
+    }
+
+    /* Seed the receive cache with a neighbour's own (ip, port) tuple; 0 if ``addr`` is
+       not an IPv4 literal and port (nothing to do), -1 on a Python error. */
+    GSE_HELPER int gse_know4(PyObject *addr, PyObject *cache) {
+        struct in_addr ia;
+        PyObject *ip, *port, *key;
+        const char *ips;
+        long p;
+        int r;
+        if (!PyTuple_Check(addr) || PyTuple_GET_SIZE(addr) != 2) return 0;
+        ip = PyTuple_GET_ITEM(addr, 0);
+        port = PyTuple_GET_ITEM(addr, 1);
+        if (!PyUnicode_Check(ip) || !PyLong_Check(port)) return 0;
+        ips = PyUnicode_AsUTF8(ip);
+        if (ips == NULL) { PyErr_Clear(); return 0; }
+        p = PyLong_AsLong(port);
+        if (p < 0 || p > 65535) { PyErr_Clear(); return 0; }
+        if (inet_pton(AF_INET, ips, &ia) != 1) return 0;
+        key = PyLong_FromUnsignedLongLong(((unsigned long long)ia.s_addr << 16)
+                                          | (unsigned long long)htons((unsigned short)p));
+        if (key == NULL) return -1;
+        r = PyDict_SetItem(cache, key, addr);
+        Py_DECREF(key);
+        return r < 0 ? -1 : 1;
+    }
+
+    /* sendto(2) of bytes ``data`` to the IPv4 (ip, port) ``addr``: 0 sent, 1 the socket
+       buffer is full, 2 another socket error, 3 an address this does not handle (the
+       caller uses the socket module); -1 on a Python error. */
+    GSE_HELPER int gse_send4(int fd, PyObject *data, PyObject *addr, PyObject *cache) {
+        PyObject *sa = PyDict_GetItemWithError(cache, addr);
+        ssize_t n;
+        if (sa == NULL) {
+            struct sockaddr_in s;
+            PyObject *ip, *port;
+            const char *ips;
+            long p;
+            if (PyErr_Occurred()) return -1;
+            if (!PyTuple_Check(addr) || PyTuple_GET_SIZE(addr) != 2) return 3;
+            ip = PyTuple_GET_ITEM(addr, 0);
+            port = PyTuple_GET_ITEM(addr, 1);
+            if (!PyUnicode_Check(ip) || !PyLong_Check(port)) return 3;
+            ips = PyUnicode_AsUTF8(ip);
+            if (ips == NULL) { PyErr_Clear(); return 3; }
+            p = PyLong_AsLong(port);
+            if (p < 0 || p > 65535) { PyErr_Clear(); return 3; }
+            memset(&s, 0, sizeof(s));
+            s.sin_family = AF_INET;
+            s.sin_port = htons((unsigned short)p);
+            if (inet_pton(AF_INET, ips, &s.sin_addr) != 1) return 3;   /* e.g. a name */
+            sa = PyBytes_FromStringAndSize((const char *)&s, sizeof(s));
+            if (sa == NULL) return -1;
+            if (PyDict_SetItem(cache, addr, sa) < 0) { Py_DECREF(sa); return -1; }
+            Py_DECREF(sa);                /* the cache holds it */
+        }
+        do {                              /* EINTR: again, as the socket module does */
+            n = sendto(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
+                       MSG_DONTWAIT, (const struct sockaddr *)PyBytes_AS_STRING(sa),
+                       (socklen_t)PyBytes_GET_SIZE(sa));
+        } while (n < 0 && errno == EINTR);
+        if (n >= 0) return 0;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 1;   /* BlockingIOError */
+        return 2;                                                /* another OSError */
+    }
+    """
+    bint GSE_UDP_C_IO
+    long long gse_monotonic_ns()
+    object gse_recv4(int fd, Py_ssize_t size, dict cache)
+    int gse_send4(int fd, bytes data, object addr, dict cache) except -1
+    int gse_know4(object addr, dict cache) except -1
+    int gse_epoll_ready(int epfd)
+    int gse_epoll_fd(int i)
+
+cdef bint C_IO
+cdef long long SPIN_PS
+cdef long long DRAIN_BATCH
+
+
+cdef class Reactor
+
+@cython.final
+cdef class Endpoint:
+    cdef public object sock
+    cdef public int fd
+    cdef public object addr
+    cdef public object name
+    cdef public object loop
+    cdef public object handler
+    cdef public Py_ssize_t recv_size
+    cdef public long long sent
+    cdef public long long send_blocked
+    cdef public long long send_errors
+    cdef public long long recv_errors
+    cdef public list errors
+    cdef public bint closed
+    cdef public dict addr_cache
+    cdef public dict sockaddr_cache
+    cdef public bint c4
+    cdef public Reactor reactor
+
+    cpdef _readable(self)
+
+    @cython.locals(i="long long", item=object)
+    cpdef _readable_c(self)
+
+    @cython.locals(r=int)
+    cpdef send(self, data, addr)
+
+
+@cython.final
+cdef class Reactor:
+    cdef public object loop
+    cdef public object ep
+    cdef public int epfd
+    cdef public dict endpoints
+    cdef public bint closed
+
+    @cython.locals(n=int, i=int, endpoint=Endpoint)
+    cpdef _ready_c(self)
+
+
+cdef class Scheduler:
+    cdef public object loop
+    cdef public long long t0_ns
+    cdef public list heap
+    cdef public long long seq
+    cdef public object handle
+    cdef public long long armed_at
+    cdef public bint precise
+    cdef public long long fired
+    cdef public object late_ps
+    cdef public long long late_max_ps
+    cdef public long long late_1ms
+    cdef public list errors
+    cdef public bint closed
+
+    @cython.locals(t="long long")
+    cpdef long long now(self) except? -1
+
+    cpdef at(self, long long t, fn, arg)
+
+    @cython.locals(wait_ps="long long")
+    cpdef _arm(self, long long t)
+
+    @cython.locals(heap=list, now="long long", t="long long", late="long long")
+    cpdef _fire(self)
+
+    cpdef long long _clock(self) except? -1

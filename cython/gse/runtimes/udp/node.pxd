@@ -1,0 +1,79 @@
+# Augments gse/runtimes/udp/node.py.  Drivers become extension types: the decoder, the ports, the
+# switch's route, the scheduler and the agent's methods are called as C functions.  The
+# endpoint stays a duck-typed object (tests drive nodes with a stand-in).
+import cython
+from gse.agents.interface cimport HostAgent
+from gse.runtimes.udp.io cimport Scheduler
+from gse.wire.packet cimport Packet, new_packet
+from gse.runtimes.udp.link cimport (EmulatedPort, HostNic, copy_packet, decode_header,
+                           decode_header_into, payload_intact)
+from switchmodel.pfc cimport PfcState
+from switchmodel.switch cimport Switch
+
+cdef long long DATA
+cdef long long F_TRIMMED
+cdef long long PAUSE
+cdef long long RESUME
+cdef long long PRIO_CONTROL
+cdef long long PRIO_DATA
+
+
+cdef class NodeDriver:
+    cdef public long long node
+    cdef public object name
+    cdef public object kind
+    cdef public Scheduler sched
+    cdef public object endpoint
+    cdef public list ports
+    cdef public dict port_of
+    cdef public dict malformed
+    cdef public long long foreign
+    cdef public long long datagrams
+    cdef public Py_ssize_t max_datagram
+
+    @cython.locals(pkt=Packet, in_port="long long")
+    cpdef Packet _decode(self, data, addr, Packet into)
+
+
+@cython.final
+cdef class SwitchDriver(NodeDriver):
+    cdef public Switch switch
+    cdef public PfcState pfc
+    cdef public long long latency
+    cdef public long long unroutable
+    cdef public Packet scratch
+
+    @cython.locals(pkt=Packet)
+    cpdef datagram(self, data, addr)
+
+    @cython.locals(kind="long long", port="long long", egress=EmulatedPort)
+    cpdef _route(self, Packet pkt, data, long long now)
+
+    @cython.locals(p=EmulatedPort)
+    cpdef send_pfc(self, long long port, long long kind, long long now)
+
+
+@cython.final
+cdef class HostDriver(NodeDriver):
+    cdef public HostAgent agent
+    cdef public HostNic nic
+    cdef public long long timer_at
+    cdef public object on_delivered
+    cdef public object on_sent
+    cdef public dict delivered
+    cdef public dict sent
+    cdef public long long payload_errors
+    cdef public long long payload_bytes
+    cdef public long long duplicate_deliveries
+    cdef public long long agent_errors
+    cdef public dict started
+    cdef public object timer_fn
+
+    @cython.locals(pkt=Packet, now="long long", kind="long long")
+    cpdef datagram(self, data, addr)
+
+    @cython.locals(now="long long")
+    cpdef _on_timer(self, long long t, _arg)
+
+    @cython.locals(agent=HostAgent, t="long long")
+    cpdef after(self, long long now)

@@ -1,0 +1,301 @@
+"""The GSE host agent: one NIC, many messages out and in, no clock and no socket.
+
+Driven exactly like aioquic's connection: the runtime hands it ``start_message``,
+``receive(pkt, now)`` and ``on_timer(now)``; it pulls packets with ``poll(now)`` whenever the
+NIC is free and re-arms one timer at ``next_deadline()``.  The NIC sends control packets
+(ACK, NACK, GRANT, REQUEST) first, then data round-robin over the messages that may send
+(htsim's NIC role).  Timers (grant pacer, per-message RTO and re-REQUEST) live in one heap
+with lazy deletion: a moved deadline is checked when its old entry pops.
+"""
+
+from heapq import heappop, heappush
+
+from gse.agents.interface import HostAgent
+from gse.agents.receiver import ReceiverSide
+from gse.agents.sender import NEVER, OutMsg
+from gse.common.fifo import Fifo
+from gse.wire.packet import ACK, DATA, F_ECN_CE, F_RETX, GRANT, NACK, REQUEST
+
+T_PACER = 0
+T_RTO = 1
+T_REQUEST = 2
+T_TLP = 3
+
+
+class GseHost(HostAgent):
+    __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
+                 "receiver", "sent_done", "malformed", "stray", "timeouts",
+                 "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
+                 "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps")
+
+    def __init__(self, addr, config, rng, downlink_gbps):
+        self.addr = addr
+        self.config = config
+        self.rng = rng
+        self.out = {}             # msg_id -> OutMsg
+        self.ring = Fifo()       # messages that may have data to send
+        self.control = Fifo()    # control packets, sent before data
+        self.timers = []          # heap of (deadline, seq, kind, msg)
+        self.tseq = 0
+        self.receiver = ReceiverSide(addr, config, downlink_gbps)
+        self.sent_done = []       # (msg_id, retransmits, now): drained by the runtime
+        self.malformed = 0
+        self.stray = 0
+        self.timeouts = 0
+        self.fast_retx_bytes = 0
+        self.nack_retx = 0
+        self.requests_sent = 0
+        self.retransmits = 0
+        self.retransmit_bytes = 0
+        self.srtt = 0             # smoothed RTT from ACK timestamp echoes (0: no sample)
+        self.tail_probes = 0
+        # read on every ACK: kept as plain attributes, not looked up on the config object
+        self.rto_ps = config.rto_ps
+        self.reorder_window_ps = config.reorder_window_ps
+
+    # -- application ----------------------------------------------------------------------
+
+    def start_message(self, msg_id, dst, size, now):
+        if msg_id in self.out:
+            raise ValueError("host %d: message id %d is already in use" % (self.addr, msg_id))
+        if dst == self.addr:
+            raise ValueError("host %d: message %d addressed to itself" % (self.addr, msg_id))
+        cfg = self.config
+        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes,
+                     self.rng.getrandbits(16), cfg, now)
+        self.out[msg_id] = msg
+        if msg.need_total > 0:
+            self._send_request(msg, now, False)
+        self._activate(msg)
+
+    # -- runtime interface ----------------------------------------------------------------
+
+    def has_work(self):
+        return bool(self.control) or bool(self.ring)
+
+    def poll(self, now, data_ok=True):
+        """The next packet for the NIC, or None (control only while ``data_ok`` is False)."""
+        if self.control:
+            return self.control.popleft()
+        if not data_ok:
+            return None
+        ring = self.ring
+        while ring:
+            msg = ring.popleft()
+            if msg.can_send():
+                pkt = msg.next_packet(now)
+                ring.append(msg)
+                if pkt.flags & F_RETX:
+                    self.retransmits += 1
+                    self.retransmit_bytes += pkt.payload_len
+                if msg.rto_deadline == NEVER:
+                    msg.rto_deadline = now + self.rto_ps * msg.rto_backoff
+                    self._push(msg.rto_deadline, T_RTO, msg)
+                if msg.next_new == msg.npkts and msg.tlp_deadline == NEVER:
+                    msg.tlp_deadline = now + self._pto()
+                    self._push(msg.tlp_deadline, T_TLP, msg)
+                return pkt
+            msg.in_ring = False
+        return None
+
+    def next_deadline(self):
+        return self.timers[0][0] if self.timers else -1
+
+    def receive(self, pkt, now):
+        if pkt.corrupt:
+            self.malformed += 1      # a failed checksum: the peer's fault, count and drop
+            return
+        if pkt.dst != self.addr:
+            self.stray += 1
+            return
+        kind = pkt.kind
+        if kind == DATA:
+            due = self.receiver.on_data(pkt, now, self.control)
+            if due >= 0:
+                self._push(due, T_PACER, None)
+        elif kind == ACK:
+            self._on_ack(pkt, now)
+        elif kind == GRANT:
+            self._on_grant(pkt, now)
+        elif kind == NACK:
+            self._on_nack(pkt, now)
+        elif kind == REQUEST:
+            due = self.receiver.on_request(pkt, now, self.control)
+            if due >= 0:
+                self._push(due, T_PACER, None)
+        else:
+            self.stray += 1
+
+    def on_timer(self, now):
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            t, _, kind, msg = heappop(timers)
+            if kind == T_PACER:
+                self._on_pacer(now)
+            elif kind == T_RTO:
+                self._on_rto(t, msg, now)
+            elif kind == T_TLP:
+                self._on_tlp(msg, now)
+            else:
+                self._on_request_timer(t, msg, now)
+
+    # -- sender feedback ------------------------------------------------------------------
+
+    def _on_ack(self, pkt, now):
+        msg = self.out.get(pkt.msg_id)
+        if msg is None or msg.dst != pkt.src:
+            self.stray += 1
+            return
+        marked = -1
+        if pkt.flags & F_ECN_CE:                      # echoed congestion: steer away
+            marked = pkt.entropy
+            msg.entropy.penalise(marked)
+        sample = now - pkt.ts
+        if 0 < sample < self.rto_ps:
+            self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
+        if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits, marked):
+            msg.rto_deadline = now + self.rto_ps
+            msg.rto_backoff = 1
+            msg.last_progress = now
+        if msg.done:
+            self._finish(msg, now)
+            return
+        lost = msg.detect_losses(self.reorder_window_ps)
+        if lost:
+            self.fast_retx_bytes += lost
+            msg.need_total += lost
+            self._send_request(msg, now, False)
+        self._activate(msg)
+
+    def _on_nack(self, pkt, now):
+        msg = self.out.get(pkt.msg_id)
+        if msg is None or msg.dst != pkt.src or pkt.psn >= msg.npkts:
+            self.stray += 1
+            return
+        msg.entropy.penalise(pkt.entropy)
+        if msg.mark_lost(pkt.psn):
+            # The receiver raised its own demand for this packet when it sent the NACK.
+            msg.need_total += msg.payload_of(pkt.psn)
+            self.nack_retx += 1
+            self._activate(msg)
+
+    def _on_grant(self, pkt, now):
+        msg = self.out.get(pkt.msg_id)
+        if msg is None or msg.dst != pkt.src:
+            return                   # late grant for a finished message: nothing to do
+        msg.credit += pkt.credit
+        msg.credit_received += pkt.credit
+        msg.req_backoff = 1
+        if msg.req_deadline != NEVER:
+            msg.req_deadline = now + self.config.request_timeout_ps
+        self._activate(msg)
+
+    def _finish(self, msg, now):
+        msg.finish_ps = now
+        del self.out[msg.msg_id]
+        self.sent_done.append((msg.msg_id, msg.retransmits, now))
+
+    # -- timers ---------------------------------------------------------------------------
+
+    def _on_pacer(self, now):
+        sched = self.receiver.scheduler
+        if not sched.armed or now < sched.next_time:
+            return                   # stale entry
+        grant = self.receiver.grant(now)
+        if grant is not None:
+            self.control.append(grant)
+        if sched.armed:
+            self._push(sched.next_time, T_PACER, None)
+
+    def _on_rto(self, t, msg, now):
+        if msg.done or msg.rto_deadline == NEVER:
+            return
+        if now < msg.rto_deadline:
+            self._push(msg.rto_deadline, T_RTO, msg)
+            return
+        # The timeout counts from the oldest packet still out, not from the last ACK: a
+        # message that shares a busy NIC with many others sends slowly, and its newest
+        # packets have had no time to be acknowledged.
+        oldest = msg.oldest_outstanding()
+        if oldest >= 0 and now < oldest + self.rto_ps * msg.rto_backoff:
+            msg.rto_deadline = oldest + self.rto_ps * msg.rto_backoff
+            self._push(msg.rto_deadline, T_RTO, msg)
+            return
+        if msg.on_timeout() < 0:
+            msg.rto_deadline = NEVER  # nothing outstanding: the next send re-arms
+            return
+        self.timeouts += 1
+        cfg = self.config
+        if msg.rto_backoff * cfg.rto_ps < cfg.rto_max_ps:
+            msg.rto_backoff *= 2
+        msg.rto_deadline = now + cfg.rto_ps * msg.rto_backoff
+        self._push(msg.rto_deadline, T_RTO, msg)
+        self._activate(msg)
+
+    def _pto(self):
+        """Tail-loss probe timeout: two smoothed RTTs, within [tlp_min_ps, rto_ps)."""
+        cfg = self.config
+        pto = 2 * self.srtt
+        if pto < cfg.tlp_min_ps:
+            return cfg.tlp_min_ps
+        return pto if pto < cfg.rto_ps else cfg.rto_ps
+
+    def _on_tlp(self, msg, now):
+        """One probe per quiet spell: re-armed while ACKs keep arriving."""
+        if msg.done or msg.tlp_deadline == NEVER:
+            return
+        due = msg.last_progress + self._pto()
+        if due > msg.tlp_deadline and due > now:
+            msg.tlp_deadline = due
+            self._push(due, T_TLP, msg)
+            return
+        if msg.probe_tail() >= 0:
+            self.tail_probes += 1
+            self._activate(msg)
+
+    def _on_request_timer(self, t, msg, now):
+        if msg.done or msg.req_deadline == NEVER:
+            return
+        if now < msg.req_deadline:
+            self._push(msg.req_deadline, T_REQUEST, msg)
+            return
+        cfg = self.config
+        if msg.starved():
+            self.control.append(msg.request(now, True))
+            self.requests_sent += 1
+            if msg.req_backoff * cfg.request_timeout_ps < cfg.rto_max_ps:
+                msg.req_backoff *= 2
+        elif msg.credit_received >= msg.need_total:
+            msg.req_deadline = NEVER
+            return
+        msg.req_deadline = now + cfg.request_timeout_ps * msg.req_backoff
+        self._push(msg.req_deadline, T_REQUEST, msg)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _send_request(self, msg, now, retx):
+        self.control.append(msg.request(now, retx))
+        self.requests_sent += 1
+        if msg.req_deadline == NEVER:
+            msg.req_deadline = now + self.config.request_timeout_ps
+            self._push(msg.req_deadline, T_REQUEST, msg)
+
+    def _activate(self, msg):
+        if not msg.in_ring and msg.can_send():
+            msg.in_ring = True
+            self.ring.append(msg)
+
+    def _push(self, t, kind, msg):
+        self.tseq += 1
+        heappush(self.timers, (t, self.tseq, kind, msg))
+
+    def counters(self):
+        rx = self.receiver
+        return {
+            "malformed": self.malformed, "stray": self.stray, "timeouts": self.timeouts,
+            "fast_retx_bytes": self.fast_retx_bytes, "nack_retx": self.nack_retx,
+            "requests": self.requests_sent, "retransmits": self.retransmits,
+            "retransmit_bytes": self.retransmit_bytes, "tail_probes": self.tail_probes,
+            "acks": rx.acks, "nacks": rx.nacks, "grants": rx.grants_sent,
+            "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
+        }

@@ -1,0 +1,42 @@
+"""The interface every runtime drives a host agent through (docs/architecture.md).
+
+``GseHost`` and ``RoceHost`` derive from ``HostAgent``: in the pure-Python build it only
+documents the calls; in the compiled build (cython/gse/agents/interface.pxd) it is the
+extension type through which the simulator calls an agent's methods directly, whichever the protocol.
+Runtimes may drive any object with these methods (duck typing), the compiled simulator
+only a ``HostAgent``.
+"""
+
+
+class HostAgent:
+    """A sans-I/O host agent: inputs with ``now``, packets and one deadline out.
+
+    Besides these methods an agent has ``addr``, ``sent_done`` (list of ``(msg_id,
+    retransmits, now)``) and ``receiver.delivered`` (list of ``(src, msg_id, size, now)``),
+    which the runtime drains after every call, and ``counters()``."""
+
+    __slots__ = ()
+
+    def start_message(self, msg_id, dst, size, now):
+        """The application has a message of ``size`` bytes for host ``dst``."""
+        raise NotImplementedError
+
+    def has_work(self):
+        """True if ``poll`` may have a packet."""
+        raise NotImplementedError
+
+    def poll(self, now, data_ok=True):
+        """The next packet for the NIC, or None (control only while ``data_ok`` is False)."""
+        raise NotImplementedError
+
+    def next_deadline(self):
+        """The time the agent's timer falls due, or -1."""
+        raise NotImplementedError
+
+    def receive(self, pkt, now):
+        """A packet arrived on the host's link."""
+        raise NotImplementedError
+
+    def on_timer(self, now):
+        """The deadline passed."""
+        raise NotImplementedError

@@ -1,0 +1,181 @@
+"""Receiver side of a GSE host: reassembly, ACK/SACK/NACK and the credit scheduler.
+
+Each incoming message has a receive bitmap (exactly-once delivery), an ACK coalescing
+counter, and a ``Demand`` in the host's credit scheduler.  A message is delivered the moment
+its last missing packet arrives; afterwards only its id is remembered, so that late
+duplicates and re-REQUESTs are answered with a final ACK instead of creating new state.
+"""
+
+from gse.agents.bitmap import ReceiveBitmap
+from gse.agents.scheduler import CreditScheduler, Demand
+from gse.wire.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, NACK,
+                             PRIO_CONTROL, new_packet)
+
+
+class InMsg:
+    __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
+                 "ecn", "first_ps", "charged", "last_ack")
+
+    def __init__(self, src, msg_id, size, mtu, order, now):
+        self.src = src
+        self.msg_id = msg_id
+        self.size = size
+        self.npkts = (size + mtu - 1) // mtu
+        self.bitmap = ReceiveBitmap(self.npkts)
+        self.demand = Demand((src, msg_id), order)
+        self.unacked = 0
+        self.ecn = False
+        self.first_ps = now
+        self.charged = False      # its unscheduled window was accounted in the pacer
+        self.last_ack = now
+
+
+class ReceiverSide:
+    __slots__ = ("addr", "mtu", "ack_every", "ack_delay", "charge_cap", "messages", "finished",
+                 "scheduler", "order",
+                 "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
+                 "payload_bytes")
+
+    def __init__(self, addr, config, downlink_gbps):
+        self.addr = addr
+        self.mtu = config.mtu
+        self.ack_every = config.ack_every_bytes
+        self.ack_delay = config.ack_delay_ps
+        self.charge_cap = config.unsched_charge_cap_bytes
+        self.messages = {}        # (src, msg_id) -> InMsg
+        self.finished = {}        # (src, msg_id) -> npkts, for late packets
+        self.scheduler = CreditScheduler(downlink_gbps, config.grant_rate_fraction,
+                                         config.mtu, config.credit_bytes, config.policy)
+        self.order = 0
+        self.delivered = []       # (src, msg_id, size, now): drained by the runtime
+        self.duplicates = 0
+        self.acks = 0
+        self.nacks = 0
+        self.grants_sent = 0
+        self.ecn_seen = 0
+        self.payload_bytes = 0
+
+    def _message(self, pkt, key, now):
+        """The message ``key`` = (src, msg_id) of ``pkt``, created by its first packet."""
+        msg = self.messages.get(key)
+        if msg is None:
+            if pkt.msg_len <= 0:
+                return None
+            self.order += 1
+            msg = InMsg(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now)
+            self.messages[key] = msg
+        return msg
+
+    def on_data(self, pkt, now, out):
+        """A DATA packet (whole or trimmed). Control replies are appended to ``out``.
+
+        Returns the time a grant falls due if this raised demand, else -1."""
+        key = (pkt.src, pkt.msg_id)
+        msg = self.messages.get(key)
+        if msg is None:               # (a finished message is no longer in self.messages)
+            if key in self.finished:
+                self.duplicates += 1
+                out.append(self._final_ack(pkt, self.finished[key], now))
+                return -1
+            msg = self._message(pkt, key, now)
+        if msg is None or pkt.psn >= msg.npkts:
+            self.duplicates += 1      # inconsistent with what we know: nothing to deliver
+            return -1
+        due = -1
+        if pkt.flags & F_UNSCHED and not msg.charged:
+            due = self._announce(msg, msg.size - pkt.credit, now)
+        if pkt.flags & F_TRIMMED:     # the header says what was lost
+            if msg.bitmap.has(pkt.psn):
+                return due
+            self.nacks += 1
+            out.append(new_packet(NACK, self.addr, pkt.src, pkt.msg_id, pkt.psn, pkt.entropy,
+                                  0, 0, msg.size, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+            d = self.scheduler.add_need(msg.demand, pkt.payload_len, now)
+            return d if d >= 0 else due
+        old_cum = msg.bitmap.cum
+        if not msg.bitmap.mark(pkt.psn):
+            self.duplicates += 1
+            out.append(self._ack(msg, pkt, now))
+            return due
+        self.payload_bytes += pkt.payload_len
+        msg.unacked += pkt.payload_len
+        if pkt.flags & F_ECN_CE:
+            msg.ecn = True
+            self.ecn_seen += 1
+        if msg.bitmap.count == msg.npkts:
+            self._finish(msg, now)
+            out.append(self._ack(msg, pkt, now))
+            return due
+        if (msg.unacked >= self.ack_every or msg.ecn or pkt.flags & (F_LAST | F_RETX)
+                or msg.bitmap.cum > old_cum + 1 or now - msg.last_ack >= self.ack_delay):
+            out.append(self._ack(msg, pkt, now))
+        return due
+
+    def _finish(self, msg, now):
+        key = (msg.src, msg.msg_id)
+        del self.messages[key]
+        self.finished[key] = msg.npkts
+        self.scheduler.remove(msg.demand)
+        self.delivered.append((msg.src, msg.msg_id, msg.size, now))
+
+    def _ack(self, msg, pkt, now):
+        bitmap = msg.bitmap
+        base = bitmap.sack_base_for(pkt.psn)
+        flags = F_ECN_CE if msg.ecn else 0
+        msg.ecn = False
+        msg.unacked = 0
+        msg.last_ack = now
+        self.acks += 1
+        return new_packet(ACK, self.addr, msg.src, msg.msg_id, bitmap.cum, pkt.entropy, 0,
+                          flags, msg.size, 0, 0, base, bitmap.sack(base), pkt.ts,
+                          PRIO_CONTROL)
+
+    def _final_ack(self, pkt, npkts, now):
+        self.acks += 1
+        return new_packet(ACK, self.addr, pkt.src, pkt.msg_id, npkts, pkt.entropy, 0, 0,
+                          pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL)
+
+    def on_request(self, pkt, now, out):
+        """REQUEST: announce or raise a message's credit need (absolute totals)."""
+        key = (pkt.src, pkt.msg_id)
+        if key in self.finished:
+            out.append(self._final_ack(pkt, self.finished[key], now))
+            return -1
+        msg = self._message(pkt, key, now)
+        if msg is None:
+            return -1
+        demand = msg.demand
+        if pkt.flags & F_RETX:
+            if pkt.aux < demand.granted_total:
+                # The sender has starved for a whole timeout: grants were lost on the way.
+                demand.granted_total = pkt.aux
+        elif not msg.charged:
+            return self._announce(msg, pkt.credit, now)
+        return self.scheduler.set_need(demand, pkt.credit, now)
+
+    def _announce(self, msg, scheduled_need, now):
+        """First news of a message: its credit need, and its unscheduled window.
+
+        If other messages are already being granted, the newcomer's unscheduled bytes
+        will share the downlink with them: the pacer is pushed back by their wire time
+        (Homa and EQDS count unscheduled bytes the same way), so the burst does not
+        overflow the edge queue on top of granted traffic."""
+        msg.charged = True
+        sched = self.scheduler
+        unsched = msg.size - scheduled_need
+        due = -1
+        if unsched > 0 and sched.busy():
+            due = sched.charge(unsched, now, self.charge_cap)
+        d = sched.set_need(msg.demand, scheduled_need, now)
+        return d if d >= 0 else due
+
+    def grant(self, now):
+        """The pacer is due: one GRANT packet, or None if nobody needs credit."""
+        issued = self.scheduler.grant(now)
+        if issued is None:
+            return None
+        demand, amount = issued
+        src, msg_id = demand.key
+        self.grants_sent += 1
+        return new_packet(GRANT, self.addr, src, msg_id, 0, 0, 0, 0, 0, amount, 0, 0, 0, now,
+                          PRIO_CONTROL)

@@ -1,0 +1,371 @@
+"""The RoCEv2 baseline host: one reliable-connected flow per message, go-back-N, DCQCN.
+
+What a RoCEv2 NIC does, reduced to what matters for loss and tail latency:
+
+* the sender sends packets in order at the rate its DCQCN limiter allows (line rate when
+  DCQCN is off), with one fixed entropy (UDP source port) per flow, so per-flow ECMP keeps
+  the whole flow on one path;
+* the receiver accepts only the next expected packet; anything later is discarded and
+  answered with one NAK naming the expected psn (go-back-N); duplicates are re-ACKed;
+  ACKs are cumulative, every ``ack_every_bytes`` and at the end;
+* a NAK rewinds the sender to the NAK'd psn; the RTO (with backoff) rewinds to the oldest
+  unacknowledged psn when NAKs and ACKs stop;
+* an ECN-CE data packet makes the receiver send a CNP, at most one per flow per
+  ``cnp_interval``; the sender's DCQCN cuts its rate on it.
+
+Same sans-I/O interface as ``GseHost``; ``poll(now, data_ok)`` lets a PFC-paused NIC send
+only control packets.
+"""
+
+from heapq import heappop, heappush
+
+from gse.agents.dcqcn import NEVER, Dcqcn
+from gse.agents.interface import HostAgent
+from gse.common.fifo import Fifo
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, NACK, PRIO_CONTROL,
+                             PRIO_DATA, new_packet)
+from switchmodel.switch import mix32
+
+T_PACE = 0
+T_RTO = 1
+T_DCQCN = 2
+
+
+class RoceFlow:
+    __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "next_psn", "una",
+                 "high", "entropy", "cc", "next_send", "rto_deadline", "rto_backoff",
+                 "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed")
+
+    def __init__(self, msg_id, src, dst, size, mtu, cc):
+        if size <= 0 or size >= 2 ** 32:
+            raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
+                             % (msg_id, size))
+        self.msg_id = msg_id
+        self.src = src
+        self.dst = dst
+        self.size = size
+        self.mtu = mtu
+        self.npkts = (size + mtu - 1) // mtu
+        self.next_psn = 0         # next psn to put on the wire
+        self.una = 0              # every psn below this is acknowledged
+        self.high = 0             # highest psn sent so far, plus one
+        self.entropy = mix32(src * 65599 + msg_id) & 0xFFFF   # the QP's UDP source port
+        self.cc = cc              # Dcqcn, or None at line rate
+        self.next_send = 0        # earliest time the rate limiter allows the next packet
+        self.rto_deadline = NEVER
+        self.rto_backoff = 1
+        self.retransmits = 0
+        self.retx_bytes = 0
+        self.done = False
+        self.in_ring = False
+        self.dcqcn_armed = NEVER
+
+    def payload_of(self, psn):
+        return self.size - psn * self.mtu if psn == self.npkts - 1 else self.mtu
+
+    def has_data(self):
+        return not self.done and self.next_psn < self.npkts
+
+
+class RoceRecvFlow:
+    __slots__ = ("expected", "npkts", "size", "unacked", "nak_for", "last_cnp")
+
+    def __init__(self, size, mtu):
+        self.size = size
+        self.npkts = (size + mtu - 1) // mtu
+        self.expected = 0
+        self.unacked = 0
+        self.nak_for = -1         # psn a NAK was already sent for
+        self.last_cnp = -1
+
+
+class RoceHost(HostAgent):
+    __slots__ = ("addr", "config", "rng", "line_mbps", "out", "ring", "control", "timers",
+                 "tseq", "incoming", "finished", "delivered", "sent_done", "malformed",
+                 "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
+                 "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
+                 "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval")
+
+    def __init__(self, addr, config, rng, downlink_gbps):
+        self.addr = addr
+        self.config = config
+        self.rng = rng
+        self.line_mbps = int(round(downlink_gbps * 1000))
+        self.out = {}
+        self.ring = Fifo()
+        self.control = Fifo()
+        self.timers = []
+        self.tseq = 0
+        self.incoming = {}        # (src, msg_id) -> RoceRecvFlow
+        self.finished = {}        # (src, msg_id) -> npkts
+        self.delivered = []
+        self.sent_done = []
+        self.receiver = self      # the runtime drains ``agent.receiver.delivered``
+        self.pace_at = -1         # pending wake-up for a rate-limited flow
+        self.malformed = self.stray = self.timeouts = 0
+        self.naks_sent = self.acks_sent = self.cnps_sent = self.cnps_received = 0
+        self.retransmits = self.retransmit_bytes = self.duplicates = self.ooo_discarded = 0
+        # read per packet: plain attributes, not looked up on the config object
+        self.rto_ps = config.rto_ps
+        self.ack_every = config.ack_every_bytes
+        self.cnp_interval = config.cnp_interval_ps
+
+    # -- application ----------------------------------------------------------------------
+
+    def start_message(self, msg_id, dst, size, now):
+        if msg_id in self.out:
+            raise ValueError("host %d: message id %d is already in use" % (self.addr, msg_id))
+        if dst == self.addr:
+            raise ValueError("host %d: message %d addressed to itself" % (self.addr, msg_id))
+        cfg = self.config
+        cc = Dcqcn(self.line_mbps, cfg) if cfg.dcqcn else None
+        flow = RoceFlow(msg_id, self.addr, dst, size, cfg.mtu, cc)
+        flow.next_send = now
+        self.out[msg_id] = flow
+        self._activate(flow)
+
+    # -- runtime interface ----------------------------------------------------------------
+
+    def has_work(self):
+        return bool(self.control) or bool(self.ring)
+
+    def poll(self, now, data_ok=True):
+        if self.control:
+            return self.control.popleft()
+        if not data_ok:
+            return None
+        ring = self.ring
+        for _ in range(len(ring)):
+            flow = ring[0]
+            if not flow.has_data():
+                ring.popleft()
+                flow.in_ring = False
+                continue
+            if flow.next_send > now:
+                ring.rotate(-1)
+                continue
+            ring.rotate(-1)
+            return self._send(flow, now)
+        # nobody may send yet: wake up when the earliest limiter opens
+        earliest = -1
+        for i in range(len(ring)):
+            flow = ring[i]
+            if earliest < 0 or flow.next_send < earliest:
+                earliest = flow.next_send
+        if earliest > now and earliest != self.pace_at:
+            self.pace_at = earliest
+            self._push(earliest, T_PACE, None)
+        return None
+
+    def _send(self, flow, now):
+        psn = flow.next_psn
+        flow.next_psn = psn + 1
+        length = flow.payload_of(psn)
+        flags = F_ECT
+        if psn < flow.high:
+            flags |= F_RETX
+            flow.retransmits += 1
+            flow.retx_bytes += length
+            self.retransmits += 1
+            self.retransmit_bytes += length
+        else:
+            flow.high = psn + 1
+        if psn == flow.npkts - 1:
+            flags |= F_LAST
+        cc = flow.cc
+        if cc is not None:
+            cc.on_sent(length + 64)
+            if cc.limited():
+                flow.next_send = now + cc.gap_ps(length + 64)
+        if flow.rto_deadline == NEVER:
+            flow.rto_deadline = now + self.rto_ps * flow.rto_backoff
+            self._push(flow.rto_deadline, T_RTO, flow)
+        return new_packet(DATA, self.addr, flow.dst, flow.msg_id, psn, flow.entropy, length,
+                          flags, flow.size, 0, 0, 0, 0, now, PRIO_DATA)
+
+    def next_deadline(self):
+        return self.timers[0][0] if self.timers else -1
+
+    def receive(self, pkt, now):
+        if pkt.corrupt:
+            self.malformed += 1
+            return
+        if pkt.dst != self.addr:
+            self.stray += 1
+            return
+        kind = pkt.kind
+        if kind == DATA:
+            self._on_data(pkt, now)
+        elif kind == ACK:
+            self._on_ack(pkt, now)
+        elif kind == NACK:
+            self._on_nak(pkt, now)
+        elif kind == CNP:
+            self._on_cnp(pkt, now)
+        else:
+            self.stray += 1
+
+    def on_timer(self, now):
+        timers = self.timers
+        while timers and timers[0][0] <= now:
+            t, _, kind, flow = heappop(timers)
+            if kind == T_RTO:
+                self._on_rto(flow, now)
+            elif kind == T_DCQCN:
+                self._on_dcqcn(flow, t, now)
+            elif t == self.pace_at:
+                self.pace_at = -1   # the runtime polls the NIC after every timer
+
+    # -- receiver -------------------------------------------------------------------------
+
+    def _on_data(self, pkt, now):
+        key = (pkt.src, pkt.msg_id)
+        flow = self.incoming.get(key)
+        if flow is None:              # (a finished flow is no longer in self.incoming)
+            if key in self.finished:
+                self.duplicates += 1
+                self._ack(pkt, self.finished[key])
+                return
+            flow = self.incoming[key] = RoceRecvFlow(pkt.msg_len, self.config.mtu)
+        if pkt.flags & F_ECN_CE and (flow.last_cnp < 0 or
+                                     now - flow.last_cnp >= self.cnp_interval):
+            flow.last_cnp = now
+            self.cnps_sent += 1
+            self.control.append(new_packet(CNP, self.addr, pkt.src, pkt.msg_id, 0,
+                                           pkt.entropy, 0, 0, 0, 0, 0, 0, 0, now,
+                                           PRIO_CONTROL))
+        psn = pkt.psn
+        if psn == flow.expected:
+            flow.expected = psn + 1
+            flow.nak_for = -1
+            flow.unacked += pkt.payload_len
+            if flow.expected == flow.npkts:
+                del self.incoming[key]
+                self.finished[key] = flow.npkts
+                self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
+                self._ack(pkt, flow.npkts)
+            elif flow.unacked >= self.ack_every:
+                flow.unacked = 0
+                self._ack(pkt, flow.expected)
+        elif psn > flow.expected:
+            self.ooo_discarded += 1
+            if flow.nak_for != flow.expected:
+                flow.nak_for = flow.expected
+                self.naks_sent += 1
+                self.control.append(new_packet(NACK, self.addr, pkt.src, pkt.msg_id,
+                                               flow.expected, pkt.entropy, 0, 0, flow.size,
+                                               0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+        else:
+            self.duplicates += 1
+            self._ack(pkt, flow.expected)
+
+    def _ack(self, pkt, cum):
+        self.acks_sent += 1
+        self.control.append(new_packet(ACK, self.addr, pkt.src, pkt.msg_id, cum, pkt.entropy,
+                                       0, 0, pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+
+    # -- sender feedback ------------------------------------------------------------------
+
+    def _flow(self, pkt):
+        flow = self.out.get(pkt.msg_id)
+        if flow is None or flow.dst != pkt.src:
+            self.stray += 1
+            return None
+        return flow
+
+    def _on_ack(self, pkt, now):
+        flow = self._flow(pkt)
+        if flow is None:
+            return
+        if pkt.psn > flow.una:
+            flow.una = min(pkt.psn, flow.npkts)
+            flow.rto_backoff = 1
+            flow.rto_deadline = now + self.rto_ps
+            if flow.next_psn < flow.una:
+                flow.next_psn = flow.una
+        if flow.una >= flow.npkts:
+            self._finish(flow, now)
+
+    def _on_nak(self, pkt, now):
+        flow = self._flow(pkt)
+        if flow is None:
+            return
+        psn = min(pkt.psn, flow.npkts)
+        if psn > flow.una:
+            flow.una = psn
+            flow.rto_backoff = 1
+            flow.rto_deadline = now + self.rto_ps
+        if flow.una >= flow.npkts:
+            self._finish(flow, now)
+            return
+        if flow.next_psn > psn:
+            flow.next_psn = psn          # go back N
+            self._activate(flow)
+
+    def _on_cnp(self, pkt, now):
+        flow = self.out.get(pkt.msg_id)
+        if flow is None or flow.cc is None:
+            return
+        self.cnps_received += 1
+        flow.cc.on_cnp(now)
+        self._arm_dcqcn(flow)
+
+    def _finish(self, flow, now):
+        flow.done = True
+        del self.out[flow.msg_id]
+        self.sent_done.append((flow.msg_id, flow.retransmits, now))
+
+    # -- timers ---------------------------------------------------------------------------
+
+    def _on_rto(self, flow, now):
+        if flow.done or flow.rto_deadline == NEVER:
+            return
+        if now < flow.rto_deadline:
+            self._push(flow.rto_deadline, T_RTO, flow)
+            return
+        if flow.una >= flow.high:
+            flow.rto_deadline = NEVER    # nothing outstanding: the next send re-arms
+            return
+        self.timeouts += 1
+        flow.next_psn = flow.una
+        cfg = self.config
+        if flow.rto_backoff * cfg.rto_ps < cfg.rto_max_ps:
+            flow.rto_backoff *= 2
+        flow.rto_deadline = now + cfg.rto_ps * flow.rto_backoff
+        self._push(flow.rto_deadline, T_RTO, flow)
+        self._activate(flow)
+
+    def _arm_dcqcn(self, flow):
+        t = flow.cc.next_deadline()
+        if t != NEVER and (flow.dcqcn_armed == NEVER or t < flow.dcqcn_armed):
+            flow.dcqcn_armed = t
+            self._push(t, T_DCQCN, flow)
+
+    def _on_dcqcn(self, flow, t, now):
+        if flow.done or t != flow.dcqcn_armed:
+            return
+        flow.dcqcn_armed = NEVER
+        flow.cc.on_timer(now)
+        if not flow.cc.limited():
+            flow.next_send = now
+        self._arm_dcqcn(flow)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _activate(self, flow):
+        if not flow.in_ring and flow.has_data():
+            flow.in_ring = True
+            self.ring.append(flow)
+
+    def _push(self, t, kind, flow):
+        self.tseq += 1
+        heappush(self.timers, (t, self.tseq, kind, flow))
+
+    def counters(self):
+        return {
+            "malformed": self.malformed, "stray": self.stray, "timeouts": self.timeouts,
+            "retransmits": self.retransmits, "retransmit_bytes": self.retransmit_bytes,
+            "acks": self.acks_sent, "nacks": self.naks_sent, "cnps": self.cnps_sent,
+            "cnps_received": self.cnps_received, "duplicates": self.duplicates,
+            "ooo_discarded": self.ooo_discarded,
+        }

@@ -1,0 +1,139 @@
+"""The receiver's credit scheduler (pull pacer): it grants at the downlink rate.
+
+Senders transmit scheduled data only against credit, so the rate at which this scheduler
+hands out credit bounds what converges on the receiver's downlink.  Credit is counted in
+payload bytes; the pacing interval is the wire time of the packets that credit buys (payload
+plus one header per MTU), so grants never exceed ``rate x fraction``.
+
+Policies: ``rr`` (round robin over messages that still need credit: fair sharing),
+``srpt`` (the message with the fewest bytes left to grant first; ties by arrival: lowest
+mean completion time) and ``fifo`` (the oldest message first: lowest maximum completion
+time when messages arrive staggered, the order a lossless FIFO fabric serves them in).
+"""
+
+from gse.common.fifo import Fifo
+from gse.wire.packet import HEADER_BYTES
+
+
+def wire_ps(payload_bytes, mtu, mbps):
+    """Wire time in ps of ``payload_bytes`` sent as MTU packets at ``mbps`` Mb/s."""
+    npkts = (payload_bytes + mtu - 1) // mtu
+    bits = (payload_bytes + npkts * HEADER_BYTES) * 8
+    return (bits * 1_000_000 + mbps - 1) // mbps
+
+
+class Demand:
+    """What one message still needs from the scheduler (shared with the receiver state)."""
+
+    __slots__ = ("key", "need_total", "granted_total", "queued", "order")
+
+    def __init__(self, key, order):
+        self.key = key
+        self.need_total = 0
+        self.granted_total = 0
+        self.queued = False
+        self.order = order
+
+    def wanted(self):
+        return self.need_total - self.granted_total
+
+
+class CreditScheduler:
+    __slots__ = ("mbps", "mtu", "credit_bytes", "policy", "active", "next_time",
+                 "armed", "granted_bytes", "grants")
+
+    def __init__(self, downlink_gbps, fraction, mtu, credit_bytes, policy):
+        self.mbps = max(1, int(round(downlink_gbps * fraction * 1000)))
+        self.mtu = mtu
+        self.credit_bytes = credit_bytes
+        self.policy = policy
+        self.active = Fifo()     # Demand objects with wanted() > 0
+        self.next_time = 0        # earliest time the next grant may go
+        self.armed = False        # a grant is due at next_time
+        self.granted_bytes = 0
+        self.grants = 0
+
+    def add_need(self, demand, nbytes, now):
+        """Raise a message's demand; return the time a grant is due, or -1 if none new."""
+        demand.need_total += nbytes
+        return self.set_need(demand, demand.need_total, now)
+
+    def set_need(self, demand, need_total, now):
+        if need_total > demand.need_total:
+            demand.need_total = need_total
+        if demand.wanted() > 0 and not demand.queued:
+            demand.queued = True
+            self.active.append(demand)
+        if self.active and not self.armed:
+            self.armed = True
+            if self.next_time < now:
+                self.next_time = now
+            return self.next_time
+        return -1
+
+    def charge(self, payload_bytes, now, cap_bytes):
+        """Unscheduled bytes are about to arrive while others hold credit: push the next
+        grant back by their wire time, so that the downlink's total stays at its rate.
+
+        The push never reaches more than ``cap_bytes`` of wire time past now: when many
+        senders start at once their unscheduled windows mostly end up trimmed, and those
+        trimmed bytes never use the downlink.  Returns the new due time if a grant is
+        pending (the caller re-arms), else -1."""
+        start = self.next_time if self.next_time > now else now
+        pushed = start + wire_ps(payload_bytes, self.mtu, self.mbps)
+        limit = now + wire_ps(cap_bytes, self.mtu, self.mbps)
+        if pushed > limit:
+            pushed = limit
+        if pushed > self.next_time:
+            self.next_time = pushed
+        return self.next_time if self.armed else -1
+
+    def busy(self):
+        """Some message is waiting for credit."""
+        return len(self.active) > 0
+
+    def remove(self, demand):
+        if demand.queued:
+            demand.queued = False
+            self.active.remove(demand)
+
+    def grant(self, now):
+        """Issue one grant at ``now``: (demand, bytes) or None.  Re-arms itself."""
+        self.armed = False
+        if now < self.next_time:
+            raise ValueError("grant at %d before its time %d" % (now, self.next_time))
+        active = self.active
+        while active:
+            if self.policy == "srpt":
+                demand = min(active, key=_srpt_key)
+                active.remove(demand)
+            elif self.policy == "fifo":
+                demand = min(active, key=_fifo_key)
+                active.remove(demand)
+            else:
+                demand = active.popleft()
+            want = demand.wanted()
+            if want <= 0:
+                demand.queued = False
+                continue
+            amount = want if want < self.credit_bytes else self.credit_bytes
+            demand.granted_total += amount
+            if demand.wanted() > 0:
+                active.append(demand)
+            else:
+                demand.queued = False
+            self.next_time = now + wire_ps(amount, self.mtu, self.mbps)
+            self.granted_bytes += amount
+            self.grants += 1
+            if active:
+                self.armed = True
+            return demand, amount
+        return None
+
+
+def _fifo_key(demand):
+    return demand.order
+
+
+def _srpt_key(demand):
+    return (demand.wanted(), demand.order)

@@ -1,0 +1,273 @@
+"""Sender side of one GSE message: segmentation, credit, spraying and loss recovery.
+
+Rules, in the order the sender applies them:
+
+* The first ``unsched`` bytes go at once without credit (the unscheduled window); the rest
+  is announced with a REQUEST carrying the total credit needed, and sent only against
+  GRANTed credit.  Retransmissions also spend credit, except RTO and tail probes.
+* Every packet takes an entropy value from the message's selector: recycled from clean
+  ACKs (REPS-style) or explored; values reported with ECN-CE, a trim (NACK) or a timeout
+  are not recycled and are penalised.
+* Loss is inferred three ways: a NACK (trimmed header) means retransmit at once; SACK
+  evidence means a hole overtaken by a packet sent at least ``reorder_window_ps`` later
+  (RACK-style: spraying reorders by up to the queueing-delay difference between paths,
+  which trimming bounds, so time, not a packet count, is the right yardstick); a
+  tail-loss probe two smoothed RTTs after the last packet exposes a lost tail; the RTO,
+  with backoff, is the backstop.
+* Credit starvation (a lost GRANT or REQUEST) is repaired by re-sending the REQUEST, which
+  carries absolute totals so that a duplicate is harmless.
+"""
+
+from gse.agents.entropy import EntropySelector
+from gse.common.bits import le64, lowest_bit
+from gse.common.fifo import Fifo
+from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTROL, PRIO_DATA,
+                             REQUEST, new_packet)
+
+NEVER = -1
+
+
+class OutMsg:
+    __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
+                 "next_new", "unsched_pkts", "unsched_payload",
+                 "credit", "credit_received", "need_total",
+                 "acked", "cum_acked", "n_acked", "sent_at", "sent_entropy", "inflight",
+                 "max_acked_sent", "retx", "in_retx", "probe",
+                 "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
+                 "tlp_deadline", "last_progress",
+                 "entropy", "retransmits", "done", "in_ring", "finish_ps")
+
+    def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
+                 now):
+        if size <= 0 or size >= 2 ** 32:
+            raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
+                             % (msg_id, size))
+        self.msg_id = msg_id
+        self.src = src
+        self.dst = dst
+        self.size = size
+        self.mtu = mtu
+        self.npkts = (size + mtu - 1) // mtu
+        self.start_ps = now
+        self.next_new = 0
+        full = unsched_bytes // mtu
+        if full >= self.npkts:
+            self.unsched_pkts = self.npkts
+            self.unsched_payload = size
+        else:
+            self.unsched_pkts = full
+            self.unsched_payload = full * mtu
+        self.credit = 0
+        self.credit_received = 0
+        self.need_total = size - self.unsched_payload
+        self.acked = bytearray((self.npkts + 7) // 8 + 8)
+        self.cum_acked = 0
+        self.n_acked = 0
+        self.sent_at = [-1] * self.npkts  # last transmit time; -1 while queued for retx
+        self.sent_entropy = [0] * self.npkts  # entropy of the last transmission
+        self.inflight = Fifo()           # (sent_at, psn) in transmit order
+        self.max_acked_sent = -1          # latest transmit time among acknowledged psns
+        self.retx = Fifo()
+        self.in_retx = bytearray(self.npkts)
+        self.probe = 0                 # credit-free sends owed to RTO and tail probes
+        self.rto_deadline = NEVER
+        self.tlp_deadline = NEVER      # tail-loss probe armed once the last packet is out
+        self.last_progress = now
+        self.rto_backoff = 1
+        self.req_deadline = NEVER
+        self.req_backoff = 1
+        self.req_seq = 0
+        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty)
+        self.retransmits = 0
+        self.done = False
+        self.in_ring = False
+        self.finish_ps = NEVER
+
+    # -- what to send -------------------------------------------------------------------
+
+    def payload_of(self, psn):
+        if psn == self.npkts - 1:
+            return self.size - psn * self.mtu
+        return self.mtu
+
+    def can_send(self):
+        if self.done:
+            return False
+        retx = self.retx
+        while retx and self.is_acked(retx[0]):
+            self.in_retx[retx.popleft()] = 0
+        if retx:
+            return self.probe > 0 or self.credit >= self.payload_of(retx[0])
+        psn = self.next_new
+        if psn >= self.npkts:
+            return False
+        return psn < self.unsched_pkts or self.credit >= self.payload_of(psn)
+
+    def next_packet(self, now):
+        """The next DATA packet (call only when can_send() is True)."""
+        flags = F_ECT
+        if self.retx:
+            psn = self.retx.popleft()
+            self.in_retx[psn] = 0
+            length = self.payload_of(psn)
+            if self.probe > 0:
+                self.probe -= 1
+            else:
+                self.credit -= length
+            flags |= F_RETX
+            self.retransmits += 1
+        else:
+            psn = self.next_new
+            self.next_new = psn + 1
+            length = self.payload_of(psn)
+            if psn < self.unsched_pkts:
+                flags |= F_UNSCHED
+            else:
+                self.credit -= length
+        if psn == self.npkts - 1:
+            flags |= F_LAST
+        sent = now                       # (one Python int for its three uses, compiled)
+        self.sent_at[psn] = sent
+        self.inflight.append((sent, psn))
+        entropy = self.entropy.next()
+        self.sent_entropy[psn] = entropy
+        pkt = new_packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags,
+                         self.size, 0, 0, 0, 0, sent, PRIO_DATA)
+        if flags & F_UNSCHED:
+            pkt.credit = self.unsched_payload
+        return pkt
+
+    def request(self, now, retx):
+        """A REQUEST with absolute totals: duplicates and losses are harmless."""
+        self.req_seq += 1
+        return new_packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, 0, 0,
+                          F_RETX if retx else 0, self.size, self.need_total,
+                          self.credit_received, 0, 0, now, PRIO_CONTROL)
+
+    def starved(self):
+        """Waiting for credit that has not come."""
+        return (not self.done and self.credit_received < self.need_total
+                and not self.can_send())
+
+    # -- feedback -----------------------------------------------------------------------
+
+    def is_acked(self, psn):
+        return bool(self.acked[psn >> 3] & (1 << (psn & 7)))
+
+    def _set_acked(self, psn, marked):
+        self.acked[psn >> 3] |= 1 << (psn & 7)
+        self.n_acked += 1
+        entropy = self.sent_entropy[psn]
+        if entropy != marked:
+            self.entropy.recycle(entropy)
+        t = self.sent_at[psn]
+        if t > self.max_acked_sent:
+            self.max_acked_sent = t
+
+    def on_ack(self, cum, sack_base, sack_bits, marked=-1):
+        """Apply a cumulative ACK and SACK bitmap; return how many psns were newly acked.
+
+        ``marked`` is the entropy the ACK reports congested (-1 if none): every other newly
+        acknowledged packet's entropy is recycled."""
+        before = self.n_acked
+        npkts = self.npkts
+        if cum > npkts:
+            cum = npkts
+        acked = self.acked
+        psn = self.cum_acked
+        while psn < cum:
+            if not acked[psn >> 3] & (1 << (psn & 7)):
+                self._set_acked(psn, marked)
+            psn += 1
+        if cum > self.cum_acked:
+            self.cum_acked = cum
+        if sack_bits:
+            # a C unsigned 64-bit integer in the compiled build, which refuses a wider one
+            bits = sack_bits
+            new = bits & ~le64(acked, sack_base >> 3)
+            while new:
+                p = sack_base + lowest_bit(new)
+                if p < npkts:
+                    self._set_acked(p, marked)
+                new &= new - 1
+        while self.cum_acked < npkts and self.is_acked(self.cum_acked):
+            self.cum_acked += 1
+        if self.n_acked >= npkts:
+            self.done = True
+        return self.n_acked - before
+
+    def detect_losses(self, window_ps):
+        """SACK-based fast retransmit: a hole overtaken by a packet sent ``window_ps`` later.
+
+        Returns the payload bytes newly queued for retransmission (they need credit)."""
+        inflight = self.inflight
+        limit = self.max_acked_sent - window_ps
+        lost = 0
+        while inflight:
+            sent, psn = inflight[0]
+            if self.sent_at[psn] != sent or self.is_acked(psn):
+                inflight.popleft()       # resent since, or delivered: nothing to watch
+                continue
+            if sent > limit:
+                break
+            inflight.popleft()
+            if self.mark_lost(psn):
+                lost += self.payload_of(psn)
+        return lost
+
+    def mark_lost(self, psn):
+        """Queue psn for retransmission (once); it needs credit like new data."""
+        if self.is_acked(psn) or self.in_retx[psn]:
+            return False
+        self.in_retx[psn] = 1
+        self.retx.append(psn)
+        self.sent_at[psn] = -1
+        return True
+
+    def oldest_outstanding(self):
+        """Send time of the oldest packet still unacknowledged and not queued for
+        retransmission, or -1.  Entries that no longer matter are dropped on the way."""
+        inflight = self.inflight
+        while inflight:
+            sent, psn = inflight[0]
+            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
+                return sent
+            inflight.popleft()
+        return -1
+
+    def probe_tail(self):
+        """Tail-loss probe: resend the newest outstanding packet, without credit.
+
+        When the end of a message is lost no later packet exists to expose the hole to
+        RACK; the probe's ACK does, two round trips after the tail instead of an RTO."""
+        for sent, psn in reversed(self.inflight):
+            if self._probe_if_outstanding(sent, psn):
+                return psn
+        return -1
+
+    def on_timeout(self):
+        """RTO: probe with the oldest outstanding packet, without credit.
+
+        Only one packet is presumed lost: the probe's ACK carries the SACK state, and any
+        remaining hole is then found by the RACK rule (the probe was sent long after it),
+        so a lost tail ACK does not cost a whole window of spurious retransmissions."""
+        if self.retx and self.probe == 0:
+            # A retransmission waits for credit that will not come (its need was never
+            # announced, or the grant was lost and the message looks satisfied): the
+            # timeout lets it go as a probe rather than stall the message for ever.
+            self.probe = 1
+            return self.retx[0]
+        for sent, psn in self.inflight:
+            if self._probe_if_outstanding(sent, psn):
+                return psn
+        return -1
+
+    def _probe_if_outstanding(self, sent, psn):
+        """Queue ``psn`` first for a credit-free resend if that transmission is still out."""
+        if self.sent_at[psn] != sent or self.is_acked(psn) or self.in_retx[psn]:
+            return False
+        self.mark_lost(psn)
+        self.retx.remove(psn)
+        self.retx.appendleft(psn)
+        self.probe += 1
+        return True

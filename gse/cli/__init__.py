@@ -1,0 +1,1 @@
+"""The ``gse`` command line, one module per command (``gse.cli.main`` builds the parser)."""

@@ -1,0 +1,150 @@
+"""Options and steps that every ``gse`` command running traffic shares.
+
+``gse sim`` (simulation), ``gse run`` (UDP and Mininet runtimes), ``gse compare`` and
+``gse replay`` read the same fabric, traffic and protocol options and write the same
+summary, so their results line up column for column.
+"""
+
+import json
+import random
+
+from gse.config import PS_PER_US, ConfigError
+from gse.metrics.report import format_summary, write_records
+from gse.protocols import default_config
+from gse.workloads import traffic
+from gse.workloads.cmfile import read_cm
+from topologies.registry import add_topology_options, build_topology, describe_topology_args
+
+
+def add_traffic_options(p):
+    g = p.add_argument_group("traffic")
+    g.add_argument("--traffic", default="permutation",
+                   choices=("permutation", "incast", "all-to-all", "random"))
+    g.add_argument("--traffic-file", metavar="FILE.cm",
+                   help="htsim connection matrix in place of the generator options")
+    g.add_argument("--size", type=int, default=2_000_000, help="message bytes")
+    g.add_argument("--senders", type=int, default=32, help="incast senders")
+    g.add_argument("--receiver", type=int, default=None, help="incast receiver host")
+    g.add_argument("--messages", type=int, default=1000, help="random: message count")
+    g.add_argument("--size-dist", help="random: fixed:N, uniform:LO:HI, exp:MEAN, "
+                                       "lognormal:MEDIAN:SIGMA")
+    g.add_argument("--load", type=float, default=0.5, help="random: offered load per host")
+    g.add_argument("--start-us", type=float, default=0.0, help="start time of generated flows")
+    g.add_argument("--seed", type=int, default=1)
+    return g
+
+
+def add_protocol_options(p, protocols):
+    g = p.add_argument_group("protocol")
+    g.add_argument("--protocol", default=protocols[0], choices=protocols)
+    g.add_argument("--unsched", type=int, default=None,
+                   help="GSE unscheduled first window in bytes (0 = off)")
+    g.add_argument("--policy", choices=("rr", "srpt", "fifo"),
+                   help="GSE receiver grant policy (default rr)")
+    g.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override any protocol parameter (repeatable)")
+    g.add_argument("--loss", type=float, default=0.0, help="random loss per link traversal")
+    g.add_argument("--corrupt", type=float, default=0.0,
+                   help="random corruption per link traversal")
+    return g
+
+
+def add_output_options(p):
+    o = p.add_argument_group("output")
+    o.add_argument("--json", metavar="FILE", help="write the summary as JSON")
+    o.add_argument("--records", metavar="FILE", help="per-message records (.csv or .jsonl)")
+    o.add_argument("--quiet", action="store_true", help="no table on stdout")
+    return o
+
+
+def add_run_options(p, protocols):
+    """Fabric, traffic, protocol and output options: what a traffic-running command takes."""
+    add_topology_options(p)
+    add_traffic_options(p)
+    add_protocol_options(p, protocols)
+    add_output_options(p)
+
+
+def topology_from_args(args):
+    return build_topology(args)
+
+
+def traffic_from_args(args, topo):
+    n = len(topo.hosts)
+    if args.traffic_file:
+        nodes, messages = read_cm(args.traffic_file)
+        if nodes > n:
+            raise ValueError("%s declares %d nodes but the topology has %d hosts"
+                             % (args.traffic_file, nodes, n))
+        return messages
+    rng = random.Random("%s/traffic" % args.seed)
+    start = int(args.start_us * PS_PER_US)
+    if args.traffic == "permutation":
+        return traffic.permutation(n, args.size, rng, start_ps=start)
+    if args.traffic == "incast":
+        return traffic.incast(n, args.senders, args.size, rng, receiver=args.receiver,
+                              start_ps=start)
+    if args.traffic == "all-to-all":
+        return traffic.all_to_all(n, args.size, start_ps=start)
+    dist = traffic.parse_size_dist(args.size_dist or str(args.size))
+    return traffic.uniform_random(n, args.messages, rng, dist, args.load, args.link_gbps,
+                                  start_ps=start)
+
+
+def gse_config_from_args(args, protocol=None):
+    """The protocol's config (GseConfig or RoceConfig) with the command line's overrides."""
+    protocol = protocol or getattr(args, "protocol", "gse")
+    cfg = default_config(protocol)
+    for name, value in _overrides(args):
+        if "." in name:                  # gse.NAME=V / roce.NAME=V: one protocol only
+            target, name = name.split(".", 1)
+            if target != protocol:
+                continue
+        elif getattr(args, "command", None) == "compare" and name not in cfg.__slots__:
+            continue                     # compare: an unprefixed name applies where it exists
+        cfg.set(name, value)
+    if protocol == "gse":
+        if args.unsched is not None:
+            cfg.unsched_bytes = args.unsched
+        if args.policy:
+            cfg.policy = args.policy
+    cfg.validate()
+    return cfg
+
+
+def _overrides(args):
+    for item in getattr(args, "set", None) or ():
+        if "=" not in item:
+            raise ConfigError("--set takes name=value, got %r" % item)
+        name, value = item.split("=", 1)
+        yield name.strip(), value.strip()
+
+
+def describe_run(summary, args, config):
+    """Add what was run to a summary, so a JSON file stands on its own."""
+    summary["topology"] = describe_topology_args(args)
+    summary["traffic"] = (args.traffic_file if args.traffic_file else
+                          {"kind": args.traffic, "size": args.size, "seed": args.seed})
+    summary["config"] = config.as_dict()
+    return summary
+
+
+def emit(summary, records, args):
+    """Table on stdout, JSON summary and per-message records as the options ask."""
+    if not args.quiet:
+        print(format_summary(summary))
+    if args.json:
+        write_json(args.json, summary)
+    if args.records:
+        write_records(args.records, records)
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def until_ps(args):
+    """``--until-us`` as the runtimes take it: picoseconds, -1 for no bound."""
+    return -1 if getattr(args, "until_us", None) is None else int(args.until_us * PS_PER_US)

@@ -1,0 +1,223 @@
+"""``gse replay``: replay a trace of collectives on a fabric, one protocol or compared.
+
+    gse replay traces/allreduce_8r_1MB.jsonl --topology spine-leaf-rail --servers 1
+    gse replay tests/data/chakra/all_to_all_16npus_1MB/ --topology spine-leaf-rail --servers 2
+    gse replay traces/dp_step_64r.jsonl --topology spine-leaf-rail --compare --plot cmp.png
+    gse replay rank0.json rank1.json --format pytorch --algorithm all_reduce=hd
+
+Loaded by ``gse.cli.main`` (``EXTENSIONS``).  Runtime ``sim`` is the deterministic simulation;
+the UDP and Mininet runtimes do not replay dependencies yet and are refused by name.
+"""
+
+import argparse
+import sys
+
+from gse.cli.common import (add_output_options, add_protocol_options, add_topology_options,
+                            gse_config_from_args, topology_from_args, until_ps, write_json)
+from gse.metrics.report import format_side_by_side, format_summary, write_records
+from gse.protocols import PROTOCOLS
+from gse.workloads.collectives import ALGORITHMS, Collective
+from gse.workloads.replay import replay
+from gse.workloads.traces import FORMATS, load_trace
+from gse.workloads.traces.jsonl import parse_ranks
+from topologies.registry import describe_topology_args
+
+RUNTIMES = ("sim", "udp", "mininet")
+
+
+def add_commands(sub):
+    p = sub.add_parser("replay", help="replay a trace of training collectives (project JSONL, "
+                       "Chakra .et, PyTorch ET JSON) with their dependencies",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("trace", nargs="+", metavar="TRACE",
+                   help="a project .jsonl file, or every rank's file (or their directory) of a "
+                        "Chakra or PyTorch execution trace")
+    p.add_argument("--format", default="auto", choices=FORMATS,
+                   help="trace format (default: from the file names and contents)")
+    p.add_argument("--runtime", default="sim", choices=RUNTIMES,
+                   help="sim: deterministic simulation (udp, mininet: not yet for replay)")
+    p.add_argument("--compare", action="store_true",
+                   help="run every protocol of --protocols and print them side by side")
+    p.add_argument("--protocols", default=",".join(PROTOCOLS),
+                   help="with --compare: comma-separated protocols (default: all)")
+    p.add_argument("--algorithm", action="append", metavar="OP=ALGO",
+                   help="override the algorithm of every OP collective, e.g. all_reduce=hd "
+                        "(known: %s)" % "; ".join("%s: %s" % (op, ", ".join(a))
+                                                  for op, a in ALGORITHMS.items() if len(a) > 1))
+    p.add_argument("--rank-hosts", metavar="HOSTS",
+                   help="hosts of the trace's ranks, in ascending rank order, e.g. '0-7' or "
+                        "'0,8,16,24' (default: rank r on host r)")
+    p.add_argument("--compute-scale", type=float, default=1.0,
+                   help="scale the trace's compute lags and start times (0: network only)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="bar chart of collective completion times (needs matplotlib)")
+    add_topology_options(p)
+    add_protocol_options(p, PROTOCOLS)
+    add_output_options(p)
+    return {"replay": cmd_replay}
+
+
+def apply_algorithms(collectives, specs):
+    """Collectives with the ``--algorithm OP=ALGO`` overrides applied."""
+    want = {}
+    for spec in specs or ():
+        op, sep, algo = spec.partition("=")
+        op, algo = op.strip(), algo.strip()
+        if not sep or op not in ALGORITHMS:
+            raise ValueError("--algorithm takes OP=ALGO with OP one of %s, got %r"
+                             % (", ".join(ALGORITHMS), spec))
+        if algo not in ALGORITHMS[op]:
+            raise ValueError("--algorithm %s: unknown algorithm %r (known: %s)"
+                             % (op, algo, ", ".join(ALGORITHMS[op])))
+        want[op] = algo
+    if not want:
+        return list(collectives)
+    return [Collective(c.id, c.op, c.ranks, c.size, want.get(c.op, c.algo), c.root, c.after,
+                       c.start_ps, c.dtype, c.tag, c.chunk_bytes) for c in collectives]
+
+
+def rank_map(spec, ranks):
+    if spec is None:
+        return None
+    hosts = parse_ranks(spec, "--rank-hosts")
+    if len(hosts) < len(ranks):
+        raise ValueError("--rank-hosts lists %d hosts but the trace has %d ranks"
+                         % (len(hosts), len(ranks)))
+    return dict(zip(ranks, hosts))
+
+
+def format_collectives(results_by_protocol):
+    """Per-collective table; with several protocols, their times side by side."""
+    protocols = list(results_by_protocol)
+    first = results_by_protocol[protocols[0]]
+    head = "%4s  %-20s %5s %11s  %-12s" % ("id", "op/algo", "ranks", "bytes", "tag")
+    if len(protocols) == 1:
+        head += "%10s %10s %10s %10s" % ("start us", "time us", "algbw Gb/s", "busbw Gb/s")
+    else:
+        for p in protocols:
+            head += " %14s %9s" % ("%s us" % p, "busbw")
+        head += "%8s" % ("x %s" % protocols[0])
+    lines = [head]
+    for i, res in enumerate(first.collectives):
+        c = res.coll
+        row = "%4d  %-20s %5d %11d  %-12s" % (c.id, "%s/%s" % (c.op, c.algo), len(c.ranks),
+                                              c.size, (c.tag or "")[:12])
+        if len(protocols) == 1:
+            t = res.time_ps()
+            row += "%10s %10s %10s %10s" % (_f(res.start_ps / 1e6 if res.start_ps >= 0 else None),
+                                            _f(None if t is None else t / 1e6),
+                                            _f(res.algbw_gbps()), _f(res.busbw_gbps()))
+        else:
+            times = []
+            for p in protocols:
+                r = results_by_protocol[p].collectives[i]
+                t = r.time_ps()
+                times.append(t)
+                row += " %14s %9s" % (_f(None if t is None else t / 1e6), _f(r.busbw_gbps()))
+            row += "%8s" % (_f(times[-1] / times[0]) if times[0] and times[-1] else "-")
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def _f(v):
+    if v is None:
+        return "-"
+    return "%.4g" % v if abs(v) < 1000 else "%.1f" % v
+
+
+def plot_collective_times(results_by_protocol, path, title=None):
+    """Grouped bars: completion time of every collective per protocol (matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise RuntimeError("plotting needs matplotlib: pip install 'gse-transport[plot]' "
+                           "(or pip install matplotlib)") from exc
+    protocols = list(results_by_protocol)
+    first = results_by_protocol[protocols[0]].collectives
+    labels = ["%d %s" % (r.coll.id, r.coll.tag or r.coll.op) for r in first]
+    width = 0.8 / len(protocols)
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.6 * len(labels) + 2), 4.0))
+    for k, p in enumerate(protocols):
+        ys = [(r.time_ps() or 0) / 1e6 for r in results_by_protocol[p].collectives]
+        xs = [i + (k - (len(protocols) - 1) / 2) * width for i in range(len(ys))]
+        ax.bar(xs, ys, width, label=p)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("collective completion time (us)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cmd_replay(args):
+    if args.runtime != "sim":
+        raise ValueError("replay on the %s runtime is not available yet (it needs the runtime "
+                         "to report deliveries to the replay driver); use --runtime sim"
+                         % args.runtime)
+    trace = load_trace(args.trace, args.format)
+    colls = apply_algorithms(trace.collectives, args.algorithm)
+    topo = topology_from_args(args)
+    hosts = rank_map(args.rank_hosts, trace.ranks())
+    until = until_ps(args)
+    if args.compare:
+        protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+        for p in protocols:
+            if p not in PROTOCOLS:
+                raise ValueError("unknown protocol %r in --protocols (known: %s)"
+                                 % (p, ", ".join(PROTOCOLS)))
+        if "roce" not in PROTOCOLS:
+            print("gse replay: the RoCE/PFC baseline is not available yet (protocols: %s); "
+                  "running GSE only" % ", ".join(PROTOCOLS), file=sys.stderr)
+        cargs = argparse.Namespace(**dict(vars(args), command="compare"))
+    else:
+        protocols = [args.protocol]
+        cargs = args
+    results = {}
+    for p in protocols:
+        cfg = gse_config_from_args(cargs, p)
+        res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts, until,
+                     args.compute_scale)
+        res.summary["topology"] = describe_topology_args(args)
+        res.summary["trace"] = trace.summary()
+        res.summary["runtime"] = args.runtime
+        res.summary["config"] = cfg.as_dict()
+        results[p] = res
+    if not args.quiet:
+        t = trace.summary()
+        print("trace: %s, %d file(s), %d records, %d collectives over %d ranks, %d skipped%s"
+              % (t["format"], len(t["files"]), t["records"], t["collectives"], t["ranks"],
+                 t["skipped_total"], "" if not t["skipped"] else " (%s)" % ", ".join(
+                     "%s: %d" % kv for kv in sorted(t["skipped"].items()))))
+        for note in t["notes"]:
+            print("note: %s" % note)
+        print(format_collectives(results))
+        print()
+        if len(results) == 1:
+            print(format_summary(next(iter(results.values())).summary))
+        else:
+            print(format_side_by_side([r.summary for r in results.values()], list(results)))
+    if args.json:
+        write_json(args.json, next(iter(results.values())).summary if len(results) == 1
+                   else {p: r.summary for p, r in results.items()})
+    if args.records:
+        for p, r in results.items():
+            path = args.records
+            if len(results) > 1:
+                stem, dot, ext = path.rpartition(".")
+                path = "%s.%s.%s" % (stem, p, ext) if dot else "%s.%s" % (path, p)
+            write_records(path, r.records)
+    if args.plot:
+        plot_collective_times(results, args.plot, "replay of %s on %s"
+                              % (trace.name or trace.format, args.topology))
+        print("plot written to %s" % args.plot)
+    ok = all(r.summary["lost"] == 0 and r.summary["collectives_done"] ==
+             r.summary["collectives_total"] for r in results.values())
+    return 0 if ok else 1

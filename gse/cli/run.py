@@ -1,0 +1,125 @@
+"""Commands of the real-network runtimes, loaded by ``gse.cli.main``.
+
+    gse run --runtime udp --k 4 --link-gbps 0.1 --traffic incast --senders 8 --json out.json
+    gse agent-configs --k 4 --traffic permutation --size 100000 --out-dir nodes/
+
+``gse run`` takes every option of ``gse sim`` and writes the same summary; its defaults
+are scaled to what one Python process carries over real sockets (k=4, 0.1 Gb/s links,
+200 KB messages, 8 incast senders).  Protocol timers get their real-time values
+(``gse.runtimes.udp.config.UDP_TIMERS``) unless set with ``--set``.  ``--runtime`` chooses where
+the nodes run: ``udp`` (this process, loopback); a runtime module listed in ``RUNTIMES``
+that is installed adds its own choice (Mininet: ``gse.runtimes.mininet.run``, providing
+``run_from_args(args, topo, messages, config) -> (summary, records)``).
+"""
+
+import importlib
+import importlib.util
+import sys
+
+from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from_args,
+                            topology_from_args, traffic_from_args, until_ps)
+from gse.config import PS_PER_US
+from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
+                                     udp_protocols, write_node_configs)
+from gse.runtimes.udp.io import LOOPS
+
+# runtime name -> module with run_from_args(args, topo, messages, config); "udp" is here.
+RUNTIMES = {"udp": None, "mininet": "gse.runtimes.mininet.run"}
+
+UDP_DEFAULTS = {"k": 4, "link_gbps": 0.1, "size": 200_000, "senders": 8, "messages": 200}
+
+
+def available_runtimes():
+    return [name for name, mod in RUNTIMES.items()
+            if mod is None or importlib.util.find_spec(mod) is not None]
+
+
+def explicit_settings(args):
+    """Parameter names the user set with ``--set`` (with or without a protocol prefix)."""
+    names = set()
+    for item in getattr(args, "set", None) or ():
+        name = item.split("=", 1)[0].strip()
+        names.add(name.split(".", 1)[1] if "." in name else name)
+    return names
+
+
+def run_from_args(args, topo, messages, config):
+    from gse.runtimes.udp.network import run_udp
+    until = until_ps(args)
+    result = run_udp(topo, messages, args.protocol, config, args.seed, args.loss,
+                     args.corrupt, until, args.timeout_s, args.loop, args.addressing,
+                     int(args.slack_us * PS_PER_US), not args.coarse_timers)
+    return result.summary, result.records
+
+
+def cmd_run(args):
+    topo = topology_from_args(args)
+    messages = traffic_from_args(args, topo)
+    if not messages:
+        raise ValueError("the traffic has no messages")
+    cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
+    try:
+        if args.runtime == "udp":
+            summary, records = run_from_args(args, topo, messages, cfg)
+        else:
+            module = importlib.import_module(RUNTIMES[args.runtime])
+            summary, records = module.run_from_args(args, topo, messages, cfg)
+    except KeyboardInterrupt:           # sockets and tasks are closed by then
+        print("gse run: interrupted", file=sys.stderr)
+        return 130
+    summary = describe_run(summary, args, cfg)
+    emit(summary, records, args)
+    return 0 if summary["lost"] == 0 else 1
+
+
+def cmd_agent_configs(args):
+    topo = topology_from_args(args)
+    messages = traffic_from_args(args, topo)
+    cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
+    addrs = loopback_addresses(topo, args.base_ip, args.port)
+    run = {"timeout_s": args.timeout_s, "loop": args.loop}
+    confs = node_configs(topo, messages, args.protocol, cfg, args.seed, addrs, args.loss,
+                         args.corrupt, output_dir=args.out_dir, run=run)
+    paths = write_node_configs(confs, args.out_dir)
+    print("wrote %d node configurations (%d hosts, %d messages) to %s"
+          % (len(paths), len(topo.hosts), len(messages), args.out_dir))
+    return 0
+
+
+def _udp_run_options(p):
+    g = p.add_argument_group("udp runtime")
+    g.add_argument("--timeout-s", type=float, default=120.0,
+                   help="wall-clock bound of the run (default 120)")
+    g.add_argument("--until-us", type=float, default=None,
+                   help="stop when the run's clock reaches this time")
+    g.add_argument("--loop", choices=LOOPS, default="auto",
+                   help="event loop (auto: uvloop when installed)")
+    g.add_argument("--addressing", choices=("ports", "ips"), default="ports",
+                   help="ports: 127.0.0.1 and one port per node; ips: 127.78.x.y per node")
+    g.add_argument("--slack-us", type=float, default=20.0,
+                   help="emulated wire times below this are not waited for")
+    g.add_argument("--coarse-timers", action="store_true",
+                   help="sleep >= 1 ms instead of polling for sub-millisecond timers")
+
+
+def add_commands(sub):
+    protocols = udp_protocols()
+
+    p = sub.add_parser("run", help="run traffic over a real network runtime (UDP sockets)",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("--runtime", choices=available_runtimes(), default="udp",
+                   help="udp: every node in this process on the loopback range")
+    add_run_options(p, protocols)
+    p.set_defaults(**UDP_DEFAULTS)
+    _udp_run_options(p)
+
+    p = sub.add_parser("agent-configs",
+                       help="write the per-node configurations of a topology and traffic")
+    add_run_options(p, protocols)
+    p.set_defaults(**UDP_DEFAULTS)
+    p.add_argument("--out-dir", required=True, help="one NAME.json per node; results too")
+    p.add_argument("--base-ip", default="127.77.0.0", help="node n binds base + n + 1")
+    p.add_argument("--port", type=int, default=47000, help="UDP port of every node")
+    p.add_argument("--timeout-s", type=float, default=RUN_DEFAULTS["timeout_s"])
+    p.add_argument("--loop", choices=LOOPS, default="auto")
+    return {"run": cmd_run, "agent-configs": cmd_agent_configs}

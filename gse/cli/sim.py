@@ -1,0 +1,38 @@
+"""``gse sim``: one protocol in the deterministic in-process simulation.
+
+    gse sim --topology fat-tree --k 8 --link-gbps 100 --traffic permutation \\
+            --size 2000000 --protocol gse --seed 1 --json out.json
+    gse sim --traffic-file flows.cm
+"""
+
+from gse.cli.common import (
+    add_run_options,
+    describe_run,
+    emit,
+    gse_config_from_args,
+    topology_from_args,
+    traffic_from_args,
+    until_ps,
+)
+from gse.protocols import PROTOCOLS
+from gse.runtimes.sim.run import run_simulation
+
+
+def add_commands(sub):
+    p = sub.add_parser("sim", help="run the deterministic in-process simulation")
+    add_run_options(p, PROTOCOLS)
+    p.add_argument("--until-us", type=float, default=None, help="stop the run at this time")
+    return {"sim": cmd_sim}
+
+
+def cmd_sim(args):
+    topo = topology_from_args(args)
+    messages = traffic_from_args(args, topo)
+    if not messages:
+        raise ValueError("the traffic has no messages")
+    cfg = gse_config_from_args(args)
+    result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
+                            args.corrupt, until_ps(args))
+    summary = describe_run(result.summary, args, cfg)
+    emit(summary, result.records, args)
+    return 0 if summary["lost"] == 0 else 1

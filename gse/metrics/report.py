@@ -1,0 +1,88 @@
+"""Human-readable tables and per-message record files."""
+
+import csv
+import json
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "%.4g" % v if abs(v) < 1000 else "%.1f" % v
+    return str(v)
+
+
+def format_summary(s):
+    """A short table of one run's summary."""
+    rows = [
+        ("protocol", s.get("protocol")),
+        ("messages / delivered / lost", "%d / %d / %d" % (s["messages"], s["delivered"],
+                                                          s["lost"])),
+        ("FCT us p50 / p99 / p99.9 / max", " / ".join(_fmt(s["fct_us"][k])
+                                                      for k in ("p50", "p99", "p999", "max"))),
+        ("slowdown p50 / p99 / max", " / ".join(_fmt(s["slowdown"][k])
+                                                for k in ("p50", "p99", "max"))),
+        ("goodput Gb/s p50 / min", " / ".join(_fmt(s["goodput_gbps"][k]) for k in ("p50", "min"))),
+        ("drops (queue + wire) / trims", "%d (%d + %d) / %d" % (s["drops"], s["queue_drops"],
+                                                               s["wire_drops"], s["trims"])),
+        ("retransmits / ECN marks", "%d / %d" % (s["retransmits"], s["ecn_marks"])),
+        ("peak queue B max / ToR->host / by tier",
+         "%s / %s / %s" % (_fmt(s["peak_queue_bytes"]["max"]),
+                           _fmt(s["peak_queue_bytes"]["edge_down"]),
+                           ", ".join("%s %s" % (k, _fmt(v)) for k, v in
+                                     sorted(s["peak_queue_bytes"].items())
+                                     if k not in ("max", "edge_down", "host") and v))),
+    ]
+    for key in ("pfc_pauses", "paused_time_us"):
+        if key in s:
+            rows.append((key, _fmt(s[key])))
+    rows += [
+        ("base RTT us / sim time us", "%s / %s" % (_fmt(s["base_rtt_us"]),
+                                                  _fmt(s["sim_time_us"]))),
+        ("events / wall s / events/s", "%d / %s / %s" % (s["events"], _fmt(s["wall_s"]),
+                                                          _fmt(s["events_per_s"]))),
+    ]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)
+
+
+def format_side_by_side(summaries, labels):
+    """Several summaries in columns (protocol comparisons)."""
+    keys = [("messages", lambda s: s["messages"]), ("lost", lambda s: s["lost"]),
+            ("FCT p50 us", lambda s: s["fct_us"]["p50"]),
+            ("FCT p99 us", lambda s: s["fct_us"]["p99"]),
+            ("FCT max us", lambda s: s["fct_us"]["max"]),
+            ("slowdown p99", lambda s: s["slowdown"]["p99"]),
+            ("goodput p50 Gb/s", lambda s: s["goodput_gbps"]["p50"]),
+            ("drops", lambda s: s["drops"]), ("trims", lambda s: s["trims"]),
+            ("retransmits", lambda s: s["retransmits"]),
+            ("ECN marks", lambda s: s["ecn_marks"]),
+            ("peak queue B", lambda s: s["peak_queue_bytes"]["max"]),
+            ("PFC pauses", lambda s: s.get("pfc_pauses")),
+            ("paused us", lambda s: s.get("paused_time_us"))]
+    lines = ["%-18s" % "" + "".join("%16s" % l for l in labels)]
+    for name, get in keys:
+        lines.append("%-18s" % name + "".join("%16s" % _fmt(get(s)) for s in summaries))
+    return "\n".join(lines)
+
+
+def side_by_side(results):
+    """The side-by-side table of ``{label: RunResult}``."""
+    labels = list(results)
+    return format_side_by_side([results[p].summary for p in labels], labels)
+
+
+def write_records(path, records):
+    """Per-message records: CSV if the name ends in .csv, else JSON Lines."""
+    rows = [r.as_dict() for r in records]
+    if path.endswith(".csv"):
+        fields = ["msg_id", "src", "dst", "size", "start_us", "deliver_us", "finish_us", "fct_us",
+                  "ideal_us", "slowdown", "goodput_gbps", "retransmits", "delivered"]
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+    else:
+        with open(path, "w") as f:
+            for row in rows:
+                f.write(json.dumps(row, sort_keys=True) + "\n")

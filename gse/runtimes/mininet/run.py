@@ -1,0 +1,383 @@
+"""``gse run --runtime mininet``: every node of the fabric is a ``gse agent`` process in
+its own Mininet namespace, linked to its neighbours by veths (one /31 per link).
+
+    gse run --runtime mininet --k 4 --link-gbps 0.02 --traffic incast --senders 8 --size 100000
+
+    from gse.runtimes.mininet.run import run_mininet
+    result = run_mininet(fat_tree(4, link_gbps=0.02), messages, "roce", timeout_s=60)
+    result.summary["lost"], result.summary["pfc_pauses"], result.summary["mininet"]
+
+A run: lay the topology out (``gse.runtimes.mininet.fabric.MininetFabric``); write every
+node's configuration (``gse.runtimes.udp.config.node_configs``, then each port's neighbour address
+replaced by the neighbour's address on that link, every agent binding 0.0.0.0); start
+``python -m gse agent --config NODE.json`` in every namespace with a shared time 0
+(``run.start_at_unix``) far enough ahead for all of them to have bound their sockets;
+wait until every host agent has exited (done: its messages acknowledged, the ones it
+expects delivered, then ``linger_s`` quiet) or the wall-clock bound; SIGTERM the switch
+agents (they write their counters on the way out); tear the network down; build the
+summary of ``gse sim`` from the agents' files (``summarize_agent_outputs``), with a
+``mininet`` section: set-up, start, run and tear-down times, exit codes, missing outputs,
+and what was left behind (nothing, or it says what).
+
+Agents run with coarse timers (one process per node; they outnumber the cores), 8 MiB
+receive buffers, the protocol timers of ``udp_profile`` and the emulated links of
+``gse.runtimes.udp.link``; see docs/mininet.md for the rates a machine sustains.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from gse.config import PS_PER_US
+from gse.protocols import default_config
+from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
+from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
+from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
+from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
+from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
+from gse.runtimes.udp.results import summarize_agent_outputs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AGENT_PORT = 47000
+POLL_S = 0.2
+SWITCH_STOP_GRACE_S = 5.0
+FAITHFUL_GBPS = 0.03   # a port's packet time (4,160 B) must exceed the ~1 ms timer tick
+
+
+class MininetRunResult:
+    __slots__ = ("summary", "records", "work_dir")
+
+    def __init__(self, summary, records, work_dir):
+        self.summary = summary
+        self.records = records
+        self.work_dir = work_dir        # None when the files were temporary (removed)
+
+
+def default_start_budget(n_nodes):
+    """Seconds from launching the agents to their shared time 0.
+
+    An agent takes ~0.2 s of CPU to import, read its configuration and bind (36 agents
+    of the k=4 Fat-Tree: 7 s of CPU, 2.5-6 s on two cores; the 232 of the pod Fat-Tree:
+    33 s), so: 2 s plus 0.35 s per node per core.  Agents not up by time 0 are reported (``late_agents``); datagrams sent to
+    them before then are lost and recovered like any loss.
+    """
+    cores = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                else (os.cpu_count() or 1))
+    return round(2.0 + 0.35 * n_nodes / cores, 1)
+
+
+def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_rate,
+                  output_dir, run, port=AGENT_PORT):
+    """Every node's ``gse agent`` configuration on ``fabric``: the node binds 0.0.0.0:port
+    and reaches the neighbour on port p at the neighbour's own address on that link."""
+    topo = fabric.topo
+    confs = node_configs(topo, messages, protocol, config, seed,
+                         [("0.0.0.0", port)] * len(topo.nodes), loss_rate, corrupt_rate,
+                         output_dir=output_dir, run=run)
+    for conf in confs:
+        addrs = fabric.port_addresses(conf["node"])
+        conf["bind"] = ["0.0.0.0", port]
+        conf["interfaces"] = [{"port": p, "intf": intf, "ip": ip, "peer_ip": peer}
+                              for p, (intf, ip, peer) in enumerate(addrs)]
+        for pc in conf["ports"]:
+            pc["peer_addr"] = [addrs[pc["port"]][2], port]
+    return confs
+
+
+def agent_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
+                corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
+                start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
+                progress=None, label=None):
+    """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
+    ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
+
+    ``timeout_s`` bounds the traffic (from time 0); the whole run, set-up and tear-down
+    included, is bounded too (``guard``).  ``out_dir`` keeps every agent's configuration,
+    log, counters and records (``<out_dir>/agents/``) and the network's state file;
+    without it they go to a temporary folder that is removed.  ``progress(dict)`` is
+    called about five times a second.  SIGTERM raises ``Terminated`` after tearing down.
+    """
+    check_protocol(protocol)
+    reason = mininet_unavailable()
+    if reason:
+        raise MininetUnavailable(reason)
+    if not messages:
+        raise ValueError("the traffic has no messages")
+    for m in messages:
+        if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
+            raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
+                             % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
+    cfg = config if config is not None else udp_profile(default_config(protocol))
+    n = len(topo.nodes)
+    budget = default_start_budget(n) if start_budget_s is None else start_budget_s
+    work = os.path.abspath(out_dir) if out_dir else tempfile.mkdtemp(prefix="gse-mininet-")
+    agents = os.path.join(work, "agents")
+    os.makedirs(agents, exist_ok=True)
+    bound = 60.0 + 0.1 * n + 2 * budget + timeout_s + linger_s + SWITCH_STOP_GRACE_S
+    fabric = MininetFabric(topo, ip_base, state_path=os.path.join(work, "fabric.json"))
+    run = _Run(fabric, protocol, progress, label)
+    t_all = time.perf_counter()
+    try:
+        with guard(bound):
+            try:
+                run.phase("building")
+                fabric.start()
+                run_opts = {"timeout_s": 0.0, "loop": loop, "precise_timers": False,
+                            "rcvbuf_bytes": SOCKET_BUFFER_BYTES, "linger_s": linger_s}
+                if slack_ps is not None:
+                    run_opts["slack_ps"] = int(slack_ps)
+                t_launch = time.time()
+                start_at = t_launch + budget
+                run_opts["start_at_unix"] = start_at
+                run_opts["timeout_s"] = round(budget + timeout_s, 3)
+                confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
+                                      corrupt_rate, agents, run_opts, port)
+                paths = write_node_configs(confs, os.path.join(agents, "conf"))
+                run.launch(paths, agents, start_at, port)
+                run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
+            finally:
+                fabric.stop()
+        run.phase("collecting")
+        summary, records = _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric,
+                                      budget, ip_base, port)
+        summary["mininet"]["total_s"] = round(time.perf_counter() - t_all, 3)
+        if out_dir:
+            summary["mininet"]["work_dir"] = work
+    finally:
+        run.close()
+        if not out_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    return MininetRunResult(summary, records, work if out_dir else None)
+
+
+class _Run:
+    """The agents of one run: launch, watch, stop; the progress line's numbers."""
+
+    def __init__(self, fabric, protocol, progress, label):
+        self.fabric = fabric
+        self.protocol = protocol
+        self.progress = progress
+        self.label = label or protocol
+        self.procs = {}            # nid -> Popen
+        self.exit_at = {}          # nid -> unix time of exit
+        self.ready_s = None
+        self.late = []
+        self.end = "not run"
+        self.wall_s = 0.0
+        self.t_launch = None
+        self.start_at = None
+        self.stage = "starting"
+        self.datagrams = 0
+        self.port = AGENT_PORT
+
+    def phase(self, name):
+        self.stage = name
+        self._report(force=True)
+
+    def launch(self, paths, agents, start_at, port):
+        self.port = port
+        self.t_launch = time.time()
+        self.start_at = start_at
+        env = agent_env()
+        topo = self.fabric.topo
+        for nid, path in enumerate(paths):
+            log = os.path.join(agents, topo.nodes[nid].name + ".log")
+            self.procs[nid] = self.fabric.popen(
+                nid, [sys.executable, "-m", "gse.runtimes.udp.agent_process", "--config", path],
+                log_path=log, env=env, cwd=ROOT)
+        self.stage = "starting"
+
+    def hosts(self):
+        return [nid for nid in self.procs if self.fabric.topo.nodes[nid].kind == "host"]
+
+    def wait(self, start_at, deadline):
+        hosts = self.hosts()
+        pending_ready = set(self.procs)
+        while True:
+            now = time.time()
+            for nid, p in self.procs.items():
+                if nid not in self.exit_at and p.poll() is not None:
+                    self.exit_at[nid] = now
+                    if p.returncode == 2:
+                        raise RuntimeError("agent %s: configuration refused: %s"
+                                           % (self.fabric.topo.nodes[nid].name,
+                                              self.log_tail(nid)))
+            if pending_ready:
+                pending_ready = {nid for nid in pending_ready if nid not in self.exit_at
+                                 and not udp_bound(self.procs[nid].pid, self.port)}
+                if not pending_ready:
+                    self.ready_s = now - self.t_launch
+                elif now >= start_at and not self.late:
+                    self.late = sorted(self.fabric.topo.nodes[nid].name
+                                       for nid in pending_ready)
+            if now >= start_at:
+                self.stage = "running"
+            done = [nid for nid in hosts if nid in self.exit_at]
+            if len(done) == len(hosts):
+                codes = [self.procs[nid].returncode for nid in hosts]
+                self.end = "done" if all(c == 0 for c in codes) else "incomplete"
+                break
+            if now >= deadline:
+                self.end = "timeout"
+                break
+            self._report()
+            time.sleep(POLL_S)
+        last = max((self.exit_at[nid] for nid in hosts if nid in self.exit_at),
+                   default=time.time())
+        self.wall_s = max(0.0, min(last, time.time()) - start_at)
+        self.stage = "stopping"
+        self._report(force=True)
+        # switches (and, after a timeout, anything still running): SIGTERM, they write
+        self.fabric.terminate_programs([p for p in self.procs.values() if p.poll() is None],
+                                       SWITCH_STOP_GRACE_S)
+        for nid, p in self.procs.items():
+            self.exit_at.setdefault(nid, time.time())
+
+    def log_tail(self, nid, lines=3):
+        path = os.path.join(os.path.dirname(self.fabric.state_path), "agents",
+                            self.fabric.topo.nodes[nid].name + ".log")
+        try:
+            with open(path, errors="replace") as f:
+                return " | ".join(f.read().strip().splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    _last_report = 0.0
+
+    def _report(self, force=False):
+        if self.progress is None:
+            return
+        now = time.time()
+        if not force and now - self._last_report < 0.2:
+            return
+        self._last_report = now
+        hosts = self.hosts()
+        datagrams = self.datagrams
+        if self.fabric.started and not self.fabric.stopped and self.procs:
+            datagrams = self.datagrams = sum(udp_in_datagrams(h.pid)
+                                             for h in self.fabric.nodes)
+        ready = (len(self.procs) if self.ready_s is not None else
+                 sum(1 for nid, p in self.procs.items()
+                     if nid not in self.exit_at and p.poll() is None
+                     and udp_bound(p.pid, self.port)))
+        self.progress({"label": self.label, "stage": self.stage,
+                       "t_s": (now - self.start_at) if self.start_at else 0.0,
+                       "agents": len(self.procs), "ready": ready,
+                       "hosts": len(hosts),
+                       "hosts_done": sum(1 for nid in hosts if nid in self.exit_at),
+                       "datagrams": datagrams})
+
+    def close(self):
+        if self.progress is not None:
+            self.progress(None)            # end of the progress line
+
+
+def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, ip_base,
+               port):
+    counter_files, record_files, missing = [], [], []
+    for conf in confs:
+        for key in ("counters", "records"):
+            path = conf["output"].get(key)
+            if not path:
+                continue
+            if os.path.exists(path):
+                (counter_files if key == "counters" else record_files).append(path)
+            else:
+                missing.append(os.path.basename(path))
+    summary, records = summarize_agent_outputs(
+        topo, messages, cfg, counter_files, record_files, protocol, seed, run.wall_s,
+        {"runtime": "mininet"})
+    counters = []
+    for path in counter_files:
+        with open(path) as f:
+            counters.append(json.load(f))
+    late = [c.get("timer_late", {}) for c in counters]
+    errors = [e for c in counters for e in c.get("errors", [])]
+    udp = summary["udp"]
+    udp.update({"loop": sorted({c.get("loop", "?") for c in counters}), "end": run.end,
+                "addressing": "mininet: one /31 per link, agents bind 0.0.0.0:%d" % port,
+                "nodes": len(topo.nodes),
+                "timer_late": {"mean_us": round(sum(x.get("mean_us", 0) for x in late)
+                                                / max(1, len(late)), 1),
+                               "max_us": max((x.get("max_us", 0) for x in late), default=0),
+                               "over_1ms": sum(x.get("over_1ms", 0) for x in late)},
+                "precise_timers": False, "errors": errors[:20]})
+    codes = {}
+    for nid, p in run.procs.items():
+        key = str(p.returncode)
+        codes[key] = codes.get(key, 0) + 1
+    summary["mininet"] = {
+        "nodes": len(topo.nodes), "links": len(topo.links), "ip_base": ip_base, "port": port,
+        "setup_s": _r(fabric.setup_s), "start_budget_s": budget,
+        "agents_ready_s": _r(run.ready_s), "late_agents": run.late,
+        "run_s": _r(run.wall_s), "teardown_s": _r(fabric.teardown_s),
+        "end": run.end, "exit_codes": codes, "missing_outputs": missing,
+        "left_behind": fabric.left_behind(), "fabric_errors": fabric.errors,
+    }
+    return summary, records
+
+
+def _r(x):
+    return None if x is None else round(x, 3)
+
+
+class ProgressLine:
+    """``progress`` for ``run_mininet``: one rewritten line on a terminal, a line every
+    ``every_s`` seconds otherwise (logs, CI)."""
+
+    def __init__(self, stream=None, every_s=10.0):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.every_s = every_s
+        self.last = 0.0
+        self.width = 0
+        self.stage = None
+
+    def __call__(self, p):
+        if p is None:
+            if self.tty and self.width:
+                self.stream.write("\r%s\r" % (" " * self.width))
+                self.stream.flush()
+            self.width = 0
+            return
+        text = ("[%s] %-10s t=%6.1fs  agents up %d/%d  hosts done %d/%d  datagrams %d"
+                % (p["label"], p["stage"], p["t_s"], p["ready"], p["agents"],
+                   p["hosts_done"], p["hosts"], p["datagrams"]))
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r" + text.ljust(self.width))
+            self.width = max(self.width, len(text))
+        elif now - self.last >= self.every_s or p["stage"] != self.stage:
+            self.stream.write(text + "\n")
+            self.last = now
+        self.stage = p["stage"]
+        self.stream.flush()
+
+
+def run_from_args(args, topo, messages, config):
+    """The ``gse run --runtime mininet`` hook (see ``gse.cli.run``)."""
+    if getattr(args, "until_us", None) is not None:
+        raise ValueError("--until-us: the mininet runtime runs until the agents are done "
+                         "or --timeout-s passes")
+    fastest = max(link.gbps for link in topo.links)
+    if fastest > FAITHFUL_GBPS:
+        print("gse run: warning: links at %g Gb/s; agents in Mininet sleep >= 1 ms between "
+              "timers, so one port keeps its emulated rate up to ~%g Gb/s (docs/mininet.md)"
+              % (fastest, FAITHFUL_GBPS), file=sys.stderr)
+    slack = getattr(args, "slack_us", None)
+    progress = ProgressLine() if sys.stderr.isatty() and not args.quiet else None
+    result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
+                         args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
+                         slack_ps=None if slack is None else int(slack * PS_PER_US),
+                         progress=progress)
+    return result.summary, result.records

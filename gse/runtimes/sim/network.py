@@ -1,0 +1,398 @@
+"""The in-process simulation runtime: a topology of ports, links and agents on one clock.
+
+Roles follow htsim: an egress port serialises at its link rate and hands the packet to the
+link, which delivers it ``delay`` later to the peer's ingress; a switch node routes and
+enqueues at an egress port; a host node drives its sans-I/O agent, whose NIC pulls packets
+only when the link is free (so hosts never queue data, as htsim's NIC).  Ports only
+schedule a wake-up when something waits behind the packet on the wire, which halves the
+event count of an uncongested hop.
+
+PFC (RoCE baseline): a switch with a ``PfcState`` counts queued data bytes per ingress
+port and sends PAUSE/RESUME frames (control class) to the upstream neighbour, whose egress
+port toward it stops and restarts its data class; paused time is kept per port.  As in
+802.1Qbb a PAUSE holds for its quanta (x 512 bit times) and the switch refreshes it at half
+that while the port stays over XOFF, so a lost RESUME or PAUSE cannot stall a port forever.
+
+Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
+``corrupt_rate`` flips a bit (the receiving host's checksum fails: counted and dropped).
+"""
+
+import random
+
+from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
+from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
+from switchmodel.pfc import PfcState
+from switchmodel.queue import ENQUEUED, OutputQueue
+from switchmodel.switch import Switch
+
+
+def ser_ps(nbytes, mbps):
+    return (nbytes * 8_000_000 + mbps - 1) // mbps
+
+
+class LinkPort(Handler):
+    """One direction of a link: the egress queue of ``node`` on local ``port``.
+
+    Its events are wake-ups (``fire`` = ``wake``)."""
+
+    __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
+                 "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
+                 "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
+                 "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver")
+
+    def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
+        self.eq = eq
+        self.queue = queue
+        self.mbps = int(round(gbps * 1000))
+        self.delay = delay_ps
+        self.peer = None          # receiving node object (has .receive(pkt, in_port))
+        self.peer_port = 0
+        self.busy_until = 0
+        self.wake_pending = False
+        self.loss = 0.0
+        self.corrupt = 0.0
+        self.rng = None
+        self.wire_drops = 0
+        self.wire_corrupt = 0
+        self.node = node
+        self.port = port
+        self.kind = kind          # kind of the node that owns this egress
+        self.faces_host = faces_host
+        self.pfc = None           # the owning switch's PfcState, if PFC is on
+        self.owner = None         # the owning node object (sends PFC frames)
+        self.paused_since = -1
+        self.paused_ps = 0
+        self.pauses_received = 0
+        self.pause_until = -1
+        self.wake_fn = event_target(self, self.wake)  # once, for the event queue
+        self.deliver = None       # event target of peer.receive (set with peer)
+
+    def fire(self, a, b):
+        self.wake(a, b)
+
+    def offer(self, pkt):
+        """A packet routed to this port."""
+        eq = self.eq
+        now = eq.now
+        queue = self.queue
+        if (self.busy_until <= now and not self.wake_pending
+                and (not queue.paused or pkt.prio == PRIO_CONTROL)):
+            queue.count_unqueued(pkt)
+            self.transmit(pkt, now)
+            return
+        result = queue.enqueue(pkt)
+        pfc = self.pfc
+        if pfc is not None and result == ENQUEUED and pkt.prio == PRIO_DATA:
+            if pfc.on_enqueue(pkt.ingress, pkt.size):
+                self.owner.send_pfc(pkt.ingress, PAUSE)
+        if not self.wake_pending and queue.has_packets():
+            self.wake_pending = True
+            eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
+
+    def wake(self, _a, _b):
+        now = self.eq.now
+        pkt = self.queue.dequeue()
+        if pkt is None:
+            self.wake_pending = False
+            return
+        pfc = self.pfc
+        if pfc is not None and pkt.prio == PRIO_DATA:
+            if pfc.on_dequeue(pkt.ingress, pkt.size):
+                self.owner.send_pfc(pkt.ingress, RESUME)
+        self.transmit(pkt, now)
+        if self.queue.has_packets():
+            self.eq.at(self.busy_until, self.wake_fn, None, None)
+        else:
+            self.wake_pending = False
+
+    def on_pfc(self, pkt, now):
+        """A PAUSE or RESUME from the neighbour this port sends to."""
+        if pkt.kind == PAUSE and pkt.credit > 0:
+            until = now + (pkt.credit * 512 * 1_000_000 + self.mbps - 1) // self.mbps
+            if not self.queue.paused:
+                self.queue.paused = True
+                self.paused_since = now
+                self.pauses_received += 1
+            if until > self.pause_until:
+                self.pause_until = until
+                self.eq.at(until, self.pause_expired, until, None)
+            return
+        self.resume(now)
+
+    def pause_expired(self, until, _b):
+        if self.queue.paused and until == self.pause_until:
+            self.resume(self.eq.now)
+
+    def resume(self, now):
+        queue = self.queue
+        self.pause_until = -1
+        if queue.paused:
+            queue.paused = False
+            self.paused_ps += now - self.paused_since
+            self.paused_since = -1
+            self.restart(now)
+
+    def restart(self, now):
+        if not self.wake_pending and self.queue.has_packets():
+            self.wake_pending = True
+            self.eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
+
+    def paused_total_ps(self, now):
+        if self.queue.paused:
+            return self.paused_ps + now - self.paused_since
+        return self.paused_ps
+
+    def transmit(self, pkt, now):
+        done = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.busy_until = done
+        if self.rng is not None:
+            r = self.rng.random()
+            if r < self.loss:
+                self.wire_drops += 1
+                return
+            if r < self.loss + self.corrupt:
+                self.wire_corrupt += 1
+                pkt.corrupt = True
+        self.eq.at(done + self.delay, self.deliver, pkt, self.peer_port)
+
+
+class HostPort(LinkPort):
+    """A host NIC: it pulls from its agent whenever the link is free."""
+
+    __slots__ = ("agent",)
+
+    def kick(self, now):
+        if self.wake_pending or self.busy_until > now:
+            return
+        pkt = self.agent.poll(now, not self.queue.paused)
+        if pkt is None:
+            return
+        self.queue.count_unqueued(pkt)
+        self.transmit(pkt, now)
+        self.wake_pending = True
+        self.eq.at(self.busy_until, self.wake_fn, None, None)
+
+    def wake(self, _a, _b):
+        # through the host node: a poll may arm agent timers (pacing, RTO, tail probe)
+        # that the node's one wake-up must then cover
+        self.wake_pending = False
+        node = self.owner
+        node.after(self.eq.now)
+
+    def restart(self, now):
+        node = self.owner
+        node.after(now)
+
+
+class SwitchNode(Handler):
+    """A switch: its events are packet arrivals (``fire`` = ``receive``)."""
+
+    __slots__ = ("eq", "switch", "ports", "latency", "unroutable", "pfc", "pfc_frames",
+                 "bad_frames")
+
+    def __init__(self, eq, switch, latency_ps):
+        self.eq = eq
+        self.switch = switch
+        self.ports = []
+        self.latency = latency_ps
+        self.unroutable = 0
+        self.pfc = None
+        self.pfc_frames = 0       # PAUSE and RESUME frames sent, refreshes included
+        self.bad_frames = 0       # corrupted PFC frames ignored
+
+    def send_pfc(self, port, kind):
+        """PAUSE (with quanta) or RESUME to the neighbour on ``port``, ahead of data."""
+        quanta = self.pfc.cfg.pause_quanta if kind == PAUSE else 0
+        self.pfc_frames += 1
+        self.ports[port].offer(Packet(kind, self.switch.node, -1, 0, 0, 0, 0, 0, 0, quanta,
+                                      PRIO_DATA, 0, 0, self.eq.now, PRIO_CONTROL))
+        if kind == PAUSE:
+            self.eq.at(self.eq.now + self._refresh_ps(port), self.refresh_pause, port, None)
+
+    def _refresh_ps(self, port):
+        """Half the pause time, so the upstream never resumes while we are over XOFF."""
+        mbps = self.ports[port].mbps
+        return self.pfc.cfg.pause_quanta * 512 * 1_000_000 // mbps // 2
+
+    def refresh_pause(self, port, _b):
+        if self.pfc.pausing[port]:
+            self.send_pfc(port, PAUSE)
+
+    def fire(self, a, b):
+        self.receive(a, b)
+
+    def receive(self, pkt, in_port):
+        if self.latency:
+            self.eq.at(self.eq.now + self.latency, self.forward, pkt, in_port)
+        else:
+            self.forward(pkt, in_port)
+
+    def forward(self, pkt, in_port):
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            if pkt.corrupt:
+                self.bad_frames += 1
+            else:
+                self.ports[in_port].on_pfc(pkt, self.eq.now)
+            return
+        pkt.ingress = in_port
+        port = self.switch.route(pkt)
+        if port < 0:
+            self.unroutable += 1
+            return
+        egress = self.ports[port]
+        egress.offer(pkt)
+
+
+class HostNode(Handler):
+    """A host: its events are packet arrivals (``fire`` = ``receive``) and its timer."""
+
+    __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered",
+                 "sent_done", "timer_fn")
+
+    def __init__(self, eq, agent, on_delivered, on_sent):
+        self.eq = eq
+        self.agent = agent
+        self.nic = None
+        self.timer_at = -1
+        self.on_delivered = on_delivered
+        self.on_sent = on_sent
+        # the agent's output lists, drained after every call (never replaced, only cleared):
+        # held here so that the compiled build reads them without attribute lookups
+        self.delivered = agent.receiver.delivered
+        self.sent_done = agent.sent_done
+        self.timer_fn = self.on_timer     # bound once, for the event queue
+
+    def fire(self, a, b):
+        self.receive(a, b)
+
+    def receive(self, pkt, in_port):
+        now = self.eq.now
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            if not pkt.corrupt:
+                self.nic.on_pfc(pkt, now)
+            return
+        self.agent.receive(pkt, now)
+        self.after(now)
+
+    def start(self, msg, _b):
+        now = self.eq.now
+        self.agent.start_message(msg.msg_id, msg.dst, msg.size, now)
+        self.after(now)
+
+    def on_timer(self, t, _b):
+        if t != self.timer_at:
+            return                      # superseded by an earlier deadline
+        self.timer_at = -1
+        now = self.eq.now
+        self.agent.on_timer(now)
+        self.after(now)
+
+    def after(self, now):
+        agent = self.agent
+        delivered = self.delivered
+        if delivered:
+            for item in delivered:
+                self.on_delivered(item)
+            delivered.clear()
+        sent_done = self.sent_done
+        if sent_done:
+            for item in sent_done:
+                self.on_sent(agent.addr, item)
+            sent_done.clear()
+        if agent.has_work():
+            self.nic.kick(now)
+        t = agent.next_deadline()
+        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
+            self.timer_at = t
+            self.eq.at(t if t > now else now, self.timer_fn, t, None)
+
+
+class Network:
+    """A topology instantiated on an event queue with one agent per host."""
+
+    def __init__(self, topo, agent_factory, queue_config, forwarding, seed,
+                 loss_rate=0.0, corrupt_rate=0.0, pfc_config=None, switch_node=None):
+        if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
+            raise ValueError("loss and corruption rates must be in [0, 1), got %r, %r"
+                             % (loss_rate, corrupt_rate))
+        self.topo = topo
+        self.eq = EventQueue()
+        self.seed = seed
+        self.records = {}          # (src, msg_id) -> finish ps at the receiver
+        self.sender_done = {}      # (src, msg_id) -> (retransmits, finish ps at sender)
+        eq = self.eq
+        self.nodes = [None] * len(topo.nodes)
+        self.hosts = []
+        self.switches = []
+        for nid in topo.hosts:
+            node = topo.nodes[nid]
+            link = topo.links[node.ports[0]]
+            agent = agent_factory(nid, random.Random("%s/host/%d" % (seed, nid)), link.gbps)
+            hn = HostNode(eq, agent, self._delivered, self._sent)
+            self.nodes[nid] = hn
+            self.hosts.append(hn)
+        for nid in topo.switches:
+            node = topo.nodes[nid]
+            salt = random.Random("%s/salt/%d" % (seed, nid)).getrandbits(32)
+            sw = Switch(nid, node.name, topo.next_hops[nid], salt, forwarding)
+            if switch_node is None:
+                sn = SwitchNode(eq, sw, topo.switch_latency_ps)
+            else:                 # a mode with switch agents of its own (gse-fabric)
+                sn = switch_node(eq, sw)
+            if pfc_config is not None:
+                sn.pfc = PfcState(pfc_config, len(node.ports))
+            self.nodes[nid] = sn
+            self.switches.append(sn)
+        self.ports = []
+        for nid, node in enumerate(topo.nodes):
+            owner = self.nodes[nid]
+            is_host = node.kind == "host"
+            for pidx, lidx in enumerate(node.ports):
+                link = topo.links[lidx]
+                peer, peer_port = topo.peer(nid, pidx)
+                qrng = random.Random("%s/queue/%d/%d" % (seed, nid, pidx))
+                faces_host = topo.nodes[peer].kind == "host"
+                cls = HostPort if is_host else LinkPort
+                port = cls(eq, OutputQueue(queue_config, qrng), link.gbps, link.delay_ps,
+                           nid, pidx, node.kind, faces_host)
+                port.peer_port = peer_port
+                port.owner = owner
+                if not is_host:
+                    port.pfc = owner.pfc
+                if loss_rate or corrupt_rate:
+                    port.loss = loss_rate
+                    port.corrupt = corrupt_rate
+                    port.rng = random.Random("%s/wire/%d/%d" % (seed, nid, pidx))
+                if is_host:
+                    port.agent = owner.agent
+                    owner.nic = port
+                else:
+                    owner.ports.append(port)
+                self.ports.append(port)
+        for port in self.ports:
+            peer, _ = topo.peer(port.node, port.port)
+            port.peer = self.nodes[peer]
+            port.deliver = event_target(port.peer, port.peer.receive)
+
+    def _delivered(self, item):
+        src, msg_id, size, now = item
+        key = (src, msg_id)
+        if key in self.records:
+            raise AssertionError("message %r delivered twice" % (key,))
+        self.records[key] = now
+
+    def _sent(self, src, item):
+        msg_id, retransmits, now = item
+        self.sender_done[(src, msg_id)] = (retransmits, now)
+
+    def schedule(self, messages):
+        for msg in messages:
+            if not 0 <= msg.src < len(self.hosts) or not 0 <= msg.dst < len(self.hosts):
+                raise ValueError("message %d: host %d->%d outside 0..%d"
+                                 % (msg.msg_id, msg.src, msg.dst, len(self.hosts) - 1))
+            self.eq.at(msg.start_ps, self.hosts[msg.src].start, msg, None)
+
+    def run(self, until=-1):
+        return self.eq.run(until)

@@ -1,0 +1,73 @@
+"""One simulation run: topology + traffic + protocol + config + seed -> summary and records.
+
+The single entry point that the command line, the experiments and the tests share, so
+that what a test asserts is what a user measures.  ``host_factory`` and ``build_network``
+are the pieces other drivers (trace replay, other runtimes) reuse.
+"""
+
+import time
+
+from gse.metrics.records import MessageRecord, RunResult, ideal_ps, summarize
+from gse.protocols import default_config, host_factory, pfc_config, queue_config
+from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
+from gse.runtimes.sim.network import Network
+from gse.wire.packet import HEADER_BYTES
+
+
+def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0):
+    switches = switch_factory(topo, config) if protocol == "gse-fabric" else None
+    return Network(topo, host_factory(protocol, config), queue_config(protocol, config),
+                   config.forwarding, seed, loss_rate, corrupt_rate,
+                   pfc_config(protocol, config), switch_node=switches)
+
+
+def pfc_summary(net):
+    """PAUSE frames sent and time spent paused, over all ports (zero without PFC)."""
+    now = net.eq.now
+    pauses = overflows = 0
+    for sw in net.switches:
+        if sw.pfc is not None:
+            pauses += sw.pfc.pauses_sent
+            overflows += sw.pfc.headroom_overflows
+    paused = [p.paused_total_ps(now) for p in net.ports]
+    return {"pfc_pauses": pauses, "paused_time_us": round(sum(paused) / 1e6, 3),
+            "paused_time_max_port_us": round(max(paused, default=0) / 1e6, 3),
+            "pfc_headroom_overflows": overflows}
+
+
+def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
+                   corrupt_rate=0.0, until_ps=-1):
+    cfg = config if config is not None else default_config(protocol)
+    for m in messages:
+        if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
+            raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
+                             % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
+    net = build_network(topo, protocol, cfg, seed, loss_rate, corrupt_rate)
+    cache = {}
+    records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
+               for m in messages]
+    net.schedule(messages)
+    wall0 = time.perf_counter()
+    net.run(until_ps)
+    wall = time.perf_counter() - wall0
+    for r in records:
+        key = (r.src, r.msg_id)
+        r.deliver_ps = net.records.get(key, -1)
+        done = net.sender_done.get(key)
+        if done is not None:
+            r.retransmits, r.finish_ps = done
+    base_rtt = topo.max_base_rtt_ps(cfg.mtu + HEADER_BYTES, HEADER_BYTES)
+    extra = {"protocol": protocol, "seed": seed}
+    extra.update(pfc_summary(net))
+    summary = summarize(records, net.ports, [h.agent.counters() for h in net.hosts],
+                        base_rtt, net.eq.now, net.eq.events, wall, extra)
+    if protocol == "gse-fabric":
+        fabric_summary(net, summary)
+    return RunResult(summary, records, net)
+
+
+def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1):
+    """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}."""
+    return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
+                                     corrupt_rate, until_ps)
+            for protocol, cfg in configs.items()}

@@ -1,0 +1,500 @@
+"""The I/O layer of the UDP runtimes: event loop, sockets, and a real-time event heap.
+
+Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top of it.
+
+* **Loops.**  ``loop_factory("auto")`` takes uvloop when it is installed, else asyncio's
+  default loop; ``run_async`` runs one coroutine on a fresh loop and always cancels what is
+  left and closes the loop, so a run leaves no task behind even when interrupted.
+* **Endpoints.**  A node owns one UDP socket bound to its own address.  Receiving drains
+  the socket, up to ``DRAIN_BATCH`` datagrams per wake-up, straight into the node's
+  handler: no transport, queue, future or task per datagram, on either loop.  On Linux
+  every endpoint of a loop is in one epoll set (``Reactor``) that the loop watches as a
+  single reader, so one loop callback per iteration serves every ready socket; elsewhere
+  each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain non-blocking ``sendto`` on the
+  same socket, because the emulated ports send from callbacks, where awaiting a coroutine
+  per datagram would cost a task switch each.  The compiled build (``cython/gse/
+  udp_io.pxd``) calls recvfrom(2) and sendto(2) itself on IPv4 sockets: an empty socket is
+  a return value instead of a ``BlockingIOError``, a sender's ``(ip, port)`` tuple is built
+  once per address and a destination's ``sockaddr`` parsed once; the pure build uses the
+  socket module.  Same datagrams, same addresses, same counters.
+* **Clock.**  Agents run on integer picoseconds since the run's start, read from
+  ``time.monotonic_ns`` (CLOCK_MONOTONIC, read in C in the compiled build) -- the clock
+  asyncio's ``loop.time()`` reads, at nanosecond resolution.  uvloop's ``loop.time()`` is
+  libuv's cached millisecond clock, too coarse for serialisation times of a few
+  microseconds, so neither loop's ``time()`` is used.
+* **Timers.**  Both loops sleep with millisecond granularity: asyncio rounds a 30 us timer
+  up to ~1.1 ms, uvloop rounds it down to 0 and fires early.  ``Scheduler`` keeps every
+  node's events in one heap and arms one loop timer for the earliest.  With
+  ``precise=True`` (the in-process runtime) the loop sleeps until a millisecond before the
+  event and polls (``call_soon``) the rest of the way: events fire within a loop iteration
+  of their time, at the price of a busy core for the last millisecond before each.
+  With ``precise=False`` (one agent per process, many processes per machine) the loop
+  sleeps at least a millisecond and events fire up to about a millisecond late; the
+  emulated ports catch up in virtual time, so rates stay right on average.
+"""
+
+import asyncio
+import importlib.util
+import select
+import signal
+import socket
+import struct
+import threading
+from heapq import heappop, heappush
+from time import monotonic_ns
+
+DEFAULT_RCVBUF = 4 * 1024 * 1024   # ~1,000 datagrams of 4 KB: bursts must not overflow
+SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accurately
+MAX_ERRORS_KEPT = 20
+DRAIN_BATCH = 64                   # datagrams read per wake-up of a socket
+RECV_MAX = 65536
+
+LOOPS = ("auto", "asyncio", "uvloop")
+
+try:
+    C_IO = GSE_UDP_C_IO            # a C constant (1) in the compiled build: see the .pxd
+except NameError:
+    C_IO = False
+
+
+def uvloop_available():
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def loop_factory(name="auto"):
+    """(factory, resolved name) for ``name`` in ``LOOPS``."""
+    if name not in LOOPS:
+        raise ValueError("unknown event loop %r (known: %s)" % (name, ", ".join(LOOPS)))
+    if name == "auto":
+        name = "uvloop" if uvloop_available() else "asyncio"
+    if name == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            raise ValueError("event loop 'uvloop' asked for but uvloop is not installed "
+                             "(pip install uvloop, or --loop asyncio)") from None
+        return uvloop.new_event_loop, "uvloop"
+    return asyncio.new_event_loop, "asyncio"
+
+
+def run_async(main, loop="auto"):
+    """Run ``main()`` (a coroutine function) on a fresh loop of kind ``loop``.
+
+    Ctrl-C (SIGINT, when this is the main thread and nobody else handles it) cancels the
+    main task, so its ``finally`` blocks run inside the loop, and then raises
+    KeyboardInterrupt -- as ``asyncio.run`` does.  Whatever happens, every task still
+    pending is cancelled and awaited, async generators are shut down and the loop closed.
+    """
+    factory, _ = loop_factory(loop)
+    lp = factory()
+    interrupted = []
+    sigint = False
+    try:
+        task = lp.create_task(main())
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            def on_sigint():
+                interrupted.append(True)
+                task.cancel()
+            try:
+                lp.add_signal_handler(signal.SIGINT, on_sigint)
+                sigint = True
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            return lp.run_until_complete(task)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt() from None
+            raise
+    finally:
+        try:
+            if sigint:
+                lp.remove_signal_handler(signal.SIGINT)
+            pending = [t for t in asyncio.all_tasks(lp) if not t.done()]
+            for t in pending:
+                t.cancel()
+            if pending:
+                lp.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            lp.run_until_complete(lp.shutdown_asyncgens())
+        finally:
+            lp.close()
+
+
+def loop_name(loop):
+    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
+
+
+def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
+    """A non-blocking UDP socket bound to (ip, port), with a receive buffer of ``rcvbuf``.
+
+    As root ``SO_RCVBUFFORCE`` passes the system's rmem_max; otherwise the kernel caps the
+    request silently (the achieved size is in ``sock.getsockopt(SO_RCVBUF)``).
+    """
+    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        if rcvbuf:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, rcvbuf)
+            except (AttributeError, OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.bind((ip, port))
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, "%s: cannot bind UDP %s:%d: %s"
+                      % (what, ip, port, exc.strerror or exc)) from None
+    return sock
+
+
+class Endpoint:
+    """One node's UDP socket: a reader callback drains it, ``sendto`` sends.
+
+    ``handler(data, addr)`` is called for every datagram, in arrival order.  A handler that
+    raises is a bug, not a bad datagram: the error is recorded (``errors``) and the endpoint
+    keeps receiving, so one bug cannot silently stall a whole fabric.
+
+    Receiving is the loop's readiness callback (``loop.add_reader``) reading up to
+    ``DRAIN_BATCH`` datagrams with ``recvfrom`` per wake-up: no transport, queue, future or
+    task per datagram.  Both loops support it (uvloop polls the descriptor with libuv).
+    ``recv_size`` is the largest datagram read whole; a node sets it one byte above the
+    largest datagram it accepts, so that a longer one still reads as too long (``oversized``)
+    without a 64 KiB buffer per read.
+    """
+
+    __slots__ = ("sock", "fd", "addr", "name", "loop", "handler", "recv_size", "sent",
+                 "send_blocked", "send_errors", "recv_errors", "errors", "closed",
+                 "addr_cache", "sockaddr_cache", "c4", "reactor")
+
+    def __init__(self, sock, name, recv_size=RECV_MAX):
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.addr = sock.getsockname()[:2]
+        self.name = name
+        self.loop = None
+        self.handler = None
+        self.recv_size = recv_size
+        self.sent = 0
+        self.send_blocked = 0     # socket buffer full: the datagram is lost (counted)
+        self.send_errors = 0
+        self.recv_errors = 0
+        self.errors = []
+        self.closed = False
+        self.addr_cache = {}      # compiled build: the sender's raw address -> (ip, port)
+        self.sockaddr_cache = {}  # compiled build: (ip, port) -> its sockaddr_in bytes
+        self.c4 = C_IO and sock.family == socket.AF_INET   # the C path (IPv4)
+        self.reactor = None       # the loop's Reactor, once started (on Linux)
+
+    async def start(self, handler):
+        if self.closed:
+            raise RuntimeError("endpoint %s is closed" % self.name)
+        self.handler = handler
+        self.loop = asyncio.get_running_loop()
+        reactor = Reactor.of(self.loop)
+        if reactor is not None:
+            reactor.add(self)
+            self.reactor = reactor
+        else:
+            self.loop.add_reader(self.fd, self._readable)
+
+    def know(self, addr):
+        """Hand back this very ``(ip, port)`` tuple for datagrams from that address (a
+        neighbour's, the tuple its node keys its ports by), so that the node's look-up is
+        an identity match.  Only the compiled IPv4 path builds addresses itself; elsewhere
+        (and for an address it cannot parse) this does nothing."""
+        if self.c4:
+            gse_know4(addr, self.addr_cache)
+
+    def _readable(self):
+        if self.c4:
+            self._readable_c()
+            return
+        recvfrom = self.sock.recvfrom
+        size = self.recv_size
+        handler = self.handler
+        for _ in range(DRAIN_BATCH):
+            try:
+                data, addr = recvfrom(size)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:            # e.g. an ICMP error reported on the socket
+                self.recv_errors += 1
+                if self.closed:
+                    return
+                continue
+            try:
+                handler(data, addr)
+            except Exception as exc:   # a bug in a driver: keep it, keep running
+                record_error(self.errors, "%s: %r" % (self.name, exc))
+
+    def _readable_c(self):
+        # compiled build, IPv4: recvfrom(2) itself (no exception when the socket is empty),
+        # the sender's (ip, port) tuple built once per address (addr_cache)
+        handler = self.handler
+        for i in range(DRAIN_BATCH):
+            item = gse_recv4(self.fd, self.recv_size, self.addr_cache)
+            if item is None:
+                return
+            if item is False:          # e.g. an ICMP error reported on the socket
+                self.recv_errors += 1
+                if self.closed:
+                    return
+                continue
+            try:
+                handler(item[0], item[1])
+            except Exception as exc:   # a bug in a driver: keep it, keep running
+                record_error(self.errors, "%s: %r" % (self.name, exc))
+
+    def send(self, data, addr):
+        if self.c4 and type(data) is bytes:
+            r = gse_send4(self.fd, data, addr, self.sockaddr_cache)
+            if r == 0:
+                self.sent += 1
+            elif r == 1:
+                self.send_blocked += 1
+            elif r == 2:
+                self.send_errors += 1
+            else:                      # an address it does not handle: the socket module
+                self._send_py(data, addr)
+            return
+        self._send_py(data, addr)
+
+    def _send_py(self, data, addr):
+        try:
+            self.sock.sendto(data, addr)
+        except (BlockingIOError, InterruptedError):
+            self.send_blocked += 1
+            return
+        except OSError:
+            self.send_errors += 1
+            return
+        self.sent += 1
+
+    async def close(self):
+        """Stop receiving and close the socket (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.reactor is not None:
+            self.reactor.remove(self)
+            self.reactor = None
+        elif self.loop is not None and not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+        self.sock.close()
+
+
+class Reactor:
+    """Every endpoint on one loop behind a single reader: an epoll set of their sockets.
+
+    The loop wakes one callback per iteration for all of them, which asks the set which
+    sockets are readable (without blocking) and drains each, instead of dispatching one
+    loop callback per socket: on the plain asyncio loop that dispatch (selector events,
+    handles, contexts) costs more than reading a few datagrams, and a fabric's 36 sockets
+    each hold only a few datagrams per iteration.  Linux only (``select.epoll``); without
+    it endpoints register with the loop one by one.  The last endpoint to close closes it.
+    """
+
+    __slots__ = ("loop", "ep", "epfd", "endpoints", "closed")
+
+    ACTIVE = {}                # loop -> its reactor while it has endpoints
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.ep = select.epoll()
+        self.epfd = self.ep.fileno()
+        self.endpoints = {}    # socket fd -> Endpoint
+        self.closed = False
+        loop.add_reader(self.epfd, self._ready)
+
+    @staticmethod
+    def of(loop):
+        """The reactor of ``loop`` (made on first use), or None where epoll is missing."""
+        reactor = Reactor.ACTIVE.get(loop)
+        if reactor is None:
+            if not hasattr(select, "epoll"):
+                return None
+            reactor = Reactor.ACTIVE[loop] = Reactor(loop)
+        return reactor
+
+    def add(self, endpoint):
+        self.ep.register(endpoint.fd, select.EPOLLIN)
+        self.endpoints[endpoint.fd] = endpoint
+
+    def remove(self, endpoint):
+        if self.endpoints.pop(endpoint.fd, None) is not None:
+            try:
+                self.ep.unregister(endpoint.fd)
+            except (OSError, ValueError):
+                pass
+        if not self.endpoints:
+            self.close()
+
+    def _ready(self):
+        if C_IO:
+            self._ready_c()
+            return
+        endpoints = self.endpoints
+        for fd, _ in self.ep.poll(0, DRAIN_BATCH):
+            endpoint = endpoints.get(fd)
+            if endpoint is not None:
+                endpoint._readable()
+
+    def _ready_c(self):
+        # compiled build: epoll_wait(2) on the set, the ready sockets drained in C
+        endpoints = self.endpoints
+        n = gse_epoll_ready(self.epfd)
+        for i in range(n):
+            endpoint = endpoints.get(gse_epoll_fd(i))
+            if endpoint is not None:
+                endpoint._readable()
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        if Reactor.ACTIVE.get(self.loop) is self:
+            del Reactor.ACTIVE[self.loop]
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.epfd)
+        self.ep.close()
+
+
+def record_error(errors, text):
+    if len(errors) < MAX_ERRORS_KEPT:
+        errors.append(text)
+
+
+class Scheduler:
+    """Timed events of every node on one loop, in integer picoseconds since ``t0``.
+
+    ``at(t, fn, arg)`` calls ``fn(t, arg)`` once the clock has reached ``t``; events fire in
+    (time, insertion) order.  One loop timer is armed for the earliest event.  An ``fn``
+    that raises is recorded in ``errors`` and the others still run.
+    """
+
+    __slots__ = ("loop", "t0_ns", "heap", "seq", "handle", "armed_at", "precise", "fired",
+                 "late_ps", "late_max_ps", "late_1ms", "errors", "closed")
+
+    def __init__(self, loop, precise=True):
+        self.loop = loop
+        self.t0_ns = monotonic_ns()
+        self.heap = []
+        self.seq = 0
+        self.handle = None
+        self.armed_at = -1
+        self.precise = precise
+        self.fired = 0
+        self.late_ps = 0          # summed lateness of fired events: how far behind the
+        self.late_max_ps = 0      # loop ran; large values mean the offered load exceeds
+        self.late_1ms = 0         # what the process carries (events > 1 ms late)
+        self.errors = []
+        self.closed = False
+
+    def start_clock(self, delay_ns=0):
+        """Time 0 is now (plus ``delay_ns``); before it ``now()`` reads 0."""
+        self.t0_ns = monotonic_ns() + delay_ns
+
+    def now(self):
+        t = self._clock()
+        return t if t > 0 else 0
+
+    def at(self, t, fn, arg):
+        if self.closed:
+            return                      # shutting down: nothing new may start
+        self.seq += 1
+        heappush(self.heap, (t, self.seq, fn, arg))
+        if self.armed_at < 0 or t < self.armed_at:
+            self._arm(t)
+
+    def _arm(self, t):
+        if self.closed:
+            return
+        if self.handle is not None:
+            self.handle.cancel()
+        self.armed_at = t
+        wait_ps = t - self._clock()
+        if wait_ps <= 0 or (self.precise and wait_ps < SPIN_PS):
+            self.handle = self.loop.call_soon(self._fire)
+        elif self.precise:
+            # sleep to within a millisecond of the event, poll the rest of the way
+            self.handle = self.loop.call_later((wait_ps - SPIN_PS) / 1e12, self._fire)
+        else:
+            delay = wait_ps / 1e12
+            if delay < 0.001:
+                delay = 0.001           # uvloop would round it to 0 and spin
+            self.handle = self.loop.call_later(delay, self._fire)
+
+    def _fire(self):
+        self.handle = None
+        self.armed_at = -1
+        heap = self.heap
+        now = self._clock()
+        while heap and heap[0][0] <= now:
+            t, _, fn, arg = heappop(heap)
+            self.fired += 1
+            late = now - t
+            self.late_ps += late
+            if late > self.late_max_ps:
+                self.late_max_ps = late
+            if late > SPIN_PS:
+                self.late_1ms += 1
+            try:
+                fn(t, arg)
+            except Exception as exc:
+                record_error(self.errors, "event at %d ps: %r" % (t, exc))
+        if heap and (self.armed_at < 0 or heap[0][0] < self.armed_at):
+            self._arm(heap[0][0])
+
+    def _clock(self):
+        """Picoseconds since time 0 (negative before it)."""
+        if C_IO:
+            return (gse_monotonic_ns() - self.t0_ns) * 1000
+        return (monotonic_ns() - self.t0_ns) * 1000
+
+    def lateness(self):
+        """How late events fired: mean and max in us, and how many were over 1 ms late."""
+        n = self.fired
+        return {"mean_us": round(self.late_ps / n / 1e6, 1) if n else 0.0,
+                "max_us": round(self.late_max_ps / 1e6, 1), "over_1ms": self.late_1ms}
+
+    def close(self):
+        self.closed = True
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        self.heap.clear()
+
+
+def kernel_drops(addrs):
+    """Datagrams the kernel dropped at each bound (ip, port) in ``addrs`` (receive buffer
+    overflow), read from /proc/net/udp{,6} of this network namespace; {} where unreadable."""
+    wanted = {(ip, port) for ip, port in addrs}
+    found = {}
+    for path, v6 in (("/proc/net/udp", False), ("/proc/net/udp6", True)):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 13:
+                continue
+            hexip, hexport = fields[1].split(":")
+            try:
+                ip = _proc_ip(hexip, v6)
+            except (ValueError, OSError, struct.error):
+                continue
+            key = (ip, int(hexport, 16))
+            if key in wanted:
+                found[key] = int(fields[-1])
+    return found
+
+
+def _proc_ip(hexip, v6):
+    if not v6:
+        return socket.inet_ntoa(struct.pack("<I", int(hexip, 16)))
+    raw = bytes.fromhex(hexip)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)

@@ -1,0 +1,510 @@
+"""Links of the UDP runtimes: emulated egress ports and host NICs, and the codec's fast paths.
+
+The roles mirror ``gse.runtimes.sim.network``: an egress port serialises at its link
+rate, the link adds its propagation delay, a host's NIC pulls from its agent when the link is free.  What differs is
+the clock: time is real, so every port keeps a *virtual* schedule in integer picoseconds
+and sends the datagram once the loop's clock reaches the packet's departure (end of
+serialisation plus delay):
+
+* a packet that finds its port idle starts at once; one that finds it busy is queued in
+  the ``OutputQueue`` (ECN, trimming, drop-tail, PFC accounting exactly as simulated) and
+  starts when the previous one has finished serialising -- in virtual time, so a timer
+  that fires late sends the packets that fell due in the meantime together, back to back,
+  and the port's rate and the queue's occupancy stay those of the emulated link;
+* departures less than ``slack_ps`` away are sent at once: the runtime's own per-hop
+  processing (tens of microseconds) already exceeds them, and a timer per packet per hop
+  would halve what one process carries;
+* a host NIC sends the packets whose serialisation starts within ``slack_ps`` of now, at
+  most ``NIC_BURST`` per wake-up, and catches up at most one packet time when its timer
+  was late: when the emulated rate is more than the process carries, the NIC is clocked by
+  the loop (a few packets per iteration, which the next hops read in one batch) instead of
+  turning a late timer into a burst that overflows socket buffers downstream.
+
+A port forwards the datagram its switch received unchanged unless the queue changed the
+packet (ECN mark, trim) or the link corrupts it, in which case it re-encodes (the payload
+is then taken from the received datagram: a switch decodes headers only, ``decode_header``).
+
+The codec's fast paths (``decode_datagram``, ``decode_header``, ``encode_packet``,
+``payload_intact``) accept only what ``gse.wire.codec`` accepts and produce the same packets and
+bytes; at the first doubt they call ``gse.wire.codec`` for the verdict.  The compiled build
+(``cython/gse/runtimes/udp/link.pxd``) parses and writes headers, fills and checks the payload
+pattern, and computes the CRC-32 in C (payloads by python-isal's ``crc32``, Intel ISA-L,
+when installed, else zlib's; headers by slicing-by-8 tables); the pure build does the same
+with ``struct`` and that ``crc32``.  ``tests/test_udp_codec.py`` checks both against
+``gse.wire.codec`` on valid, mutated, truncated and extended datagrams.
+"""
+
+import zlib
+from collections import deque
+
+from gse.runtimes.udp.io import Endpoint, record_error
+from gse.wire.codec import CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, decode, encode, payload_pattern
+from gse.wire.packet import (ACK, DATA, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
+                             PRIO_CONTROL, PRIO_DATA, RESUME, WIRE_VERSION, fill_packet, new_packet)
+from switchmodel.queue import DROPPED, ENQUEUED
+
+DEFAULT_SLACK_PS = 20_000_000      # 20 us
+NIC_BURST = 8                      # packets a NIC may send per wake-up within the slack
+MASK16 = 0xFFFF
+MASK32 = 0xFFFFFFFF
+MASK64 = 0xFFFFFFFFFFFFFFFF
+
+try:
+    COMPILED = GSE_UDP_C_CODEC     # a C constant (1) in the compiled build: see the .pxd
+except NameError:
+    COMPILED = False
+
+try:        # Intel ISA-L's CRC-32 (carry-less multiplication): zlib's results, ~3x faster
+    from isal import isal_zlib as _isal
+    _crc32 = _isal.crc32
+except ImportError:                 # python-isal is optional (pip install '.[fast]')
+    _isal = None
+    _crc32 = zlib.crc32
+if COMPILED and _isal is not None:
+    gse_crc_set_fast(_crc32)
+    gse_crc_load_isal(_isal.__file__.encode())   # its C function, if the module exports it
+_unpack = HEADER.unpack_from
+
+
+def codec_backend():
+    """Which implementation the fast paths use: 'Python', or 'C (...)' naming how the
+    CRC-32 is computed."""
+    if COMPILED:
+        if gse_crc_uses_isal():
+            return "C (CRC-32 of payloads by ISA-L's crc32_gzip_refl, of headers by slicing-by-8)"
+        if gse_crc_uses_fast():
+            return "C (CRC-32 of payloads by python-isal, of headers by slicing-by-8)"
+        if gse_crc_uses_zlib():
+            return "C (CRC-32 of payloads by zlib, of headers by slicing-by-8)"
+        return "C (CRC-32 by slicing-by-8)"
+    return "Python"
+
+
+def decode_datagram(data, max_datagram=MAX_DATAGRAM):
+    """``gse.wire.codec.decode`` with a fast path for well-formed datagrams.
+
+    Every datagram is decoded at every hop, so the reference decoder's keyword-argument
+    construction and checks in error-reporting order cost about a third of a switch's
+    work per packet.  This accepts only what passes every check of ``decode`` (size,
+    version, kind, flags, reserved bytes, length, ACK alignment, checksum) and builds the
+    same packet; at the first doubt it calls ``decode`` itself, which returns the same
+    packet or raises the ``WireError`` with its reason.  ``tests/test_udp_codec.py`` checks
+    the two agree on valid, mutated, truncated and extended datagrams.
+    """
+    return _decode(data, max_datagram, True, None)
+
+
+def decode_header(data, max_datagram=MAX_DATAGRAM):
+    """``decode_datagram`` without copying the payload out: the same checks (the checksum
+    covers the payload), the same packet, but ``payload`` stays None -- the bytes are in
+    ``data`` (``payload_intact`` checks them, a port re-encoding the packet takes them from
+    there).  What switches and hosts use: neither needs the payload as an object."""
+    return _decode(data, max_datagram, False, None)
+
+
+def decode_header_into(pkt, data, max_datagram=MAX_DATAGRAM):
+    """``decode_header``, written over ``pkt`` (a packet the caller reuses, as a switch
+    does for every datagram it forwards) when the fast path takes the datagram.  Returns
+    the packet: ``pkt`` itself, or a new one from the reference decoder."""
+    return _decode(data, max_datagram, False, pkt)
+
+
+def _decode(data, max_datagram, with_payload, into):
+    n = len(data)
+    if n >= HEADER_BYTES and n <= max_datagram and type(data) is bytes:
+        if COMPILED:
+            pkt = _decode_c(data, n, with_payload, into)
+        else:
+            pkt = _decode_py(data, n, with_payload, into)
+        if pkt is not None:
+            return pkt
+    pkt = decode(data, max_datagram)        # the verdict, or the same packet
+    if not with_payload:
+        pkt.payload = None
+    return pkt
+
+
+def _decode_py(data, n, with_payload, into):
+    (version, kind, flags, src, dst, msg_id, psn, entropy, payload_len, msg_len, credit,
+     aux, sack_base, sack_bits, ts, prio, res8, res16, checksum) = _unpack(data, 0)
+    if version != WIRE_VERSION or kind > MAX_KIND or flags & ~KNOWN_FLAGS or res8 or res16:
+        return None
+    view = memoryview(data)
+    if kind == DATA and not flags & F_TRIMMED:
+        if (n - HEADER_BYTES != payload_len
+                or _crc32(view[HEADER_BYTES:], _crc32(view[:CHECKSUM_OFFSET])) != checksum):
+            return None
+    elif (n != HEADER_BYTES or (kind == ACK and sack_base & 7)
+            or _crc32(view[:CHECKSUM_OFFSET]) != checksum):
+        return None
+    if into is None:
+        pkt = new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len,
+                         credit, aux, sack_base, sack_bits, ts, prio)
+    else:
+        pkt = fill_packet(into, kind, src, dst, msg_id, psn, entropy, payload_len, flags,
+                      msg_len, credit, aux, sack_base, sack_bits, ts, prio)
+    if with_payload and kind == DATA and not flags & F_TRIMMED:
+        pkt.payload = data[HEADER_BYTES:]
+    return pkt
+
+
+def _decode_c(data, n, with_payload, into):
+    # compiled build only: the C helpers are declared in cython/gse/runtimes/udp/link.pxd
+    p = data
+    kind = p[1]
+    flags = gse_be16(p + 2)
+    if (p[0] != WIRE_VERSION or kind > MAX_KIND or flags & ~KNOWN_FLAGS or p[57] or p[58]
+            or p[59]):
+        return None
+    payload_len = gse_be16(p + 22)
+    carries = kind == DATA and not flags & F_TRIMMED
+    if carries:
+        if n - HEADER_BYTES != payload_len:
+            return None
+    elif n != HEADER_BYTES or (kind == ACK and gse_be32(p + 36) & 7):
+        return None
+    if gse_crc_datagram(p, n) != gse_be32(p + CHECKSUM_OFFSET):
+        return None
+    if into is None:
+        pkt = new_packet(kind, gse_be32(p + 4), gse_be32(p + 8), gse_be32(p + 12),
+                         gse_be32(p + 16), gse_be16(p + 20), payload_len, flags,
+                         gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
+                         gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
+    else:
+        pkt = fill_packet(into, kind, gse_be32(p + 4), gse_be32(p + 8), gse_be32(p + 12),
+                      gse_be32(p + 16), gse_be16(p + 20), payload_len, flags,
+                      gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
+                      gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
+    if carries and with_payload:
+        pkt.payload = data[HEADER_BYTES:]
+    return pkt
+
+
+def copy_packet(pkt):
+    """A new packet equal to ``pkt`` (header fields and runtime fields alike)."""
+    c = new_packet(pkt.kind, pkt.src, pkt.dst, pkt.msg_id, pkt.psn, pkt.entropy,
+                   pkt.payload_len, pkt.flags, pkt.msg_len, pkt.credit, pkt.aux,
+                   pkt.sack_base, pkt.sack_bits, pkt.ts, pkt.prio)
+    c.size = pkt.size
+    c.corrupt = pkt.corrupt
+    c.payload = pkt.payload
+    c.ingress = pkt.ingress
+    return c
+
+
+def payload_intact(pkt, data):
+    """``gse.wire.codec.verify_payload`` for an untrimmed DATA packet ``pkt`` decoded (by
+    ``decode_header``) from ``data``: True if the datagram's payload is the pattern."""
+    if COMPILED and type(data) is bytes:
+        return _payload_intact_c(pkt, data)
+    return data[HEADER_BYTES:] == payload_pattern(pkt.src, pkt.msg_id, pkt.psn,
+                                                  pkt.payload_len)
+
+
+def _payload_intact_c(pkt, data):
+    return gse_pattern_ok(data, len(data), HEADER_BYTES, pkt.src, pkt.msg_id, pkt.psn)
+
+
+def encode_packet(pkt):
+    """``gse.wire.codec.encode(pkt)``: the same bytes, or the same error.  The compiled build
+    writes a packet without payload bytes of its own (every packet an agent makes) in C;
+    anything else (a payload object, a corrupt mark, a field out of range) goes to
+    ``encode``."""
+    if COMPILED:
+        raw = _encode_c(pkt)
+        if raw is not None:
+            return raw
+    return encode(pkt)
+
+
+def _encode_c(pkt):
+    kind = pkt.kind
+    flags = pkt.flags
+    if (kind < 0 or kind > MAX_KIND or flags < 0 or flags & ~KNOWN_FLAGS or pkt.corrupt
+            or pkt.payload is not None):
+        return None
+    if (pkt.src < 0 or pkt.src > MASK32 or pkt.dst < 0 or pkt.dst > MASK32
+            or pkt.msg_id < 0 or pkt.msg_id > MASK32 or pkt.psn < 0 or pkt.psn > MASK32
+            or pkt.entropy < 0 or pkt.entropy > MASK16 or pkt.payload_len < 0
+            or pkt.payload_len > MASK16 or pkt.msg_len < 0 or pkt.msg_len > MASK32
+            or pkt.credit < 0 or pkt.credit > MASK32 or pkt.aux < 0 or pkt.aux > MASK32
+            or pkt.sack_base < 0 or pkt.sack_base > MASK32 or pkt.prio < 0
+            or pkt.prio > 255 or (kind == ACK and pkt.sack_base & 7)):
+        return None
+    sack_bits = pkt.sack_bits
+    ts = pkt.ts
+    if (type(sack_bits) is not int or type(ts) is not int or sack_bits < 0
+            or sack_bits > MASK64 or ts < 0 or ts > MASK64):
+        return None
+    return gse_encode(WIRE_VERSION, kind, flags, pkt.src, pkt.dst, pkt.msg_id, pkt.psn,
+                      pkt.entropy, pkt.payload_len, pkt.msg_len, pkt.credit, pkt.aux,
+                      pkt.sack_base, sack_bits, ts, pkt.prio,
+                      kind == DATA and not flags & F_TRIMMED)
+
+
+def _attach_payload(pkt, raw):
+    """Before re-encoding a packet a switch decoded with ``decode_header``."""
+    if (pkt.payload is None and pkt.kind == DATA and not pkt.flags & F_TRIMMED
+            and len(raw) > HEADER_BYTES):
+        pkt.payload = raw[HEADER_BYTES:]
+
+
+class EmulatedPort:
+    """One direction of a link at its sending end: queue, serialiser, wire.
+
+    Duck-types ``gse.runtimes.sim.network.LinkPort`` for ``gse.metrics.records.summarize``
+    (``queue``, ``wire_drops``, ``wire_corrupt``, ``kind``, ``faces_host``).
+    """
+
+    __slots__ = ("sched", "endpoint", "ep", "send", "peer_addr", "queue", "mbps", "delay",
+                 "slack", "busy_until", "wake_at", "wake_fn", "wire", "raw", "loss",
+                 "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "node",
+                 "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
+                 "paused_since", "paused_ps", "pauses_received")
+
+    def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
+                 node, port, kind, faces_host):
+        self.sched = sched
+        self.endpoint = endpoint
+        # the endpoint's send, called for every datagram: directly if it is an Endpoint
+        # (a C method in the compiled build), else bound once (a stand-in in a test)
+        self.ep = endpoint if type(endpoint) is Endpoint else None
+        self.send = endpoint.send
+        self.peer_addr = peer_addr
+        self.queue = queue
+        self.mbps = int(round(gbps * 1000))
+        if self.mbps <= 0:
+            raise ValueError("node %d port %d: link rate %r Gb/s is below 1 Mb/s"
+                             % (node, port, gbps))
+        self.delay = delay_ps
+        self.slack = slack_ps
+        self.busy_until = 0
+        self.wake_at = -1
+        self.wake_fn = self._wake  # bound once: every timer of this port calls it
+        self.wire = deque()        # (departure ps, datagram) not yet sent
+        self.raw = {}              # id(queued pkt) -> (received datagram, its flags)
+        self.loss = 0.0
+        self.corrupt = 0.0
+        self.rng = None
+        self.wire_drops = 0
+        self.wire_corrupt = 0
+        self.encode_errors = 0
+        self.node = node
+        self.port = port
+        self.peer = -1
+        self.peer_port = -1
+        self.kind = kind
+        self.faces_host = faces_host
+        self.pfc = None
+        self.owner = None
+        self.paused_since = -1
+        self.paused_ps = 0
+        self.pauses_received = 0
+
+    def set_faults(self, loss, corrupt, rng):
+        if loss or corrupt:
+            self.loss = loss
+            self.corrupt = corrupt
+            self.rng = rng
+
+    # -- switch egress ------------------------------------------------------------------
+
+    def offer(self, pkt, raw, now, transient=False):
+        """A packet routed to this port at ``now``; ``raw`` is its datagram, or None.
+        ``transient``: ``pkt`` is the switch's reusable packet, copied if it must wait."""
+        queue = self.queue
+        if queue.data_bytes or queue.control_bytes:   # (bytes exactly when packets)
+            self._drain(now)          # bring the virtual schedule up to now first
+        if self.busy_until <= now and (not queue.paused or pkt.prio == PRIO_CONTROL):
+            c = queue.counters        # OutputQueue.count_unqueued, inlined (hot path)
+            c.tx_bytes += pkt.size
+            c.tx_packets += 1
+            self._transmit(pkt, raw, False, now, now)
+            return
+        if transient:
+            pkt = copy_packet(pkt)    # the queue keeps it
+        flags = pkt.flags
+        result = queue.enqueue(pkt)
+        if result == DROPPED:
+            return
+        if result == ENQUEUED:
+            if raw is not None:
+                self.raw[id(pkt)] = (raw, flags)
+            pfc = self.pfc
+            if pfc is not None and pkt.prio == PRIO_DATA and pfc.on_enqueue(pkt.ingress,
+                                                                            pkt.size):
+                self.owner.send_pfc(pkt.ingress, PAUSE, now)
+        if self._sendable():
+            self._arm(self.busy_until if self.busy_until > now else now)
+
+    def _sendable(self):
+        queue = self.queue
+        return queue.control_bytes > 0 or (queue.data_bytes > 0 and not queue.paused)
+
+    def _drain(self, now):
+        """Start every queued packet whose turn came by ``now``, back to back."""
+        queue = self.queue
+        raws = self.raw
+        pfc = self.pfc
+        while self.busy_until <= now:
+            pkt = queue.dequeue()
+            if pkt is None:
+                return
+            if pfc is not None and pkt.prio == PRIO_DATA and pfc.on_dequeue(pkt.ingress,
+                                                                           pkt.size):
+                self.owner.send_pfc(pkt.ingress, RESUME, now)
+            raw = None
+            changed = False
+            if raws:
+                entry = raws.pop(id(pkt), None)
+                if entry is not None:
+                    raw = entry[0]
+                    changed = entry[1] != pkt.flags
+            self._transmit(pkt, raw, changed, self.busy_until, now)
+
+    # -- the link -----------------------------------------------------------------------
+
+    def _transmit(self, pkt, raw, changed, start, now):
+        """Serialise ``pkt`` from ``start``; ``raw`` is the datagram it arrived as (None
+        if it was made here), ``changed`` whether the queue changed it since."""
+        done = start + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.busy_until = done
+        if self.rng is not None:
+            r = self.rng.random()
+            if r < self.loss:
+                self.wire_drops += 1
+                return
+            if r < self.loss + self.corrupt:
+                self.wire_corrupt += 1
+                pkt.corrupt = True
+                changed = True
+        if raw is None or changed:
+            if raw is not None:
+                _attach_payload(pkt, raw)
+            try:
+                raw = encode_packet(pkt)
+            except ValueError as exc:
+                self.encode_errors += 1
+                record_error(self.sched.errors, "node %d port %d: cannot encode %r: %s"
+                             % (self.node, self.port, pkt, exc))
+                return
+        depart = done + self.delay
+        if not self.wire and depart <= now + self.slack:
+            if self.ep is not None:
+                self.ep.send(raw, self.peer_addr)
+            else:
+                self.send(raw, self.peer_addr)
+        else:
+            self.wire.append((depart, raw))
+            self._arm(depart - self.slack)
+
+    def _flush(self, now):
+        wire = self.wire
+        limit = now + self.slack
+        send = self.send
+        addr = self.peer_addr
+        while wire and wire[0][0] <= limit:
+            send(wire.popleft()[1], addr)
+
+    def _arm(self, t):
+        if self.wake_at < 0 or t < self.wake_at:
+            self.wake_at = t
+            self.sched.at(t, self.wake_fn, None)
+
+    def _wake(self, t, _arg):
+        if t != self.wake_at:
+            return                      # superseded by an earlier wake-up
+        self.wake_at = -1
+        now = self.sched.now()
+        self._drain(now)
+        self._flush(now)
+        nxt = self.busy_until if self._sendable() else -1
+        if self.wire:
+            w = self.wire[0][0] - self.slack
+            if nxt < 0 or w < nxt:
+                nxt = w
+        if nxt >= 0:
+            self._arm(nxt)
+
+    # -- PFC ------------------------------------------------------------------------------
+
+    def set_paused(self, paused, now):
+        """A PAUSE or RESUME from the neighbour this port sends to."""
+        queue = self.queue
+        if paused:
+            if not queue.paused:
+                queue.paused = True
+                self.paused_since = now
+                self.pauses_received += 1
+            return
+        if queue.paused:
+            queue.paused = False
+            self.paused_ps += now - self.paused_since
+            self.paused_since = -1
+            if self.busy_until < now:
+                self.busy_until = now   # nothing was sent while paused: no catch-up
+            self.restart(now)
+
+    def restart(self, now):
+        if self._sendable():
+            self._arm(self.busy_until if self.busy_until > now else now)
+
+    def paused_total_ps(self, now):
+        if self.queue.paused:
+            return self.paused_ps + now - self.paused_since
+        return self.paused_ps
+
+    def stats(self, now):
+        return {"port": self.port, "peer": self.peer, "peer_port": self.peer_port,
+                "kind": self.kind, "faces_host": self.faces_host,
+                "counters": self.queue.counters.as_dict(), "wire_drops": self.wire_drops,
+                "wire_corrupt": self.wire_corrupt, "encode_errors": self.encode_errors,
+                "pauses_received": self.pauses_received,
+                "paused_ps": self.paused_total_ps(now)}
+
+
+class HostNic(EmulatedPort):
+    """A host's NIC: it pulls the next packet from its agent whenever the link is free.
+
+    ``want`` means "pull again when the link frees": set after a packet went out (the
+    agent may have more), cleared when the pull finds nothing, so an agent that has work
+    but may not send yet (credit, pacing) is woken by its own timer, never polled in a loop.
+    """
+
+    __slots__ = ("agent", "catchup", "want")
+
+    def kick(self, now):
+        if self.busy_until > now:
+            self.want = True
+            self._arm(self.busy_until)
+            return
+        agent = self.agent
+        queue = self.queue
+        start = self.busy_until
+        floor = now - self.catchup
+        if start < floor:
+            start = floor
+        limit = now + self.slack
+        burst = NIC_BURST
+        for i in range(burst):
+            pkt = agent.poll(now, not queue.paused)
+            if pkt is None:
+                self.want = False
+                return
+            queue.count_unqueued(pkt)
+            self._transmit(pkt, None, False, start, now)
+            start = self.busy_until
+            if start > limit:
+                break
+        self.want = True
+        self._arm(self.busy_until)
+
+    def _drain(self, now):
+        if self.want:
+            self.kick(now)
+
+    def _sendable(self):
+        return self.want
+
+    def restart(self, now):
+        self.kick(now)

@@ -1,0 +1,244 @@
+"""The in-process UDP runtime: every host and switch of a topology on one event loop,
+each behind its own UDP socket on the loopback range, real datagrams between them.
+
+    result = run_udp(fat_tree(4, link_gbps=0.2), messages, "gse", seed=1, loss_rate=0.01)
+    result.summary["lost"]          # the summary schema of gse sim
+
+The nodes are the ones ``gse agent`` runs one per process (``gse.runtimes.udp.node``), built from
+the same per-node configurations (``gse.runtimes.udp.config``), so what runs here is what runs on
+Mininet or on real machines.  Links are emulated in the sending node (rate, delay,
+buffer, loss, corruption); see ``docs/udp-runtime.md`` for the scale one process carries.
+
+For tests, benchmarks and tools that must act while the fabric runs (inject datagrams,
+cancel mid-run) ``UdpNetwork`` is an async context manager:
+
+    async with UdpNetwork(topo, messages) as net:
+        task = asyncio.ensure_future(net.run(timeout_s=30))
+        ...                              # net.addresses: every node's (ip, port)
+        await task
+    result = net.result()
+"""
+
+import asyncio
+import time
+
+from gse.metrics.records import RunResult
+from gse.protocols import default_config
+from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
+from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, kernel_drops, loop_name,
+                                 open_udp_socket, run_async)
+from gse.runtimes.udp.node import DEFAULT_SLACK_PS, build_node
+from gse.runtimes.udp.results import build_summary, message_records, udp_totals
+
+ADDRESSING = ("ports", "ips")
+
+def address_plan(topo, addressing):
+    """(ip, port) each node binds: ``ports`` = 127.0.0.1 with a kernel-chosen port per node;
+    ``ips`` = its own address 127.78.x.y per node, kernel-chosen port."""
+    if addressing == "ports":
+        return [("127.0.0.1", 0)] * len(topo.nodes)
+    if addressing == "ips":
+        out = []
+        for nid in range(len(topo.nodes)):
+            n = nid + 1
+            out.append(("127.78.%d.%d" % (n >> 8, n & 255), 0))
+        return out
+    raise ValueError("unknown addressing %r (known: %s)" % (addressing, ", ".join(ADDRESSING)))
+
+
+class UdpNetwork:
+    """A topology's nodes on the running loop; ``open``, ``run``, ``close``, ``result``."""
+
+    def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
+                 corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
+                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF):
+        check_protocol(protocol)
+        self.topo = topo
+        self.messages = list(messages)
+        self.protocol = protocol
+        self.config = config if config is not None else udp_profile(default_config(protocol))
+        self.seed = seed
+        self.loss_rate = loss_rate
+        self.corrupt_rate = corrupt_rate
+        self.addressing = addressing
+        self.slack_ps = slack_ps
+        self.precise = precise_timers
+        self.rcvbuf = rcvbuf_bytes
+        self.plan = address_plan(topo, addressing)
+        self.sched = None
+        self.endpoints = []
+        self.nodes = []
+        self.hosts = []
+        self.addresses = []
+        self.delivered = {}        # (src, msg_id) -> ps at the receiver
+        self.sender_done = {}      # (src, msg_id) -> (retransmits, ps at the sender)
+        self.outstanding = 0
+        self.done = None
+        self.end = "not run"
+        self.elapsed_ps = 0
+        self.wall_s = 0.0
+        self.kernel_drops = None
+        self.loop_name = None
+        self.opened = False
+
+    async def __aenter__(self):
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+        return False
+
+    async def open(self):
+        """Bind every node's socket, build the nodes, start receiving."""
+        loop = asyncio.get_running_loop()
+        self.loop_name = loop_name(loop)
+        self.sched = Scheduler(loop, self.precise)
+        self.opened = True
+        topo = self.topo
+        try:
+            for nid, (ip, port) in enumerate(self.plan):
+                sock = open_udp_socket(ip, port, self.rcvbuf, "node %s" % topo.nodes[nid].name)
+                self.endpoints.append(Endpoint(sock, topo.nodes[nid].name))
+            self.addresses = [ep.addr for ep in self.endpoints]
+            run = {"slack_ps": self.slack_ps, "precise_timers": self.precise,
+                   "rcvbuf_bytes": self.rcvbuf}
+            confs = node_configs(topo, self.messages, self.protocol, self.config, self.seed,
+                                 [list(a) for a in self.addresses], self.loss_rate,
+                                 self.corrupt_rate, run=run)
+            agent_cfg = None
+            for conf, ep in zip(confs, self.endpoints):
+                if conf["role"] == "host" and agent_cfg is None:
+                    agent_cfg = protocol_config(conf)
+                node = build_node(conf, self.sched, ep, agent_cfg, self._on_delivered,
+                                  self._on_sent)
+                self.nodes.append(node)
+                if conf["role"] == "host":
+                    self.hosts.append(node)
+            for node, ep in zip(self.nodes, self.endpoints):
+                await ep.start(node.datagram)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _on_delivered(self, src, msg_id, size, t):
+        key = (src, msg_id)
+        if key not in self.delivered:
+            self.delivered[key] = t
+            self._progress()
+
+    def _on_sent(self, src, msg_id, retransmits, t):
+        key = (src, msg_id)
+        if key not in self.sender_done:
+            self.sender_done[key] = (retransmits, t)
+            self._progress()
+
+    def _progress(self):
+        self.outstanding -= 1
+        if self.outstanding <= 0 and self.done is not None and not self.done.done():
+            self.done.set_result("done")
+
+    def _until(self, _t, _arg):
+        if not self.done.done():
+            self.done.set_result("until")
+
+    async def run(self, until_ps=-1, timeout_s=60.0):
+        """Start the messages and wait until every one is delivered and acknowledged, the
+        clock passes ``until_ps``, or ``timeout_s`` of wall time pass.  Returns why it
+        stopped: "done", "until" or "timeout"."""
+        if not self.nodes:
+            raise RuntimeError("UdpNetwork.run before open()")
+        loop = asyncio.get_running_loop()
+        self.done = loop.create_future()
+        self.outstanding = 2 * len(self.messages)
+        sched = self.sched
+        sched.start_clock()
+        wall0 = time.perf_counter()
+        for m in self.messages:
+            sched.at(m.start_ps, self.hosts[m.src].start, m)
+        if until_ps >= 0:
+            sched.at(until_ps, self._until, None)
+        if not self.messages:
+            self.done.set_result("done")
+        try:
+            finished, _ = await asyncio.wait({self.done}, timeout=timeout_s)
+            self.end = self.done.result() if finished else "timeout"
+        finally:
+            self.elapsed_ps = sched.now()
+            self.wall_s = time.perf_counter() - wall0
+            if not self.done.done():
+                self.done.cancel()
+        return self.end
+
+    async def close(self):
+        """Stop the timers and close every socket; idempotent, safe after a failed open."""
+        if self.endpoints and self.kernel_drops is None:
+            self.kernel_drops = sum(kernel_drops(
+                [ep.addr for ep in self.endpoints if not ep.closed]).values())
+        if self.sched is not None:
+            self.sched.close()
+        await asyncio.gather(*(ep.close() for ep in self.endpoints), return_exceptions=True)
+        if self.sched is not None:
+            self.sched.close()          # again: datagrams handled while closing may arm
+
+    def errors(self):
+        """Bugs seen while running (empty in a healthy run)."""
+        out = list(self.sched.errors) if self.sched else []
+        for ep in self.endpoints:
+            out.extend(ep.errors)
+        return out
+
+    def node_counters(self):
+        return [n.counters(self.elapsed_ps) for n in self.nodes]
+
+    def result(self):
+        """Summary (the schema of ``gse sim``) and per-message records."""
+        cfg = self.config
+        records = message_records(self.topo, self.messages, cfg.mtu)
+        for r in records:
+            key = (r.src, r.msg_id)
+            r.deliver_ps = self.delivered.get(key, -1)
+            done = self.sender_done.get(key)
+            if done is not None:
+                r.retransmits, r.finish_ps = done
+        counters = self.node_counters()
+        udp = udp_totals(counters, self.kernel_drops or 0)
+        udp.update({"loop": self.loop_name, "addressing": self.addressing, "end": self.end,
+                    "nodes": len(self.nodes), "timer_events": self.sched.fired,
+                    "timer_late": self.sched.lateness(),
+                    "slack_us": self.slack_ps / 1e6, "precise_timers": self.precise,
+                    "errors": self.errors()})
+        ports = [p for n in self.nodes for p in n.ports]
+        extra = {"protocol": self.protocol, "seed": self.seed, "runtime": "udp"}
+        summary = build_summary(self.topo, records, ports, counters,
+                                [h.agent.counters() for h in self.hosts], cfg,
+                                self.elapsed_ps, self.wall_s, extra, udp)
+        return RunResult(summary, records, self)
+
+
+async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
+                        corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
+                        slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
+                        rcvbuf_bytes=DEFAULT_RCVBUF):
+    net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
+                     addressing, slack_ps, precise_timers, rcvbuf_bytes)
+    async with net:
+        await net.run(until_ps, timeout_s)
+    return net.result()
+
+
+def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
+            corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
+            slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF):
+    """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
+
+    ``config`` is used as given; None means the protocol's defaults with the real-time
+    timers of ``gse.runtimes.udp.config.udp_profile``.  Returns a ``gse.metrics.records.RunResult``.
+    """
+    for m in messages:
+        if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
+            raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
+                             % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
+    return run_async(lambda: run_udp_async(
+        topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
+        addressing, slack_ps, precise_timers, rcvbuf_bytes), loop)

@@ -1,0 +1,313 @@
+"""Nodes of the UDP runtimes: the sans-I/O agents behind real sockets.
+
+A switch node decodes every datagram, routes it (``Switch.route``) and offers it to the
+egress port toward the next hop; a host node hands it to its agent and lets the agent's
+NIC pull whatever the agent has to send.  Every datagram received is decoded
+(``decode_header``: every check, the payload left in the datagram; a switch decodes into
+one reusable packet); a malformed one is counted by reason (``WireError.reason``) and
+dropped, a valid one from an address that is not a neighbour is counted as ``foreign``
+and dropped, and a host checks every DATA payload against the documented pattern.  The
+links themselves are in ``gse.runtimes.udp.link``.
+"""
+
+import random
+
+from gse.protocols import host_factory
+from gse.runtimes.udp.io import record_error
+from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
+                                   decode_datagram, decode_header, decode_header_into,
+                                   payload_intact)
+from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError
+from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
+from switchmodel.pfc import PfcConfig, PfcState
+from switchmodel.queue import OutputQueue, QueueConfig
+from switchmodel.switch import Switch
+
+__all__ = ["DEFAULT_SLACK_PS", "NIC_BURST", "EmulatedPort", "HostNic", "decode_datagram",
+           "NodeDriver", "SwitchDriver", "HostDriver", "build_node"]
+
+
+class NodeDriver:
+    """What hosts and switches share: a socket, ports, counters of what was received."""
+
+    __slots__ = ("node", "name", "kind", "sched", "endpoint", "ports", "port_of",
+                 "malformed", "foreign", "datagrams", "max_datagram")
+
+    def __init__(self, node, name, kind, sched, endpoint):
+        self.node = node
+        self.name = name
+        self.kind = kind
+        self.sched = sched
+        self.endpoint = endpoint
+        self.ports = []
+        self.port_of = {}           # neighbour's (ip, port) -> local port
+        self.malformed = {reason: 0 for reason in REASONS}
+        self.foreign = 0
+        self.datagrams = 0
+        self.max_datagram = MAX_DATAGRAM   # larger than the fabric's MTU: "oversized"
+
+    def _decode(self, data, addr, into):
+        """The packet (header fields; an untrimmed DATA packet's payload stays in ``data``)
+        with ``ingress`` set to the port it came in by, or None after counting why not.
+        ``into``: a packet to decode into (or None for a new one)."""
+        self.datagrams += 1
+        try:
+            if into is None:
+                pkt = decode_header(data, self.max_datagram)
+            else:
+                pkt = decode_header_into(into, data, self.max_datagram)
+        except WireError as exc:
+            self.malformed[exc.reason] += 1
+            return None
+        in_port = self.port_of.get(addr, -1)
+        if in_port < 0:
+            if len(addr) > 2:             # IPv6: (ip, port, flowinfo, scope)
+                in_port = self.port_of.get(addr[:2], -1)
+            if in_port < 0:
+                self.foreign += 1
+                return None
+        pkt.ingress = in_port
+        return pkt
+
+    def counters(self, now):
+        """JSON-ready counters of this node (what ``gse agent`` writes)."""
+        ep = self.endpoint
+        return {"node": self.node, "name": self.name, "kind": self.kind,
+                "datagrams": self.datagrams, "malformed": dict(self.malformed),
+                "malformed_total": sum(self.malformed.values()), "foreign": self.foreign,
+                "sent": ep.sent, "send_blocked": ep.send_blocked,
+                "send_errors": ep.send_errors, "recv_errors": ep.recv_errors,
+                "ports": [p.stats(now) for p in self.ports]}
+
+
+class SwitchDriver(NodeDriver):
+    """Forwards every datagram it receives.  Datagrams are decoded into one reusable packet
+    (``scratch``), nothing keeps it: a port copies it when it must queue it, as does the
+    switch-latency path."""
+
+    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch")
+
+    def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
+        NodeDriver.__init__(self, node, name, kind, sched, endpoint)
+        self.scratch = new_packet(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        self.switch = switch
+        self.latency = latency_ps
+        self.pfc = pfc
+        self.unroutable = 0
+
+    def datagram(self, data, addr):
+        pkt = self._decode(data, addr, self.scratch)
+        if pkt is None:
+            return
+        if self.latency:
+            self.sched.at(self.sched.now() + self.latency, self._forward,
+                          (copy_packet(pkt), data))
+            return
+        self._route(pkt, data, self.sched.now())
+
+    def _forward(self, _t, item):
+        self._route(item[0], item[1], self.sched.now())
+
+    def _route(self, pkt, data, now):
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            self.ports[pkt.ingress].set_paused(kind == PAUSE, now)
+            return
+        port = self.switch.route(pkt)
+        if port < 0:
+            self.unroutable += 1
+            return
+        egress = self.ports[port]
+        egress.offer(pkt, data, now, pkt is self.scratch)
+
+    def send_pfc(self, port, kind, now):
+        """PAUSE or RESUME to the neighbour on ``port``, ahead of data (control class)."""
+        p = self.ports[port]
+        p.offer(new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, 0, PRIO_DATA, 0,
+                           0, now, PRIO_CONTROL), None, now)
+
+    def counters(self, now):
+        c = NodeDriver.counters(self, now)
+        c["role"] = "switch"
+        c["unroutable"] = self.unroutable
+        c["forwarded"] = self.switch.forwarded
+        if self.pfc is not None:
+            c["pfc"] = {"pauses_sent": self.pfc.pauses_sent,
+                        "resumes_sent": self.pfc.resumes_sent,
+                        "headroom_overflows": self.pfc.headroom_overflows,
+                        "peak_ingress": self.pfc.peak_ingress}
+        return c
+
+
+class HostDriver(NodeDriver):
+    """Drives one host agent: datagrams in, NIC pulls out, one timer, completions out."""
+
+    __slots__ = ("agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered", "sent",
+                 "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
+                 "started", "timer_fn")
+
+    def __init__(self, node, name, sched, endpoint, agent, on_delivered=None, on_sent=None):
+        NodeDriver.__init__(self, node, name, "host", sched, endpoint)
+        self.agent = agent
+        self.nic = None
+        self.timer_at = -1
+        self.on_delivered = on_delivered    # fn(src, msg_id, size, now)
+        self.on_sent = on_sent              # fn(src, msg_id, retransmits, now)
+        self.delivered = {}                 # (src, msg_id) -> (size, ps)
+        self.sent = {}                      # msg_id -> (retransmits, ps)
+        self.started = {}                   # msg_id -> (dst, size, ps)
+        self.payload_errors = 0
+        self.payload_bytes = 0              # DATA payload bytes checked against the pattern
+        self.duplicate_deliveries = 0
+        self.agent_errors = 0
+        self.timer_fn = self._on_timer      # bound once: every timer of this host calls it
+
+    def datagram(self, data, addr):
+        pkt = self._decode(data, addr, None)    # a new packet: the agent may keep it
+        if pkt is None:
+            return
+        now = self.sched.now()
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            self.nic.set_paused(kind == PAUSE, now)
+            return
+        if kind == DATA and not pkt.flags & F_TRIMMED:
+            if not payload_intact(pkt, data):
+                self.payload_errors += 1  # checksum passed but the bytes are not ours
+                return
+            self.payload_bytes += pkt.payload_len
+        try:
+            self.agent.receive(pkt, now)
+        except Exception as exc:
+            self._agent_error("receive %r" % (pkt,), exc)
+        self.after(now)
+
+    def start(self, _t, msg):
+        now = self.sched.now()
+        self.started[msg.msg_id] = (msg.dst, msg.size, now)
+        try:
+            self.agent.start_message(msg.msg_id, msg.dst, msg.size, now)
+        except Exception as exc:
+            self._agent_error("start message %d" % msg.msg_id, exc)
+        self.after(now)
+
+    def _on_timer(self, t, _arg):
+        if t != self.timer_at:
+            return                      # superseded by an earlier deadline
+        self.timer_at = -1
+        now = self.sched.now()
+        try:
+            self.agent.on_timer(now)
+        except Exception as exc:
+            self._agent_error("timer", exc)
+        self.after(now)
+
+    def after(self, now):
+        agent = self.agent
+        delivered = agent.receiver.delivered
+        if delivered:
+            for src, msg_id, size, t in delivered:
+                key = (src, msg_id)
+                if key in self.delivered:
+                    self.duplicate_deliveries += 1
+                    continue
+                self.delivered[key] = (size, t)
+                if self.on_delivered is not None:
+                    self.on_delivered(src, msg_id, size, t)
+            delivered.clear()
+        done = agent.sent_done
+        if done:
+            for msg_id, retransmits, t in done:
+                if msg_id not in self.sent:
+                    self.sent[msg_id] = (retransmits, t)
+                    if self.on_sent is not None:
+                        self.on_sent(self.node, msg_id, retransmits, t)
+            done.clear()
+        if agent.has_work():
+            self.nic.kick(now)
+        t = agent.next_deadline()
+        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
+            self.timer_at = t
+            self.sched.at(t, self.timer_fn, None)
+
+    def _agent_error(self, what, exc):
+        self.agent_errors += 1
+        record_error(self.sched.errors, "host %d: %s: %r" % (self.node, what, exc))
+
+    def counters(self, now):
+        c = NodeDriver.counters(self, now)
+        c["role"] = "host"
+        c["payload_errors"] = self.payload_errors
+        c["payload_bytes"] = self.payload_bytes
+        c["duplicate_deliveries"] = self.duplicate_deliveries
+        c["agent_errors"] = self.agent_errors
+        c["agent"] = self.agent.counters()
+        return c
+
+    def records(self):
+        """Per-message outcomes seen by this host, JSON-ready (times in ps of its clock)."""
+        sent = []
+        for msg_id, (dst, size, start) in sorted(self.started.items()):
+            item = {"msg_id": msg_id, "dst": dst, "size": size, "start_ps": start}
+            done = self.sent.get(msg_id)
+            if done is not None:
+                item["retransmits"], item["finish_ps"] = done
+            sent.append(item)
+        received = [{"src": src, "msg_id": msg_id, "size": size, "deliver_ps": t}
+                    for (src, msg_id), (size, t) in sorted(self.delivered.items())]
+        return {"node": self.node, "sent": sent, "received": received}
+
+
+def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sent=None):
+    """The driver of one node from its configuration (``gse.runtimes.udp.config`` format).
+
+    ``protocol_config`` is the host agent's config object (GseConfig, RoceConfig), already
+    built from ``conf["agent"]``; switches ignore it.
+    """
+    nid = conf["node"]
+    seed = conf["seed"]
+    qconf = QueueConfig(**conf["queue"])
+    slack = conf["run"]["slack_ps"]
+    role = conf["role"]
+    if role == "host":
+        link = conf["ports"][0]
+        make_host = host_factory(conf["agent"]["protocol"], protocol_config)
+        agent = make_host(nid, random.Random("%s/host/%d" % (seed, nid)), link["gbps"])
+        driver = HostDriver(nid, conf["name"], sched, endpoint, agent, on_delivered, on_sent)
+    else:
+        switch = Switch(nid, conf["name"], [tuple(h) for h in conf["next_hops"]],
+                        conf["salt"], conf["forwarding"])
+        pfc = None
+        if conf.get("pfc"):
+            pfc = PfcState(PfcConfig(**conf["pfc"]), len(conf["ports"]))
+        driver = SwitchDriver(nid, conf["name"], conf["kind"], sched, endpoint, switch,
+                              conf.get("switch_latency_ps", 0), pfc)
+    driver.max_datagram = conf["max_datagram"]
+    for pc in conf["ports"]:
+        pidx = pc["port"]
+        qrng = random.Random("%s/queue/%d/%d" % (seed, nid, pidx))
+        addr = (pc["peer_addr"][0], pc["peer_addr"][1])
+        cls = HostNic if role == "host" else EmulatedPort
+        port = cls(sched, endpoint, addr, OutputQueue(qconf, qrng), pc["gbps"],
+                   pc["delay_ps"], slack, nid, pidx, conf["kind"], pc["faces_host"])
+        port.peer = pc["peer"]
+        port.peer_port = pc["peer_port"]
+        port.owner = driver
+        port.set_faults(pc.get("loss", 0.0), pc.get("corrupt", 0.0),
+                        random.Random("%s/wire/%d/%d" % (seed, nid, pidx)))
+        if role == "host":
+            port.agent = driver.agent
+            port.catchup = (conf["mtu_wire_bytes"] * 8_000_000 + port.mbps - 1) // port.mbps
+            port.want = False
+            driver.nic = port
+        else:
+            port.pfc = driver.pfc
+        if addr in driver.port_of:
+            raise ValueError("node %r: ports %d and %d both lead to %s:%d"
+                             % (conf["name"], driver.port_of[addr], pidx, addr[0], addr[1]))
+        driver.port_of[addr] = pidx
+        driver.ports.append(port)
+        know = getattr(endpoint, "know", None)
+        if know is not None:
+            know(addr)
+    return driver

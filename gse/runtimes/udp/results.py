@@ -1,0 +1,135 @@
+"""The run summary of the UDP runtimes, in the schema of ``gse.metrics.records.summarize``.
+
+The standard fields (messages, lost, FCT and slowdown tails, drops, trims, peak queues,
+PFC pauses) mean what they mean in the simulation, measured on the runtime's real clock;
+``runtime`` says which runtime, and ``udp`` adds what only a real network has: datagrams
+received, malformed datagrams by reason, foreign senders, payload errors, kernel buffer
+drops, send errors.  ``summarize_agent_outputs`` builds the same summary from the files
+that ``gse agent`` processes wrote (the Mininet runtime and real machines).
+"""
+
+import json
+
+from gse.metrics.records import MessageRecord, ideal_ps, summarize
+from gse.wire.codec import REASONS
+from gse.wire.packet import HEADER_BYTES
+from switchmodel.queue import PortCounters
+
+UDP_TOTALS = ("datagrams", "foreign", "sent", "send_blocked", "send_errors", "recv_errors",
+              "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
+              "unroutable")
+
+
+class PortStats:
+    """A port's counters read back from a node's counters file (what summarize reads)."""
+
+    __slots__ = ("queue", "wire_drops", "wire_corrupt", "kind", "faces_host", "paused_ps")
+
+    def __init__(self, d):
+        counters = PortCounters()
+        for name, value in d["counters"].items():
+            setattr(counters, name, value)
+        self.queue = _Queue(counters)
+        self.wire_drops = d["wire_drops"]
+        self.wire_corrupt = d["wire_corrupt"]
+        self.kind = d["kind"]
+        self.faces_host = d["faces_host"]
+        self.paused_ps = d.get("paused_ps", 0)
+
+
+class _Queue:
+    __slots__ = ("counters",)
+
+    def __init__(self, counters):
+        self.counters = counters
+
+
+def message_records(topo, messages, mtu):
+    cache = {}
+    return [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, mtu, cache))
+            for m in messages]
+
+
+def udp_totals(node_counters, kernel_drops=None):
+    """Sum the nodes' runtime counters; malformed datagrams by reason."""
+    out = {key: 0 for key in UDP_TOTALS}
+    malformed = {reason: 0 for reason in REASONS}
+    for c in node_counters:
+        for key in UDP_TOTALS:
+            out[key] += c.get(key, 0)
+        for reason, n in c["malformed"].items():
+            malformed[reason] = malformed.get(reason, 0) + n
+    out["malformed"] = malformed
+    out["malformed_total"] = sum(malformed.values())
+    out["kernel_drops"] = kernel_drops if kernel_drops is not None else sum(
+        c.get("kernel_drops", 0) for c in node_counters)
+    return out
+
+
+def pfc_totals(node_counters, paused_ps):
+    pauses = overflows = 0
+    for c in node_counters:
+        pfc = c.get("pfc")
+        if pfc:
+            pauses += pfc["pauses_sent"]
+            overflows += pfc["headroom_overflows"]
+    return {"pfc_pauses": pauses, "paused_time_us": round(sum(paused_ps) / 1e6, 3),
+            "paused_time_max_port_us": round(max(paused_ps, default=0) / 1e6, 3),
+            "pfc_headroom_overflows": overflows}
+
+
+def build_summary(topo, records, ports, node_counters, host_agent_counters, config,
+                  elapsed_ps, wall_s, extra, udp):
+    base_rtt = topo.max_base_rtt_ps(config.mtu + HEADER_BYTES, HEADER_BYTES)
+    more = dict(extra)
+    paused = [p.paused_ps if isinstance(p, PortStats) else p.paused_total_ps(elapsed_ps)
+              for p in ports]
+    more.update(pfc_totals(node_counters, paused))
+    more["udp"] = udp
+    return summarize(records, ports, host_agent_counters, base_rtt, elapsed_ps,
+                     udp["datagrams"], wall_s, more)
+
+
+def summarize_agent_outputs(topo, messages, config, counter_files, record_files,
+                            protocol="gse", seed=1, wall_s=0.0, extra=None):
+    """The run summary and per-message records from ``gse agent`` output files.
+
+    Times of a message come from its sender's records (start, finish: one clock) and its
+    receiver's (delivery); they are comparable across agents when the agents shared time 0
+    (``run.start_at_unix``).  Returns (summary, records).
+    """
+    node_counters = [_read(path) for path in counter_files]
+    records = message_records(topo, messages, config.mtu)
+    by_key = {(r.src, r.msg_id): r for r in records}
+    elapsed = 0
+    for path in record_files:
+        rec = _read(path)
+        src = rec["node"]
+        for s in rec["sent"]:
+            r = by_key.get((src, s["msg_id"]))
+            if r is not None and "finish_ps" in s:
+                r.finish_ps = s["finish_ps"]
+                r.retransmits = s["retransmits"]
+                elapsed = max(elapsed, s["finish_ps"])
+        for d in rec["received"]:
+            r = by_key.get((d["src"], d["msg_id"]))
+            if r is not None:
+                r.deliver_ps = d["deliver_ps"]
+                elapsed = max(elapsed, d["deliver_ps"])
+    ports = [PortStats(p) for c in node_counters for p in c["ports"]]
+    hosts = [c["agent"] for c in node_counters if c.get("role") == "host"]
+    udp = udp_totals(node_counters)
+    udp["agents"] = len(node_counters)
+    udp["exits"] = {}
+    for c in node_counters:
+        udp["exits"][c.get("exit", "?")] = udp["exits"].get(c.get("exit", "?"), 0) + 1
+    base = {"protocol": protocol, "seed": seed, "runtime": "agents"}
+    base.update(extra or {})
+    summary = build_summary(topo, records, ports, node_counters, hosts, config, elapsed,
+                            wall_s, base, udp)
+    return summary, records
+
+
+def _read(path):
+    with open(path) as f:
+        return json.load(f)

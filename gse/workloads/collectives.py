@@ -1,0 +1,357 @@
+"""Training collectives as traffic with dependencies.
+
+A ``Collective`` is one call as a trace records it: the operation, the ranks taking part
+(in ring order), the buffer size S in bytes (the nccl-tests convention: the whole
+all-reduce buffer, the *output* of an all-gather, the *input* of a reduce-scatter, a
+rank's whole send buffer for an all-to-all), the algorithm, and when it may start: not
+before ``start_ps``, and after every collective in ``after`` is done, each plus its lag
+(the compute time in between).
+
+``expand`` turns a collective into a ``Plan``: flows between rank *positions* (indices
+into ``ranks``), each with the flows it waits for.  A step starts when the data it
+depends on has arrived, not at a fixed time, so the plan is a DAG that the replay driver
+(``gse.workloads.replay``) walks as deliveries happen.  The algorithms, over N ranks:
+
+================== ==================================================================
+all_reduce ring    2(N-1) steps; in each, every rank sends one S/N chunk to the next
+                   rank, the chunk it received in the previous step (reduce-scatter
+                   then all-gather), so step k of rank i waits for step k-1 of i-1
+all_reduce hd      halving-doubling (Rabenseifner): log2 N reduce-scatter steps with
+                   partner i XOR 2^k sending S/2^(k+1), then the same in reverse for
+                   the all-gather; 2 log2 N steps; N must be a power of two
+reduce_scatter     ring, N-1 steps of S/N
+all_gather         ring, N-1 steps of S/N (S is the gathered output)
+all_to_all         direct: N(N-1) flows of S/N, all at once
+broadcast ring     pipelined chain from the root along the ring order: the buffer is
+                   cut into chunks of ``chunk_bytes`` (default 128 KiB, as NCCL
+                   pipelines); chunk c leaves rank i once it has arrived from i-1 and
+                   chunk c-1 has arrived at i+1 (one chunk in flight per hop)
+broadcast tree     binomial tree: log2 N rounds of the whole buffer
+reduce             the ring broadcast in reverse (the chain ends at the root)
+gather / scatter   direct: S/N between the root and every other rank
+send               one flow of S from ranks[0] to ranks[1] (point to point)
+================== ==================================================================
+
+Chunks of S/N are split exactly: the first S mod N chunks carry one byte more, and a
+chunk of zero bytes (S < N) is a zero-size flow that completes as soon as it may start,
+so dependencies still chain through it.
+
+Bus bandwidth follows nccl-tests (``BUS_FACTORS``): algbw = S / time and busbw = algbw
+times 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1
+for broadcast, reduce and point to point.
+"""
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "reduce",
+       "gather", "scatter", "send")
+
+ALGORITHMS = {
+    "all_reduce": ("ring", "hd"),
+    "reduce_scatter": ("ring",),
+    "all_gather": ("ring",),
+    "all_to_all": ("direct",),
+    "broadcast": ("ring", "tree"),
+    "reduce": ("ring",),
+    "gather": ("direct",),
+    "scatter": ("direct",),
+    "send": ("direct",),
+}
+
+ROOTED = ("broadcast", "reduce", "gather", "scatter")
+
+DEFAULT_CHUNK_BYTES = 128 * 1024
+
+
+def bus_factor(op, n):
+    """The nccl-tests factor from algorithm bandwidth to bus bandwidth over n ranks."""
+    if op == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if op in ("reduce_scatter", "all_gather", "all_to_all", "gather", "scatter"):
+        return (n - 1) / n
+    return 1.0
+
+
+class CollectiveError(ValueError):
+    """A collective that cannot be expanded; the message names the collective."""
+
+
+class Collective:
+    """One collective call (see the module docstring).  Plain data, compared by value.
+
+    ``after`` is a tuple of ``(collective id, lag_ps)`` (a plain id means lag 0); ``dtype``
+    and ``tag`` are carried for reports only.  Times are integer picoseconds.
+    """
+
+    __slots__ = ("id", "op", "ranks", "size", "algo", "root", "after", "start_ps", "dtype",
+                 "tag", "chunk_bytes")
+
+    def __init__(self, id, op, ranks, size, algo=None, root=0, after=(), start_ps=0,
+                 dtype=None, tag=None, chunk_bytes=None):
+        self.id = id
+        self.op = op
+        self.ranks = tuple(ranks)
+        self.size = size
+        self.algo = algo or ALGORITHMS.get(op, ("",))[0]
+        self.root = root
+        self.after = tuple((d, 0) if isinstance(d, int) else (int(d[0]), int(d[1]))
+                           for d in after)
+        self.start_ps = start_ps
+        self.dtype = dtype
+        self.tag = tag
+        self.chunk_bytes = chunk_bytes
+        self.check()
+
+    def check(self):
+        what = "collective %r" % (self.id,)
+        if isinstance(self.id, bool) or not isinstance(self.id, int) or self.id < 0:
+            raise CollectiveError("%s: id must be an integer >= 0" % what)
+        if self.op not in OPS:
+            raise CollectiveError("%s: unknown op %r (known: %s)" % (what, self.op, ", ".join(OPS)))
+        if self.algo not in ALGORITHMS[self.op]:
+            raise CollectiveError("%s: %s has no algorithm %r (known: %s)"
+                                  % (what, self.op, self.algo, ", ".join(ALGORITHMS[self.op])))
+        for r in self.ranks:
+            if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+                raise CollectiveError("%s: ranks must be integers >= 0, got %r" % (what, r))
+        if len(set(self.ranks)) != len(self.ranks):
+            raise CollectiveError("%s: a rank appears twice in %r" % (what, list(self.ranks)))
+        if not self.ranks:
+            raise CollectiveError("%s: no ranks" % what)
+        if self.op == "send" and len(self.ranks) != 2:
+            raise CollectiveError("%s: send takes ranks [src, dst], got %r"
+                                  % (what, list(self.ranks)))
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
+            raise CollectiveError("%s: size must be an integer >= 0 bytes, got %r"
+                                  % (what, self.size))
+        if self.op in ROOTED and self.root not in self.ranks:
+            raise CollectiveError("%s: root %r is not one of the ranks" % (what, self.root))
+        if isinstance(self.start_ps, bool) or not isinstance(self.start_ps, int) \
+                or self.start_ps < 0:
+            raise CollectiveError("%s: start must be >= 0" % what)
+        for d, lag in self.after:
+            if lag < 0:
+                raise CollectiveError("%s: lag after %d must be >= 0" % (what, d))
+            if d == self.id:
+                raise CollectiveError("%s: depends on itself" % what)
+        if self.chunk_bytes is not None and (not isinstance(self.chunk_bytes, int)
+                                             or self.chunk_bytes <= 0):
+            raise CollectiveError("%s: chunk_bytes must be a positive integer" % what)
+
+    def key(self):
+        """What makes two collectives the same call (ids included, dtype and tag not)."""
+        return (self.id, self.op, self.ranks, self.size, self.algo,
+                self.root if self.op in ROOTED else None, tuple(sorted(self.after)),
+                self.start_ps)
+
+    def __eq__(self, other):
+        if not isinstance(other, Collective):
+            return NotImplemented
+        return self.key() == other.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return "Collective(%d %s/%s %d ranks %d B%s%s)" % (
+            self.id, self.op, self.algo, len(self.ranks), self.size,
+            " after %s" % (list(self.after),) if self.after else "",
+            " start %d ps" % self.start_ps if self.start_ps else "")
+
+    def as_dict(self):
+        d = {"id": self.id, "op": self.op, "ranks": list(self.ranks), "bytes": self.size,
+             "algo": self.algo}
+        if self.op in ROOTED:
+            d["root"] = self.root
+        if self.after:
+            d["after"] = [[i, lag / 1e6] if lag else i for i, lag in self.after]
+        if self.start_ps:
+            d["start_us"] = self.start_ps / 1e6
+        if self.dtype:
+            d["dtype"] = self.dtype
+        if self.tag:
+            d["tag"] = self.tag
+        if self.chunk_bytes:
+            d["chunk_bytes"] = self.chunk_bytes
+        return d
+
+
+class Plan:
+    """Flows between rank positions: ``src[f]``, ``dst[f]``, ``size[f]`` and the flows
+    ``deps[f]`` that must be delivered before flow ``f`` may start."""
+
+    __slots__ = ("n", "src", "dst", "size", "deps")
+
+    def __init__(self, n):
+        self.n = n
+        self.src = []
+        self.dst = []
+        self.size = []
+        self.deps = []
+
+    def add(self, src, dst, size, deps=()):
+        self.src.append(src)
+        self.dst.append(dst)
+        self.size.append(size)
+        self.deps.append(tuple(deps))
+        return len(self.src) - 1
+
+    def __len__(self):
+        return len(self.src)
+
+    def bytes_sent(self):
+        return sum(self.size)
+
+    def steps(self):
+        """The longest dependency chain, in flows (a ring all-reduce: 2(N-1))."""
+        depth = [0] * len(self.src)
+        for f, deps in enumerate(self.deps):         # deps always point backwards
+            depth[f] = 1 + max((depth[d] for d in deps), default=0)
+        return max(depth, default=0)
+
+
+def chunks(size, n):
+    """``size`` bytes cut into n chunks differing by at most one byte."""
+    q, r = divmod(size, n)
+    return [q + 1 if c < r else q for c in range(n)]
+
+
+def _ring_phase(plan, n, sizes, chunk_of, steps, prev):
+    """``steps`` ring steps; ``chunk_of(i, s)`` is the chunk rank i sends in step s;
+    ``prev[i]`` the flow that last delivered to rank i (or None)."""
+    for s in range(steps):
+        cur = [None] * n
+        for i in range(n):
+            j = (i + 1) % n
+            dep = prev[i]
+            cur[j] = plan.add(i, j, sizes[chunk_of(i, s)], () if dep is None else (dep,))
+        prev = cur
+    return prev
+
+
+def ring_all_reduce(n, size):
+    plan = Plan(n)
+    sizes = chunks(size, n)
+    prev = _ring_phase(plan, n, sizes, lambda i, s: (i - s) % n, n - 1, [None] * n)
+    _ring_phase(plan, n, sizes, lambda i, s: (i + 1 - s) % n, n - 1, prev)
+    return plan
+
+
+def ring_reduce_scatter(n, size):
+    plan = Plan(n)
+    _ring_phase(plan, n, chunks(size, n), lambda i, s: (i - s - 1) % n, n - 1, [None] * n)
+    return plan
+
+
+def ring_all_gather(n, size):
+    plan = Plan(n)
+    _ring_phase(plan, n, chunks(size, n), lambda i, s: (i - s) % n, n - 1, [None] * n)
+    return plan
+
+
+def halving_doubling_all_reduce(n, size):
+    if n & (n - 1):
+        raise CollectiveError("halving-doubling needs a power-of-two number of ranks, got %d "
+                              "(use the ring)" % n)
+    plan = Plan(n)
+    levels = n.bit_length() - 1
+    prev = [None] * n
+    order = list(range(levels)) + list(reversed(range(levels)))
+    for k in order:
+        part = chunks(size, 2 ** (k + 1))[0]      # the larger half at this level
+        cur = [None] * n
+        for i in range(n):
+            p = i ^ (1 << k)
+            dep = prev[i]
+            cur[p] = plan.add(i, p, part, () if dep is None else (dep,))
+        prev = cur
+    return plan
+
+
+def all_to_all(n, size):
+    plan = Plan(n)
+    sizes = chunks(size, n)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                plan.add(i, j, sizes[j])
+    return plan
+
+
+def ring_broadcast(n, size, root_pos, chunk_bytes, reverse=False):
+    """The pipelined chain root -> root+1 -> ... (``reverse``: ... -> root, a reduce)."""
+    plan = Plan(n)
+    order = [(root_pos + k) % n for k in range(n)]
+    if reverse:
+        order = [(root_pos - k) % n for k in range(n)][::-1]
+    nchunks = max(1, -(-size // chunk_bytes))
+    last = [None] * (n - 1)              # per hop: the previous chunk's flow on it
+    for part in chunks(size, nchunks):
+        dep = None
+        for h, (a, b) in enumerate(zip(order, order[1:])):
+            deps = tuple(x for x in (dep, last[h]) if x is not None)
+            dep = last[h] = plan.add(a, b, part, deps)
+    return plan
+
+
+def tree_broadcast(n, size, root_pos):
+    """Binomial tree: in round k every rank holding the data sends it 2^k places on."""
+    plan = Plan(n)
+    got = {0: None}                      # relative position -> flow that delivered it
+    k = 1
+    while k < n:
+        for rel in sorted(got):
+            if rel < k and rel + k < n:
+                dep = got[rel]
+                got[rel + k] = plan.add((root_pos + rel) % n, (root_pos + rel + k) % n, size,
+                                        () if dep is None else (dep,))
+        k *= 2
+    return plan
+
+
+def direct_rooted(n, size, root_pos, to_root):
+    plan = Plan(n)
+    sizes = chunks(size, n)
+    for i in range(n):
+        if i != root_pos:
+            plan.add(i, root_pos, sizes[i]) if to_root else plan.add(root_pos, i, sizes[i])
+    return plan
+
+
+def expand(coll):
+    """The ``Plan`` of a ``Collective``; positions index ``coll.ranks``."""
+    n = len(coll.ranks)
+    if n == 1:
+        return Plan(1)                   # nothing to move: done as soon as it may start
+    op, algo, size = coll.op, coll.algo, coll.size
+    if op == "all_reduce":
+        return ring_all_reduce(n, size) if algo == "ring" else halving_doubling_all_reduce(n, size)
+    if op == "reduce_scatter":
+        return ring_reduce_scatter(n, size)
+    if op == "all_gather":
+        return ring_all_gather(n, size)
+    if op == "all_to_all":
+        return all_to_all(n, size)
+    if op == "send":
+        plan = Plan(2)
+        plan.add(0, 1, size)
+        return plan
+    root = coll.ranks.index(coll.root)
+    chunk = coll.chunk_bytes or DEFAULT_CHUNK_BYTES
+    if op == "broadcast":
+        return ring_broadcast(n, size, root, chunk) if algo == "ring" else \
+            tree_broadcast(n, size, root)
+    if op == "reduce":
+        return ring_broadcast(n, size, root, chunk, reverse=True)
+    return direct_rooted(n, size, root, to_root=(op == "gather"))
+
+
+def check_trace(collectives):
+    """Ids unique, every ``after`` names an earlier collective (so no cycles)."""
+    seen = set()
+    for c in collectives:
+        if c.id in seen:
+            raise CollectiveError("collective id %d appears twice" % c.id)
+        for d, _ in c.after:
+            if d not in seen:
+                raise CollectiveError("collective %d: depends on %d, which is not an earlier "
+                                      "collective of the trace" % (c.id, d))
+        seen.add(c.id)

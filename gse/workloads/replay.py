@@ -1,0 +1,332 @@
+"""Replay collectives with their dependencies on the simulated network.
+
+``replay(topo, collectives, protocol, ...)`` builds the same
+``gse.runtimes.sim.network.Network`` as ``gse.runtimes.sim.run.run_simulation`` (through
+``build_network``), expands every collective into its flows (``gse.workloads.collectives.expand``) and starts each flow as a message when what it
+waits for has happened, in simulated time:
+
+* a flow waits for the flows of its own collective it depends on (a ring step for the
+  previous step's chunk), delivered at the receiver, and for both its ranks to have
+  *entered* the collective (NCCL's peers must both have launched it);
+* rank r enters collective C at ``max(C.start, done(D) + lag)`` over C's dependencies D,
+  where done(D) is when r's own part of D is finished (every flow from or to r delivered)
+  if r takes part in D, and when all of D is finished otherwise.
+
+Delivery is learnt by wrapping each ``HostNode.on_delivered`` (the network's own
+bookkeeping still runs first); new messages are always scheduled on the event queue, never
+started from inside another host's callback.  Message ids count up per source host.
+
+Per collective the result has its start (the first rank to enter), end (the last flow
+delivered), completion time, algorithm bandwidth S/time and bus bandwidth (nccl-tests
+factors, ``gse.workloads.collectives.bus_factor``).  The network summary is
+``gse.metrics.records.summarize`` over every message, as ``gse sim`` reports it.
+"""
+
+import time
+
+from gse.metrics.records import MessageRecord, ideal_ps, summarize
+from gse.protocols import PROTOCOLS, default_config
+from gse.runtimes.sim.run import build_network, pfc_summary
+from gse.wire.packet import HEADER_BYTES
+from gse.workloads.collectives import CollectiveError, bus_factor, check_trace, expand
+from gse.workloads.traffic import MAX_SIZE, Message
+from topologies.topology import serialisation_ps
+
+
+class CollectiveResult:
+    """Outcome of one collective: times in ps (-1 if it never started/finished)."""
+
+    __slots__ = ("coll", "flows", "start_ps", "end_ps", "flows_done", "bytes_moved")
+
+    def __init__(self, coll, flows):
+        self.coll = coll
+        self.flows = flows
+        self.start_ps = -1
+        self.end_ps = -1
+        self.flows_done = 0
+        self.bytes_moved = 0
+
+    @property
+    def done(self):
+        return self.end_ps >= 0
+
+    def time_ps(self):
+        return self.end_ps - self.start_ps if self.done else None
+
+    def algbw_gbps(self):
+        t = self.time_ps()
+        return self.coll.size * 8 / (t / 1e3) if t else None
+
+    def busbw_gbps(self):
+        a = self.algbw_gbps()
+        return None if a is None else a * bus_factor(self.coll.op, len(self.coll.ranks))
+
+    def as_dict(self):
+        c = self.coll
+        t = self.time_ps()
+        d = {"id": c.id, "op": c.op, "algo": c.algo, "ranks": len(c.ranks), "bytes": c.size,
+             "tag": c.tag, "flows": self.flows, "flows_done": self.flows_done,
+             "done": self.done,
+             "start_us": None if self.start_ps < 0 else round(self.start_ps / 1e6, 4),
+             "end_us": None if not self.done else round(self.end_ps / 1e6, 4),
+             "time_us": None if t is None else round(t / 1e6, 4)}
+        if t:
+            a = self.algbw_gbps()
+            d["algbw_gbps"] = round(a, 4)
+            d["busbw_gbps"] = round(a * bus_factor(c.op, len(c.ranks)), 4)
+            d["busbw_GBps"] = round(d["busbw_gbps"] / 8, 4)    # nccl-tests' unit
+        return d
+
+
+class ReplayResult:
+    __slots__ = ("summary", "collectives", "records", "network")
+
+    def __init__(self, summary, collectives, records, network):
+        self.summary = summary
+        self.collectives = collectives     # [CollectiveResult] in trace order
+        self.records = records             # [MessageRecord] in start order
+        self.network = network
+
+
+class _State:
+    """Run-time bookkeeping of one collective."""
+
+    __slots__ = ("res", "coll", "plan", "hosts", "pos_of", "flow_wait", "flow_ready",
+                 "flow_users", "flows_of_pos", "rank_left", "rank_wait", "rank_ready",
+                 "rank_entered", "left", "rank_users", "global_users")
+
+    def __init__(self, coll, plan, hosts):
+        n = len(coll.ranks)
+        self.res = CollectiveResult(coll, len(plan))
+        self.coll = coll
+        self.plan = plan
+        self.hosts = hosts                                  # position -> host id
+        self.pos_of = {r: i for i, r in enumerate(coll.ranks)}
+        self.flow_wait = [len(d) + 2 for d in plan.deps]    # + entry of src and dst
+        self.flow_ready = [0] * len(plan)
+        self.flow_users = [[] for _ in range(len(plan))]
+        self.flows_of_pos = [[] for _ in range(n)]
+        for f, deps in enumerate(plan.deps):
+            for d in deps:
+                self.flow_users[d].append(f)
+            self.flows_of_pos[plan.src[f]].append(f)
+            self.flows_of_pos[plan.dst[f]].append(f)
+        self.rank_left = [len(x) for x in self.flows_of_pos]
+        self.rank_wait = [len(coll.after)] * n
+        self.rank_ready = [coll.start_ps] * n
+        self.rank_entered = [-1] * n
+        self.left = len(plan)
+        self.rank_users = [[] for _ in range(n)]            # [(state, pos, lag)]
+        self.global_users = []                              # [(state, pos, lag)]
+
+
+class Replayer:
+    """One replay on one network (see the module docstring)."""
+
+    def __init__(self, topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
+                 corrupt_rate=0.0, rank_hosts=None, compute_scale=1.0):
+        if protocol not in PROTOCOLS:
+            raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
+        colls = list(collectives)
+        if not colls:
+            raise ValueError("nothing to replay: the trace has no collectives")
+        check_trace(colls)
+        if not compute_scale >= 0:
+            raise ValueError("compute_scale must be >= 0, got %r" % (compute_scale,))
+        self.topo = topo
+        self.protocol = protocol
+        self.cfg = config if config is not None else default_config(protocol)
+        self.seed = seed
+        n_hosts = len(topo.hosts)
+        ranks = sorted({r for c in colls for r in c.ranks})
+        if rank_hosts is None:
+            rank_hosts = {r: r for r in ranks}
+        elif isinstance(rank_hosts, (list, tuple)):
+            rank_hosts = dict(enumerate(rank_hosts))
+        for r in ranks:
+            h = rank_hosts.get(r)
+            if h is None:
+                raise ValueError("rank %d has no host (the rank map covers %d ranks)"
+                                 % (r, len(rank_hosts)))
+            if not 0 <= h < n_hosts:
+                raise ValueError("rank %d maps to host %d but %r has hosts 0..%d (give a bigger "
+                                 "topology or a rank map)" % (r, h, topo.name, n_hosts - 1))
+        used = [rank_hosts[r] for r in ranks]
+        if len(set(used)) != len(used):
+            raise ValueError("two ranks map to the same host; each rank needs its own NIC")
+        self.rank_hosts = rank_hosts
+        self.net = build_network(topo, protocol, self.cfg, seed, loss_rate, corrupt_rate)
+        self.states = []
+        by_id = {}
+        scale = float(compute_scale)
+        for c in colls:
+            try:
+                plan = expand(c)
+            except CollectiveError as exc:
+                raise CollectiveError("collective %d: %s" % (c.id, exc)) from None
+            for s in plan.size:
+                if s > MAX_SIZE:
+                    raise CollectiveError("collective %d: a flow of %d bytes exceeds a message's "
+                                          "2^32-1 limit" % (c.id, s))
+            st = _State(c, plan, [rank_hosts[r] for r in c.ranks])
+            if scale != 1.0:
+                st.rank_ready = [int(c.start_ps * scale)] * len(c.ranks)
+            self.states.append(st)
+            by_id[c.id] = st
+            for dep, lag in c.after:
+                d = by_id[dep]
+                lag = int(lag * scale)
+                for pos, r in enumerate(c.ranks):
+                    if r in d.pos_of:
+                        d.rank_users[d.pos_of[r]].append((st, pos, lag))
+                    else:
+                        d.global_users.append((st, pos, lag))
+        self.next_id = [0] * n_hosts
+        self.flow_of = {}                  # (src host, msg id) -> (state, flow)
+        self.records = []
+        self.cache = {}
+        for hn in self.net.hosts:
+            hn.on_delivered = self._wrap(hn.on_delivered)
+
+    def _wrap(self, inner):
+        def on_delivered(item):
+            inner(item)
+            src, msg_id, _size, now = item
+            hit = self.flow_of.pop((src, msg_id), None)
+            if hit is not None:
+                self._flow_done(hit[0], hit[1], now)
+        return on_delivered
+
+    # -- the dependency walk ------------------------------------------------------------
+
+    def _enter(self, st, pos, t):
+        """Rank ``pos`` of ``st`` enters the collective at time t."""
+        st.rank_entered[pos] = t
+        if st.res.start_ps < 0 or t < st.res.start_ps:
+            st.res.start_ps = t
+        if not st.flows_of_pos[pos]:
+            self._rank_done(st, pos, t)
+            if st.left == 0 and st.res.end_ps < 0 and all(e >= 0 for e in st.rank_entered):
+                self._coll_done(st, t)
+        for f in st.flows_of_pos[pos]:
+            self._flow_cond(st, f, t)
+
+    def _flow_cond(self, st, f, t):
+        if t > st.flow_ready[f]:
+            st.flow_ready[f] = t
+        st.flow_wait[f] -= 1
+        if st.flow_wait[f] == 0:
+            self.net.eq.at(st.flow_ready[f], self._start_flow, st, f)
+
+    def _start_flow(self, st, f):
+        now = self.net.eq.now
+        plan = st.plan
+        size = plan.size[f]
+        if size == 0:
+            self._flow_done(st, f, now)
+            return
+        src, dst = st.hosts[plan.src[f]], st.hosts[plan.dst[f]]
+        self.next_id[src] += 1
+        mid = self.next_id[src]
+        msg = Message.trusted(mid, src, dst, size, now)
+        self.records.append(MessageRecord(msg, ideal_ps(self.topo, src, dst, size, self.cfg.mtu,
+                                                        self.cache)))
+        self.flow_of[(src, mid)] = (st, f)
+        self.net.hosts[src].start(msg, None)
+
+    def _flow_done(self, st, f, t):
+        st.left -= 1
+        st.res.flows_done += 1
+        st.res.bytes_moved += st.plan.size[f]
+        for pos in (st.plan.src[f], st.plan.dst[f]):
+            st.rank_left[pos] -= 1
+            if st.rank_left[pos] == 0:
+                self._rank_done(st, pos, t)
+        for u in st.flow_users[f]:
+            self._flow_cond(st, u, t)
+        if st.left == 0:
+            self._coll_done(st, t)
+
+    def _rank_done(self, st, pos, t):
+        for user, upos, lag in st.rank_users[pos]:
+            self._dep_met(user, upos, t + lag)
+
+    def _coll_done(self, st, t):
+        st.res.end_ps = t
+        for user, upos, lag in st.global_users:
+            self._dep_met(user, upos, t + lag)
+
+    def _dep_met(self, st, pos, t):
+        if t > st.rank_ready[pos]:
+            st.rank_ready[pos] = t
+        st.rank_wait[pos] -= 1
+        if st.rank_wait[pos] == 0:
+            t = st.rank_ready[pos]
+            if t > self.net.eq.now:
+                self.net.eq.at(t, self._enter_event, st, pos)
+            else:
+                self._enter(st, pos, t)
+
+    def _enter_event(self, st, pos):
+        self._enter(st, pos, self.net.eq.now)
+
+    # -- running ------------------------------------------------------------------------
+
+    def run(self, until_ps=-1):
+        net = self.net
+        for st in self.states:
+            for pos in range(len(st.coll.ranks)):
+                if st.rank_wait[pos] == 0:
+                    net.eq.at(st.rank_ready[pos], self._enter_event, st, pos)
+        wall0 = time.perf_counter()
+        net.run(until_ps)
+        wall = time.perf_counter() - wall0
+        for r in self.records:
+            key = (r.src, r.msg_id)
+            r.deliver_ps = net.records.get(key, -1)
+            done = net.sender_done.get(key)
+            if done is not None:
+                r.retransmits, r.finish_ps = done
+        cfg = self.cfg
+        base_rtt = self.topo.max_base_rtt_ps(cfg.mtu + HEADER_BYTES, HEADER_BYTES)
+        extra = {"protocol": self.protocol, "seed": self.seed}
+        extra.update(pfc_summary(net))
+        summary = summarize(self.records, net.ports, [h.agent.counters() for h in net.hosts],
+                            base_rtt, net.eq.now, net.eq.events, wall, extra)
+        results = [st.res for st in self.states]
+        summary["collectives"] = [r.as_dict() for r in results]
+        summary["collectives_done"] = sum(1 for r in results if r.done)
+        summary["collectives_total"] = len(results)
+        summary["replay_time_us"] = round(max((r.end_ps for r in results), default=0) / 1e6, 4)
+        return ReplayResult(summary, results, self.records, net)
+
+
+def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
+           corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0):
+    """Replay ``collectives`` (a list, or a ``Trace``) and return a ``ReplayResult``."""
+    colls = getattr(collectives, "collectives", collectives)
+    return Replayer(topo, colls, protocol, config, seed, loss_rate, corrupt_rate, rank_hosts,
+                    compute_scale).run(until_ps)
+
+
+def ring_bound_ps(topo, ring_hosts, size, mtu=4096):
+    """(bound ps, one-way ps) of a ring all-reduce on an idle non-blocking fabric: the
+    acceptance figure 2(N-1)/N x S / rate + 2(N-1) x the base one-way latency.
+
+    The one-way latency of a hop is what one full packet takes from NIC to NIC: per link
+    its propagation plus the serialisation of one packet (store and forward), plus each
+    switch's latency.  A chunk travels 2(N-1) consecutive ring hops, so with unequal hops
+    (a fat-tree ring crossing edges and pods) the mean over the ring's hops is the right
+    "base one-way latency"; on a fabric where every hop is alike it is that hop.  The rate
+    is the slowest host link.
+    """
+    n = len(ring_hosts)
+    total = 0
+    rate = min(topo.host_link(h).gbps for h in ring_hosts)
+    for i, h in enumerate(ring_hosts):
+        links = topo.path_links(h, ring_hosts[(i + 1) % n])
+        total += topo.switch_latency_ps * (len(links) - 1)
+        total += sum(l.delay_ps + serialisation_ps(mtu + HEADER_BYTES, l.gbps) for l in links)
+    one_way = total / n
+    bound = 2 * (n - 1) / n * size * 8 * 1000 / rate + 2 * (n - 1) * one_way
+    return int(round(bound)), int(round(one_way))

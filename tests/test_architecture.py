@@ -1,0 +1,182 @@
+"""The rules the package layout keeps (docs/architecture.md), checked on the import graph.
+
+* the contracts in ``pyproject.toml`` (``[tool.importlinter]``): agents, the wire format
+  and the switch agent import no runtime, CLI, asyncio, socket, clock or global random;
+  topologies import no protocol and no Mininet; only ``gse.runtimes.mininet`` imports
+  Mininet; the simulation and UDP runtimes do not import each other;
+* no import cycle among the project's modules (imports inside functions count);
+* no module over 600 lines;
+* the old module paths of release 0.1.0 still import, with a deprecation warning.
+
+The contracts are also checked against a copy of the tree with a rule broken on purpose,
+so that a checker that silently checks nothing would fail here.
+"""
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("gse", "switchmodel", "topologies")
+MAX_LINES = 600
+
+importlinter = pytest.importorskip("importlinter", reason="pip install import-linter (test extra)")
+grimp = pytest.importorskip("grimp", reason="comes with import-linter")
+
+
+def lint_imports(root):
+    """Run import-linter on the tree at ``root`` in a fresh interpreter: (exit code, output)."""
+    env = dict(os.environ, PYTHONPATH=root, GSE_PURE_PYTHON="1")
+    code = ("import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    return proc.returncode, proc.stdout
+
+
+def test_import_contracts_are_kept():
+    rc, out = lint_imports(ROOT)
+    assert rc == 0, out
+    assert "broken" in out and "0 broken" in out, out
+
+
+def _copy_tree(dst):
+    for pkg in PACKAGES:
+        shutil.copytree(os.path.join(ROOT, pkg), os.path.join(dst, pkg),
+                        ignore=shutil.ignore_patterns("_compiled", "__pycache__", "*.so"))
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), dst)
+
+
+def _append(path, line):
+    with open(path, "a") as f:
+        f.write("\n" + line + "\n")
+
+
+BROKEN = {
+    "agent-opens-a-socket": ("gse/agents/sender.py", "import socket  # noqa", "sans-I/O"),
+    "agent-imports-a-runtime": ("gse/agents/receiver.py",
+                                "import gse.runtimes.sim.run  # noqa", "sans-I/O"),
+    "topology-imports-a-protocol": ("topologies/fattree.py", "import gse.agents.sender  # noqa",
+                                    "plain data"),
+    "udp-runtime-imports-the-simulator": ("gse/runtimes/udp/results.py",
+                                          "import gse.runtimes.sim.network  # noqa",
+                                          "do not import each other"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_rule_is_reported(tmp_path, case):
+    path, line, contract = BROKEN[case]
+    _copy_tree(str(tmp_path))
+    _append(os.path.join(str(tmp_path), path), line)
+    rc, out = lint_imports(str(tmp_path))
+    assert rc != 0, out
+    assert "0 broken" not in out, out
+    broken_part = out.split("Broken contracts", 1)[1]
+    assert contract in broken_part.replace("\n", " "), out
+
+
+# -- import cycles --------------------------------------------------------------------------
+
+def import_cycles(edges):
+    """The strongly connected components of more than one module (Tarjan, iterative):
+    ``edges`` maps a module to the modules it imports."""
+    index, low, on_stack, stack, out = {}, {}, set(), [], []
+    counter = 0
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return sorted(out)
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set(), "c": {"c"}}) == []
+    assert import_cycles({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c"}}) == [["a", "b"],
+                                                                               ["c", "d"]]
+
+
+def test_no_import_cycles():
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    edges = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in graph.modules}
+             for m in graph.modules}
+    assert import_cycles(edges) == []
+
+
+# -- module size ----------------------------------------------------------------------------
+
+def test_no_module_over_600_lines():
+    long = []
+    for top in PACKAGES + ("cython",):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
+            dirnames[:] = [d for d in dirnames if d not in ("_compiled", "__pycache__")]
+            for fn in filenames:
+                if fn.endswith((".py", ".pyx", ".pxd")):
+                    path = os.path.join(dirpath, fn)
+                    with open(path, encoding="utf-8") as f:
+                        n = sum(1 for _ in f)
+                    if n > MAX_LINES:
+                        long.append("%s: %d lines" % (os.path.relpath(path, ROOT), n))
+    assert long == [], "split by responsibility: %s" % ", ".join(long)
+
+
+# -- old module paths -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("old, new", [("gse.sim", "gse.runtimes.sim.network"),
+                                      ("gse.run", "gse.runtimes.sim.run"),
+                                      ("gse.udp", "gse.runtimes.udp.network"),
+                                      ("gse.host", "gse.agents.gse_host"),
+                                      ("gse.traces.chakra", "gse.workloads.traces.chakra"),
+                                      ("switchmodel.fabric_sim",
+                                       "gse.runtimes.sim.fabric_nodes")])
+def test_old_module_paths_still_import_with_a_warning(old, new):
+    sys.modules.pop(old, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message)
+               for w in caught), [str(w.message) for w in caught]
+
+
+def test_the_old_wire_module_names_are_the_wire_package():
+    from gse.wire import decode, encode
+    from gse.wire.codec import decode as decode2
+    assert decode is decode2 and callable(encode)
