@@ -50,6 +50,7 @@ MODULES = {
     "gse.agents.roce_host": "",
     "gse.wire.codec": "",
     "gse.runtimes.sim.network": "",
+    "gse.runtimes.sim.sampler": "",
     "gse.runtimes.udp.io": "",
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",

@@ -14,3 +14,11 @@ def freelist(n):
 
 def cclass(cls):
     return cls
+
+
+def boundscheck(flag):
+    return lambda fn: fn
+
+
+def wraparound(flag):
+    return lambda fn: fn

@@ -67,12 +67,14 @@ class PlainHost(RoceHost):
             return
         mtu = self.config.mtu
         expected = psn + 1
-        flow.unacked += pkt.payload_len
+        accepted = pkt.payload_len
         held = flow.held
         while expected in held:
             held.remove(expected)
-            flow.unacked += mtu if expected < flow.npkts - 1 else flow.size - expected * mtu
+            accepted += mtu if expected < flow.npkts - 1 else flow.size - expected * mtu
             expected += 1
+        flow.unacked += accepted
+        self.payload_bytes += accepted
         flow.expected = expected
         flow.nak_for = -1
         flow.hole_since = now if held else -1

@@ -84,7 +84,8 @@ class RoceHost(HostAgent):
                  "tseq", "incoming", "finished", "delivered", "sent_done", "malformed",
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
-                 "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval")
+                 "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
+                 "payload_bytes")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -105,6 +106,7 @@ class RoceHost(HostAgent):
         self.malformed = self.stray = self.timeouts = 0
         self.naks_sent = self.acks_sent = self.cnps_sent = self.cnps_received = 0
         self.retransmits = self.retransmit_bytes = self.duplicates = self.ooo_discarded = 0
+        self.payload_bytes = 0    # payload accepted in order (time series: goodput)
         # read per packet: plain attributes, not looked up on the config object
         self.rto_ps = config.rto_ps
         self.ack_every = config.ack_every_bytes
@@ -239,6 +241,7 @@ class RoceHost(HostAgent):
             flow.expected = psn + 1
             flow.nak_for = -1
             flow.unacked += pkt.payload_len
+            self.payload_bytes += pkt.payload_len
             if flow.expected == flow.npkts:
                 del self.incoming[key]
                 self.finished[key] = flow.npkts

@@ -13,6 +13,7 @@ from gse.cli.common import (
     until_ps,
     write_json,
 )
+from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
 from gse.metrics.report import side_by_side, write_records
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import compare
@@ -25,6 +26,7 @@ def add_commands(sub):
                    help="comma-separated protocols to run (default: all)")
     p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
     p.add_argument("--plot", metavar="FILE.png", help="draw the FCT CDFs (needs matplotlib)")
+    add_observe_options(p)
     return {"compare": cmd_compare}
 
 
@@ -39,8 +41,9 @@ def cmd_compare(args):
             raise ValueError("unknown protocol %r in --protocols (known: %s)"
                              % (p, ", ".join(PROTOCOLS)))
     configs = {p: gse_config_from_args(args, p) for p in protocols}
+    check_outputs(args)
     results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
-                      until_ps(args))
+                      until_ps(args), sample_ps(args))
     for p, result in results.items():
         describe_run(result.summary, args, configs[p])
     if not args.quiet:
@@ -52,6 +55,8 @@ def cmd_compare(args):
             stem, dot, ext = args.records.rpartition(".")
             write_records("%s.%s.%s" % (stem, p, ext) if dot else "%s.%s" % (args.records, p),
                           r.records)
+    for p, r in results.items():
+        write_observed(args, r, p, multi=True)
     if args.plot:
         from gse.metrics.plots import plot_fct_cdfs  # matplotlib: only when asked
         plot_fct_cdfs(results, args.plot, "%s, %s" % (args.topology, args.traffic_file

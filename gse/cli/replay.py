@@ -14,6 +14,7 @@ import sys
 
 from gse.cli.common import (add_output_options, add_protocol_options, add_topology_options,
                             gse_config_from_args, topology_from_args, until_ps, write_json)
+from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
 from gse.metrics.report import format_side_by_side, format_summary, write_records
 from gse.protocols import PROTOCOLS
 from gse.workloads.collectives import ALGORITHMS, Collective
@@ -56,6 +57,7 @@ def add_commands(sub):
     add_topology_options(p)
     add_protocol_options(p, PROTOCOLS)
     add_output_options(p)
+    add_observe_options(p)
     return {"replay": cmd_replay}
 
 
@@ -162,6 +164,7 @@ def cmd_replay(args):
         raise ValueError("replay on the %s runtime is not available yet (it needs the runtime "
                          "to report deliveries to the replay driver); use --runtime sim"
                          % args.runtime)
+    check_outputs(args)
     trace = load_trace(args.trace, args.format)
     colls = apply_algorithms(trace.collectives, args.algorithm)
     topo = topology_from_args(args)
@@ -184,7 +187,7 @@ def cmd_replay(args):
     for p in protocols:
         cfg = gse_config_from_args(cargs, p)
         res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts, until,
-                     args.compute_scale)
+                     args.compute_scale, sample_ps(args))
         res.summary["topology"] = describe_topology_args(args)
         res.summary["trace"] = trace.summary()
         res.summary["runtime"] = args.runtime
@@ -214,6 +217,8 @@ def cmd_replay(args):
                 stem, dot, ext = path.rpartition(".")
                 path = "%s.%s.%s" % (stem, p, ext) if dot else "%s.%s" % (path, p)
             write_records(path, r.records)
+    for p, r in results.items():
+        write_observed(args, r, p, multi=len(results) > 1)
     if args.plot:
         plot_collective_times(results, args.plot, "replay of %s on %s"
                               % (trace.name or trace.format, args.topology))

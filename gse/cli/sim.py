@@ -14,6 +14,7 @@ from gse.cli.common import (
     traffic_from_args,
     until_ps,
 )
+from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import run_simulation
 
@@ -22,6 +23,7 @@ def add_commands(sub):
     p = sub.add_parser("sim", help="run the deterministic in-process simulation")
     add_run_options(p, PROTOCOLS)
     p.add_argument("--until-us", type=float, default=None, help="stop the run at this time")
+    add_observe_options(p)
     return {"sim": cmd_sim}
 
 
@@ -31,8 +33,10 @@ def cmd_sim(args):
     if not messages:
         raise ValueError("the traffic has no messages")
     cfg = gse_config_from_args(args)
+    check_outputs(args)
     result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
-                            args.corrupt, until_ps(args))
+                            args.corrupt, until_ps(args), sample_ps(args))
     summary = describe_run(result.summary, args, cfg)
     emit(summary, result.records, args)
+    write_observed(args, result, args.protocol)
     return 0 if summary["lost"] == 0 else 1

@@ -146,14 +146,16 @@ def _round(x):
 
 class RunResult:
     """What a run returns in every runtime: the summary (JSON schema of ``gse sim``), the
-    per-message records, and the runtime's network object (for inspection)."""
+    per-message records, the runtime's network object (for inspection) and, when the run
+    was sampled (``--sample-us``), its ``gse.metrics.timeseries.TimeSeries``."""
 
-    __slots__ = ("summary", "records", "network")
+    __slots__ = ("summary", "records", "network", "timeseries")
 
-    def __init__(self, summary, records, network):
+    def __init__(self, summary, records, network, timeseries=None):
         self.summary = summary
         self.records = records
         self.network = network
+        self.timeseries = timeseries
 
     def per_message(self):
         """Comparable per-message outcome, for determinism checks and golden runs."""

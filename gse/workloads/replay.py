@@ -26,7 +26,9 @@ import time
 
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.protocols import PROTOCOLS, default_config
+from gse.runtimes.sim.observe import run_observed
 from gse.runtimes.sim.run import build_network, pfc_summary
+from gse.runtimes.sim.sampler import Sampler
 from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import CollectiveError, bus_factor, check_trace, expand
 from gse.workloads.traffic import MAX_SIZE, Message
@@ -79,13 +81,14 @@ class CollectiveResult:
 
 
 class ReplayResult:
-    __slots__ = ("summary", "collectives", "records", "network")
+    __slots__ = ("summary", "collectives", "records", "network", "timeseries")
 
-    def __init__(self, summary, collectives, records, network):
+    def __init__(self, summary, collectives, records, network, timeseries=None):
         self.summary = summary
         self.collectives = collectives     # [CollectiveResult] in trace order
         self.records = records             # [MessageRecord] in start order
         self.network = network
+        self.timeseries = timeseries       # gse.metrics.timeseries.TimeSeries if sampled
 
 
 class _State:
@@ -272,14 +275,18 @@ class Replayer:
 
     # -- running ------------------------------------------------------------------------
 
-    def run(self, until_ps=-1):
+    def run(self, until_ps=-1, sample_ps=0, observers=()):
+        """Replay to the end (or ``until_ps``); ``sample_ps`` and ``observers`` as in
+        ``gse.runtimes.sim.run.run_simulation``."""
         net = self.net
         for st in self.states:
             for pos in range(len(st.coll.ranks)):
                 if st.rank_wait[pos] == 0:
                     net.eq.at(st.rank_ready[pos], self._enter_event, st, pos)
+        sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
+        watching = [sampler] + [make(net) for make in observers]
         wall0 = time.perf_counter()
-        net.run(until_ps)
+        run_observed(net, until_ps, watching)
         wall = time.perf_counter() - wall0
         for r in self.records:
             key = (r.src, r.msg_id)
@@ -298,15 +305,18 @@ class Replayer:
         summary["collectives_done"] = sum(1 for r in results if r.done)
         summary["collectives_total"] = len(results)
         summary["replay_time_us"] = round(max((r.end_ps for r in results), default=0) / 1e6, 4)
-        return ReplayResult(summary, results, self.records, net)
+        ts = None if sampler is None else sampler.result({"protocol": self.protocol,
+                                                          "seed": self.seed})
+        return ReplayResult(summary, results, self.records, net, ts)
 
 
 def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
-           corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0):
+           corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0, sample_ps=0,
+           observers=()):
     """Replay ``collectives`` (a list, or a ``Trace``) and return a ``ReplayResult``."""
     colls = getattr(collectives, "collectives", collectives)
     return Replayer(topo, colls, protocol, config, seed, loss_rate, corrupt_rate, rank_hosts,
-                    compute_scale).run(until_ps)
+                    compute_scale).run(until_ps, sample_ps, observers)
 
 
 def ring_bound_ps(topo, ring_hosts, size, mtu=4096):

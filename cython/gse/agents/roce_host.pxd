@@ -83,6 +83,7 @@ cdef class RoceHost(HostAgent):
     cdef public long long rto_ps
     cdef public long long ack_every
     cdef public long long cnp_interval
+    cdef public long long payload_bytes
 
     cpdef start_message(self, msg_id, dst, size, now)
 

@@ -11,6 +11,8 @@ from gse.metrics.records import MessageRecord, RunResult, ideal_ps, summarize
 from gse.protocols import default_config, host_factory, pfc_config, queue_config
 from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
 from gse.runtimes.sim.network import Network
+from gse.runtimes.sim.observe import run_observed
+from gse.runtimes.sim.sampler import Sampler
 from gse.wire.packet import HEADER_BYTES
 
 
@@ -36,7 +38,13 @@ def pfc_summary(net):
 
 
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
-                   corrupt_rate=0.0, until_ps=-1):
+                   corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=()):
+    """Run ``messages`` on ``topo``; returns a ``RunResult``.
+
+    ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
+    (``result.timeseries``, ``gse.metrics.timeseries``); ``observers`` are more
+    observers of ``gse.runtimes.sim.observe`` (a progress bar, a capture), each built by
+    ``make(net)`` from the network once it exists.  Neither changes what the run does."""
     cfg = config if config is not None else default_config(protocol)
     for m in messages:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
@@ -47,8 +55,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]
     net.schedule(messages)
+    sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
+    watching = [sampler] + [make(net) for make in observers]
     wall0 = time.perf_counter()
-    net.run(until_ps)
+    run_observed(net, until_ps, watching)
     wall = time.perf_counter() - wall0
     for r in records:
         key = (r.src, r.msg_id)
@@ -63,11 +73,19 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
                         base_rtt, net.eq.now, net.eq.events, wall, extra)
     if protocol == "gse-fabric":
         fabric_summary(net, summary)
-    return RunResult(summary, records, net)
+    result = RunResult(summary, records, net)
+    if sampler is not None:
+        result.timeseries = sampler.result({"protocol": protocol, "seed": seed})
+    return result
 
 
-def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1):
-    """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}."""
+def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1,
+            sample_ps=0, observers=None):
+    """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}.
+
+    ``observers``: ``{protocol: [make(net), ...]}`` (see ``run_simulation``)."""
+    observers = observers or {}
     return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
-                                     corrupt_rate, until_ps)
+                                     corrupt_rate, until_ps, sample_ps,
+                                     observers.get(protocol, ()))
             for protocol, cfg in configs.items()}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""What ``--sample-us`` costs: the k=8 permutation with and without sampling.
+
+    python experiments/bench_timeseries.py                   # gse, roce, gse-fabric; 1 us
+    python experiments/bench_timeseries.py --protocols roce --sample-us 1 10 --repeat 5
+
+Every run is its own process; with ``--repeat N`` the unsampled and sampled runs
+alternate N times and the fastest of each is shown (the machine is shared and noisy).
+``run s`` is the event loop with the sampler (the summary's ``wall_s``), ``overhead`` the
+sampled run's over the unsampled one's; ``write s`` the time to write the time series
+as Parquet afterwards (what the command adds after the run); ``total s`` the whole
+process.  ``same`` says whether the sampled run's per-message results equal the
+unsampled run's.  Figures are printed, never asserted.  Run it under
+``flock /tmp/gse-bench.lock`` on a shared machine.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def child(protocol, sample_us, k, size, seed):
+    t0 = time.perf_counter()
+    sys.path.insert(0, ROOT)
+    from gse import _build
+    from gse.config import PS_PER_US
+    from gse.protocols import default_config
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads import traffic
+    from topologies import fat_tree
+    topo = fat_tree(k)
+    msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
+    res = run_simulation(topo, msgs, protocol, default_config(protocol), seed,
+                         sample_ps=int(round(sample_us * PS_PER_US)))
+    write_s = 0.0
+    bins = 0
+    if res.timeseries is not None:
+        with tempfile.TemporaryDirectory() as d:
+            w0 = time.perf_counter()
+            res.timeseries.write(d, "parquet")
+            write_s = time.perf_counter() - w0
+        bins = res.timeseries.nbins
+    digest = hashlib.sha256(repr(res.per_message()).encode()).hexdigest()[:12]
+    print(json.dumps({"run_s": res.summary["wall_s"], "write_s": write_s, "bins": bins,
+                      "events": res.summary["events"], "build": _build.build(),
+                      "sim_us": res.summary["sim_time_us"], "digest": digest,
+                      "total_s": time.perf_counter() - t0}))
+
+
+def spawn(protocol, sample_us, args):
+    out = subprocess.run([sys.executable, __file__, "--child", protocol, str(sample_us),
+                          str(args.k), str(args.size), str(args.seed)],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--protocols", default="gse,roce,gse-fabric")
+    ap.add_argument("--sample-us", type=float, nargs="+", default=[1.0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--size", type=int, default=2_000_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        p, s, k, size, seed = args.child
+        child(p, float(s), int(k), int(size), int(seed))
+        return 0
+    print("k=%d permutation of %d-byte messages, fastest of %d alternating processes"
+          % (args.k, args.size, args.repeat))
+    print("%-11s %8s %7s %8s %9s %8s %8s %5s %9s" % ("protocol", "sample", "bins", "run s",
+                                                 "overhead", "write s", "total s", "same",
+                                                 "build"))
+    totals = {}
+    for protocol in args.protocols.split(","):
+        for us in args.sample_us:
+            base, samp = [], []
+            for _ in range(args.repeat):
+                base.append(spawn(protocol, 0, args))
+                samp.append(spawn(protocol, us, args))
+            b = min(base, key=lambda r: r["run_s"])
+            s = min(samp, key=lambda r: r["run_s"])
+            bt = min(r["total_s"] for r in base)
+            st = min(r["total_s"] for r in samp)
+            totals.setdefault(us, [0.0, 0.0])
+            totals[us][0] += b["run_s"]
+            totals[us][1] += s["run_s"]
+            print("%-11s %8s %7s %8.3f %9s %8s %8.3f %5s %9s" % (
+                protocol, "-", "-", b["run_s"], "", "-", bt, "", b["build"]))
+            print("%-11s %8g %7d %8.3f %+8.1f%% %8.3f %8.3f %5s %9s" % (
+                protocol, us, s["bins"], s["run_s"], 100 * (s["run_s"] / b["run_s"] - 1),
+                min(r["write_s"] for r in samp), st,
+                "yes" if s["digest"] == b["digest"] else "NO", s["build"]))
+    for us, (b, s) in totals.items():
+        print("all protocols, sampled every %g us: run %.3f s -> %.3f s (%+.1f%%)"
+              % (us, b, s, 100 * (s / b - 1)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
