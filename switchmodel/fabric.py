@@ -85,8 +85,11 @@ class FabricSpine(Switch):
             self.unroutable += 1
             return -1
         hops = self.next_hops[dst]
-        self.forwarded += 1
         n = len(hops)
+        if n == 0:
+            self.unreachable += 1
+            return -1
+        self.forwarded += 1
         if n == 1:
             return hops[0]
         return hops[((pkt.entropy >> 8) & 0xFF) % n]
@@ -392,8 +395,12 @@ class FabricLeaf:
             pkt.sack_base = pkt.entropy
             if voq.cont_left <= 0:        # a new container: the next path
                 hops = self.switch.next_hops[voq.dst]
-                voq.rr += 1               # each VOQ over every uplink in turn
                 n = len(hops)
+                if n == 0:                # cut off from dst: a counted drop (its seq is a
+                    self.unroutable += 1  # hole the far leaf skips; the host resends)
+                    self.switch.unreachable += 1
+                    continue
+                voq.rr += 1               # each VOQ over every uplink in turn
                 up = voq.rr % n
                 voq.cont_port = hops[up]
                 if self.leaf_paths:       # ... and byte 1 over the spine's uplinks

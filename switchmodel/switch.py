@@ -4,6 +4,10 @@
 path by choosing the entropy); ``ecmp`` picks by a hash of the flow (source, destination,
 message id), so every packet of a flow takes one path, as RoCEv2 does with a fixed UDP source
 port.  Each switch mixes in its own salt so that consecutive tiers choose independently.
+
+A destination this switch has no next hop toward (an empty tuple: what routing computes
+when failures cut the switch off from it) is a counted drop, ``unreachable``, never an
+error: the runtime drops the packet as it drops one for an unknown destination.
 """
 
 
@@ -28,7 +32,8 @@ def mix32(x):
 
 
 class Switch:
-    __slots__ = ("node", "name", "next_hops", "salt", "spray", "forwarded", "unroutable")
+    __slots__ = ("node", "name", "next_hops", "salt", "spray", "forwarded", "unroutable",
+                 "unreachable")
 
     def __init__(self, node, name, next_hops, salt, forwarding):
         if forwarding not in ("spray", "ecmp"):
@@ -40,19 +45,25 @@ class Switch:
         self.salt = salt & 0xFFFFFFFF
         self.spray = forwarding == "spray"
         self.forwarded = 0
-        self.unroutable = 0
+        self.unroutable = 0       # destination unknown (not a host of the table)
+        self.unreachable = 0      # destination known, but no next hop toward it
 
     def route(self, pkt):
-        """The local egress port for ``pkt``, or -1 if its destination is unknown."""
+        """The local egress port for ``pkt``, or -1 if its destination is unknown or
+        unreachable from here (counted in ``unroutable`` or ``unreachable``)."""
         dst = pkt.dst
         if dst < 0 or dst >= len(self.next_hops):
             self.unroutable += 1
             return -1
         hops = self.next_hops[dst]
-        self.forwarded += 1
         n = len(hops)
         if n == 1:
+            self.forwarded += 1
             return hops[0]
+        if n == 0:
+            self.unreachable += 1
+            return -1
+        self.forwarded += 1
         if self.spray:
             key = pkt.entropy ^ self.salt
         else:

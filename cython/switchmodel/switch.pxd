@@ -22,6 +22,7 @@ cdef class Switch:
     cdef public bint spray
     cdef public long long forwarded
     cdef public long long unroutable
+    cdef public long long unreachable
 
     @cython.locals(dst="long long", n="Py_ssize_t", key="unsigned long long", hops=tuple)
     cpdef long long route(self, Packet pkt) except? -2

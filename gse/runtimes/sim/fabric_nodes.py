@@ -184,7 +184,9 @@ def fabric_summary(net, summary):
     peak["edge_voq"] = voq_peak
     peak["edge_reorder"] = reorder_peak
     drops = totals.get("voq_drops", 0)
-    summary["drops"] = summary.get("drops", 0) + drops
+    unroutable = totals.get("unroutable", 0)     # (the leaves count their own)
+    summary["unroutable"] = summary.get("unroutable", 0) + unroutable
+    summary["drops"] = summary.get("drops", 0) + drops + unroutable
     summary["queue_drops"] = summary.get("queue_drops", 0) + drops
     summary["pfc_pauses"] = summary.get("pfc_pauses", 0) + totals.get("host_pauses", 0)
     summary["fabric"] = totals

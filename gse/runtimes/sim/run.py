@@ -37,6 +37,16 @@ def pfc_summary(net):
             "pfc_headroom_overflows": overflows}
 
 
+def route_summary(net):
+    """Packets switches dropped for want of a route: destination unknown, or known but
+    unreachable (no next hop left after failures)."""
+    unroutable = unreachable = 0
+    for sn in net.switches:
+        unroutable += sn.unroutable
+        unreachable += sn.switch.unreachable
+    return {"unroutable": unroutable, "unreachable": unreachable}
+
+
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                    corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=()):
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
@@ -69,8 +79,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     base_rtt = topo.max_base_rtt_ps(cfg.mtu + HEADER_BYTES, HEADER_BYTES)
     extra = {"protocol": protocol, "seed": seed}
     extra.update(pfc_summary(net))
+    extra.update(route_summary(net))
     summary = summarize(records, net.ports, [h.agent.counters() for h in net.hosts],
                         base_rtt, net.eq.now, net.eq.events, wall, extra)
+    summary["drops"] += summary["unroutable"]
     if protocol == "gse-fabric":
         fabric_summary(net, summary)
     result = RunResult(summary, records, net)

@@ -314,9 +314,14 @@ def check_node_config(conf, where="config"):
         hops = _need(conf, "next_hops", list, where)
         for h, row in enumerate(hops):
             if (not isinstance(row, list) or
-                    not all(isinstance(x, int) and 0 <= x < len(ports) for x in row)):
+                    not all(isinstance(x, int) and not isinstance(x, bool)
+                            and 0 <= x < len(ports) for x in row)):
                 raise ConfigError("%s: next_hops[%d] must list local ports 0..%d, got %r"
                                   % (where, h, len(ports) - 1, row))
+            if not row:
+                raise ConfigError("%s: next_hops[%d] is empty: host %d is unreachable from "
+                                  "this switch (list at least one local port)"
+                                  % (where, h, h))
         _need(conf, "forwarding", str, where)
         _need(conf, "salt", int, where)
         pfc = conf.get("pfc")

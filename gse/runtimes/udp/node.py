@@ -130,6 +130,7 @@ class SwitchDriver(NodeDriver):
         c = NodeDriver.counters(self, now)
         c["role"] = "switch"
         c["unroutable"] = self.unroutable
+        c["unreachable"] = self.switch.unreachable
         c["forwarded"] = self.switch.forwarded
         if self.pfc is not None:
             c["pfc"] = {"pauses_sent": self.pfc.pauses_sent,

@@ -17,7 +17,7 @@ from switchmodel.queue import PortCounters
 
 UDP_TOTALS = ("datagrams", "foreign", "sent", "send_blocked", "send_errors", "recv_errors",
               "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
-              "unroutable")
+              "unroutable", "unreachable")
 
 
 class PortStats:
@@ -85,9 +85,13 @@ def build_summary(topo, records, ports, node_counters, host_agent_counters, conf
     paused = [p.paused_ps if isinstance(p, PortStats) else p.paused_total_ps(elapsed_ps)
               for p in ports]
     more.update(pfc_totals(node_counters, paused))
+    more["unroutable"] = udp["unroutable"]      # the simulation's route-drop fields
+    more["unreachable"] = udp["unreachable"]
     more["udp"] = udp
-    return summarize(records, ports, host_agent_counters, base_rtt, elapsed_ps,
-                     udp["datagrams"], wall_s, more)
+    summary = summarize(records, ports, host_agent_counters, base_rtt, elapsed_ps,
+                        udp["datagrams"], wall_s, more)
+    summary["drops"] += summary["unroutable"]
+    return summary
 
 
 def summarize_agent_outputs(topo, messages, config, counter_files, record_files,
