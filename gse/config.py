@@ -50,7 +50,8 @@ class GseConfig(_Config):
         # host
         "mtu", "unsched_bytes", "unsched_charge_cap_bytes", "credit_bytes",
         "grant_rate_fraction", "policy",
-        "ack_every_bytes", "ack_delay_ps", "n_entropies", "entropy_penalty", "reorder_window_ps",
+        "ack_every_bytes", "ack_delay_ps", "n_entropies", "entropy_penalty",
+        "entropy_suspect_ps", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
         # switch queues
         "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
@@ -73,6 +74,9 @@ class GseConfig(_Config):
         self.ack_delay_ps = 10 * PS_PER_US   # ... and never hold one back longer than this
         self.n_entropies = 256               # entropy values a message sprays over
         self.entropy_penalty = 64            # selections a bad entropy sits out
+        # a path that lost a packet silently (no trim: maybe a dead link) is avoided this
+        # long (0: penalised like a trim instead)
+        self.entropy_suspect_ps = 500 * PS_PER_US
         # A hole is lost once a packet sent this much later is acknowledged: two hops of a
         # full 1-BDP queue (2 x 14.3 us) is the most reordering trimming lets spraying cause.
         self.reorder_window_ps = 30 * PS_PER_US
@@ -113,6 +117,9 @@ class GseConfig(_Config):
                               % (self.ecn_kmin_bytes, self.ecn_kmax_bytes))
         if not 0 <= self.ecn_pmax_pct <= 100:
             raise ConfigError("ecn_pmax_pct must be 0..100, got %r" % self.ecn_pmax_pct)
+        if self.entropy_suspect_ps < 0:
+            raise ConfigError("entropy_suspect_ps must be >= 0, got %r"
+                              % self.entropy_suspect_ps)
         if self.n_entropies > 65536:
             raise ConfigError("n_entropies must be <= 65536, got %r" % self.n_entropies)
         if self.rto_max_ps < self.rto_ps:

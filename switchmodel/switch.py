@@ -3,13 +3,20 @@
 ``spray`` picks by the packet's entropy value (per-packet spraying: the sender chooses the
 path by choosing the entropy); ``ecmp`` picks by a hash of the flow (source, destination,
 message id), so every packet of a flow takes one path, as RoCEv2 does with a fixed UDP source
-port.  Each switch mixes in its own salt so that consecutive tiers choose independently.
+port.  Each tier of switches mixes in its own salt (``tier_salt``) so that consecutive
+tiers choose independently, while the switches of one tier hash alike: in a fabric whose
+switches list their equal-cost ports in the same order (a Fat-Tree, a Spine-Leaf), a reply
+sent with a packet's entropy then takes the reverse of the packet's path (symmetric
+hashing), so an ACK or GRANT that echoes the entropy of the data it answers travels links
+that data just crossed.
 
 A destination this switch has no next hop toward (an empty tuple: what routing computes
 when failures cut the switch off from it) is a counted drop, ``unreachable``, never an
 error: the runtime drops the packet as it drops one for an unknown destination.
 """
 
+
+import zlib
 
 # Named so that the compiled build keeps them as 64-bit C constants (cython/switchmodel/
 # switch.pxd): a literal above 2^31 would make Cython do the arithmetic on Python ints.
@@ -29,6 +36,12 @@ def mix32(x):
     x = (x * MIX_C2) & MASK32
     x ^= x >> 16
     return x
+
+
+def tier_salt(seed, kind):
+    """The hash salt of every switch of kind ``kind`` ("edge", "agg", ...) in a run seeded
+    with ``seed``: the same in every runtime."""
+    return mix32(zlib.crc32(("%s/salt/%s" % (seed, kind)).encode()))
 
 
 class Switch:

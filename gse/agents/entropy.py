@@ -4,46 +4,94 @@ Switches pick among equal-cost next hops by hashing a packet's entropy value wit
 salt, so the sender chooses a packet's path by choosing its entropy.  The selector follows
 the idea of UET's recycled-entropy packet spraying (REPS): the entropy of every packet
 acknowledged without an ECN mark goes back into a FIFO and is used again, so the set of
-values in flight converges on uncongested paths; a value that came back marked, trimmed or
-timed out is not recycled and is also penalised (skipped for ``penalty`` explorations).
-When the FIFO is empty (start of a message, or after congestion) the selector explores:
-it walks ``n`` consecutive values from a random base.
+values in flight converges on uncongested paths; a value that came back marked or trimmed
+is not recycled and is also penalised (skipped for ``penalty`` explorations).  When the
+FIFO is empty (start of a message, or after congestion) the selector explores: it walks
+``n`` consecutive values from a random base.
+
+Congestion and failure are told apart.  A loss that no switch reported (found by RACK or
+the RTO, not by a trim) is what a dead link does before the fabric routes around it: the
+value is *suspected* dead until a given time (``suspect``) and skipped everywhere until
+then, recycled or explored, where a trim only keeps a value out of a few explorations.
+
+Control packets are steered by the same selector: a REQUEST or a probe takes a value
+known to work (``control``: the newest recycled one) without using it up.
 """
 
 from gse.common.fifo import Fifo
 
 
 class EntropySelector:
-    __slots__ = ("base", "n", "cursor", "count", "penalty", "penalised", "recycled")
+    __slots__ = ("base", "n", "cursor", "count", "penalty", "penalised", "recycled", "dead")
 
     def __init__(self, base, n, penalty):
         self.base = base & 0xFFFF
         self.n = n
         self.cursor = 0
-        self.count = 0
+        self.count = 0            # explorations so far
         self.penalty = penalty
         self.penalised = None     # dict index -> exploration count at which it may return
-        self.recycled = Fifo()   # values acknowledged clean, oldest first
+        self.recycled = Fifo()   # values acknowledged clean, oldest first (used up)
+        self.dead = None          # dict index -> time (ps) until which it is suspected dead
 
-    def next(self):
-        if self.recycled:
-            return self.recycled.popleft()
-        return self.explore()
+    def next(self, now=0):
+        """The entropy of the next data packet: a recycled value (used up: it comes back
+        when its packet is acknowledged clean), else an exploration.  Values suspected
+        dead are skipped either way."""
+        recycled = self.recycled
+        while recycled:
+            entropy = recycled.popleft()
+            if self.dead is None or not self.is_dead(entropy, now):
+                return entropy
+        return self.explore(now)
 
-    def explore(self):
+    def explore(self, now=0):
+        """The next value of the walk from the base that is neither penalised nor
+        suspected (the next one anyway if all are)."""
         n = self.n
+        self.count += 1
         for _ in range(n):
             idx = self.cursor
             self.cursor = idx + 1 if idx + 1 < n else 0
-            self.count += 1
             pen = self.penalised
             if pen is not None and idx in pen:
                 if pen[idx] > self.count:
                     continue
                 del pen[idx]
+            dead = self.dead
+            if dead is not None and idx in dead:
+                if dead[idx] > now:
+                    continue
+                del dead[idx]
             return (self.base + idx) & 0xFFFF
-        # every value is penalised: use the next one anyway rather than stall
+        # every value is penalised or suspected: use the next one anyway rather than stall
         return (self.base + self.cursor) & 0xFFFF
+
+    def control(self, now=0):
+        """An entropy for a control packet: the newest value acknowledged clean that is
+        neither penalised nor suspected (left in place for data), else an exploration."""
+        recycled = self.recycled
+        i = len(recycled) - 1
+        while i >= 0:
+            entropy = recycled[i]
+            if not self.is_penalised(entropy) and not self.is_dead(entropy, now):
+                return entropy
+            i -= 1
+        return self.explore(now)
+
+    def is_penalised(self, entropy):
+        pen = self.penalised
+        if pen is None:
+            return False
+        idx = (entropy - self.base) & 0xFFFF
+        return idx in pen and pen[idx] > self.count
+
+    def is_dead(self, entropy, now):
+        dead = self.dead
+        if dead is None:
+            return False
+        idx = (entropy - self.base) & 0xFFFF
+        return idx in dead and dead[idx] > now
 
     def recycle(self, entropy):
         """A packet sent with ``entropy`` was acknowledged without congestion."""
@@ -51,12 +99,28 @@ class EntropySelector:
             self.recycled.append(entropy)
 
     def penalise(self, entropy):
-        """``entropy`` saw an ECN mark, a trim or a timeout: keep it out for a while."""
+        """``entropy`` saw an ECN mark or a trim: keep it out for a while."""
         idx = (entropy - self.base) & 0xFFFF
         if idx < self.n:
             if self.penalised is None:
                 self.penalised = {}
             self.penalised[idx] = self.count + self.penalty
 
+    def suspect(self, entropy, until):
+        """A packet sent with ``entropy`` was lost silently: presume its path dead until
+        ``until`` (ps)."""
+        idx = (entropy - self.base) & 0xFFFF
+        if idx < self.n:
+            if self.dead is None:
+                self.dead = {}
+            if self.dead.get(idx, -1) < until:
+                self.dead[idx] = until
+
     def n_penalised(self):
         return 0 if self.penalised is None else len(self.penalised)
+
+    def n_suspected(self, now):
+        dead = self.dead
+        if dead is None:
+            return 0
+        return sum(1 for until in dead.values() if until > now)

@@ -150,6 +150,8 @@ class GseHost(HostAgent):
         if pkt.flags & F_ECN_CE:                      # echoed congestion: steer away
             marked = pkt.entropy
             msg.entropy.penalise(marked)
+        else:
+            msg.back_entropy = pkt.entropy            # a path that works, both ways
         sample = now - pkt.ts
         if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
@@ -160,7 +162,7 @@ class GseHost(HostAgent):
         if msg.done:
             self._finish(msg, now)
             return
-        lost = msg.detect_losses(self.reorder_window_ps)
+        lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now))
         if lost:
             self.fast_retx_bytes += lost
             msg.need_total += lost
@@ -183,8 +185,9 @@ class GseHost(HostAgent):
         msg = self.out.get(pkt.msg_id)
         if msg is None or msg.dst != pkt.src:
             return                   # late grant for a finished message: nothing to do
-        msg.credit += pkt.credit
-        msg.credit_received += pkt.credit
+        msg.back_entropy = pkt.entropy
+        if msg.on_grant(pkt.aux) <= 0:
+            return                   # stale: a later GRANT already brought this credit
         msg.req_backoff = 1
         if msg.req_deadline != NEVER:
             msg.req_deadline = now + self.config.request_timeout_ps
@@ -221,7 +224,7 @@ class GseHost(HostAgent):
             msg.rto_deadline = oldest + self.rto_ps * msg.rto_backoff
             self._push(msg.rto_deadline, T_RTO, msg)
             return
-        if msg.on_timeout() < 0:
+        if msg.on_timeout(self._suspect_until(now)) < 0:
             msg.rto_deadline = NEVER  # nothing outstanding: the next send re-arms
             return
         self.timeouts += 1
@@ -261,7 +264,7 @@ class GseHost(HostAgent):
             return
         cfg = self.config
         if msg.starved():
-            self.control.append(msg.request(now, True))
+            self.control.append(msg.request(now, True, self._suspect_until(now)))
             self.requests_sent += 1
             if msg.req_backoff * cfg.request_timeout_ps < cfg.rto_max_ps:
                 msg.req_backoff *= 2
@@ -272,6 +275,12 @@ class GseHost(HostAgent):
         self._push(msg.req_deadline, T_REQUEST, msg)
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _suspect_until(self, now):
+        """Until when a path that lost a packet silently (RACK, RTO, an unanswered
+        REQUEST: not a trim) is presumed dead; 0 when suspicion is off."""
+        suspect = self.config.entropy_suspect_ps
+        return now + suspect if suspect else 0
 
     def _send_request(self, msg, now, retx):
         self.control.append(msg.request(now, retx))

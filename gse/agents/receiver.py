@@ -11,10 +11,12 @@ from gse.agents.scheduler import CreditScheduler, Demand
 from gse.wire.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, NACK,
                              PRIO_CONTROL, new_packet)
 
+MASK32 = 0xFFFFFFFF
+
 
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
-                 "ecn", "first_ps", "charged", "last_ack")
+                 "ecn", "first_ps", "charged", "last_ack", "entropy")
 
     def __init__(self, src, msg_id, size, mtu, order, now):
         self.src = src
@@ -28,6 +30,7 @@ class InMsg:
         self.first_ps = now
         self.charged = False      # its unscheduled window was accounted in the pacer
         self.last_ack = now
+        self.entropy = 0          # of the sender's latest packet: GRANTs go back on it
 
 
 class ReceiverSide:
@@ -81,6 +84,7 @@ class ReceiverSide:
         if msg is None or pkt.psn >= msg.npkts:
             self.duplicates += 1      # inconsistent with what we know: nothing to deliver
             return -1
+        msg.entropy = pkt.entropy
         due = -1
         if pkt.flags & F_UNSCHED and not msg.charged:
             due = self._announce(msg, msg.size - pkt.credit, now)
@@ -144,6 +148,7 @@ class ReceiverSide:
         msg = self._message(pkt, key, now)
         if msg is None:
             return -1
+        msg.entropy = pkt.entropy
         demand = msg.demand
         if pkt.flags & F_RETX:
             if pkt.aux < demand.granted_total:
@@ -177,5 +182,9 @@ class ReceiverSide:
         demand, amount = issued
         src, msg_id = demand.key
         self.grants_sent += 1
-        return new_packet(GRANT, self.addr, src, msg_id, 0, 0, 0, 0, 0, amount, 0, 0, 0, now,
-                          PRIO_CONTROL)
+        msg = self.messages.get(demand.key)
+        entropy = msg.entropy if msg is not None else 0
+        # aux: the message's cumulative credit (mod 2^32), so a lost GRANT is made up by
+        # the next one; credit: what this one adds
+        return new_packet(GRANT, self.addr, src, msg_id, 0, entropy, 0, 0, 0, amount,
+                          demand.granted_total & MASK32, 0, 0, now, PRIO_CONTROL)

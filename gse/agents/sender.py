@@ -16,6 +16,14 @@ Rules, in the order the sender applies them:
   with backoff, is the backstop.
 * Credit starvation (a lost GRANT or REQUEST) is repaired by re-sending the REQUEST, which
   carries absolute totals so that a duplicate is harmless.
+* Control traffic is sprayed and steered like data: a REQUEST takes the entropy of the
+  newest clean ACK or GRANT, a path that just worked (the receiver's GRANTs echo the
+  entropy it last heard from the sender);
+  the entropy of a packet lost silently (found by RACK or the RTO, not trimmed) and of a
+  REQUEST that brought no GRANT is suspected dead until ``suspect_until`` (the caller's
+  clock plus ``entropy_suspect_ps``), so a path that drops without a word (a dead link
+  not yet routed around) is left within a round trip or two.
+* GRANTs carry the message's cumulative credit, so a lost GRANT is made up by the next.
 """
 
 from gse.agents.entropy import EntropySelector
@@ -25,6 +33,10 @@ from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTRO
                              REQUEST, new_packet)
 
 NEVER = -1
+MASK32 = 0xFFFFFFFF
+AMBIGUOUS = 0x10000          # sent_entropy flag: the psn was sent more than once
+SIGN32 = 0x80000000
+WRAP32 = 0x100000000
 
 
 class OutMsg:
@@ -34,6 +46,7 @@ class OutMsg:
                  "acked", "cum_acked", "n_acked", "sent_at", "sent_entropy", "inflight",
                  "max_acked_sent", "retx", "in_retx", "probe",
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
+                 "req_entropy", "back_entropy",
                  "tlp_deadline", "last_progress",
                  "entropy", "retransmits", "done", "in_ring", "finish_ps")
 
@@ -77,6 +90,8 @@ class OutMsg:
         self.req_deadline = NEVER
         self.req_backoff = 1
         self.req_seq = 0
+        self.req_entropy = -1          # entropy of the last REQUEST
+        self.back_entropy = -1         # of the newest clean ACK or GRANT that arrived
         self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty)
         self.retransmits = 0
         self.done = False
@@ -106,12 +121,14 @@ class OutMsg:
     def next_packet(self, now):
         """The next DATA packet (call only when can_send() is True)."""
         flags = F_ECT
+        probe = False
         if self.retx:
             psn = self.retx.popleft()
             self.in_retx[psn] = 0
             length = self.payload_of(psn)
             if self.probe > 0:
                 self.probe -= 1
+                probe = True
             else:
                 self.credit -= length
             flags |= F_RETX
@@ -129,20 +146,59 @@ class OutMsg:
         sent = now                       # (one Python int for its three uses, compiled)
         self.sent_at[psn] = sent
         self.inflight.append((sent, psn))
-        entropy = self.entropy.next()
+        if probe:                        # the last resort goes where an ACK just came from
+            entropy = self.trusted_entropy(now, -1)
+        else:
+            entropy = self.entropy.next(now)
         self.sent_entropy[psn] = entropy
         pkt = new_packet(DATA, self.src, self.dst, self.msg_id, psn, entropy, length, flags,
                          self.size, 0, 0, 0, 0, sent, PRIO_DATA)
         if flags & F_UNSCHED:
             pkt.credit = self.unsched_payload
+        elif flags & F_RETX:
+            # an ACK of a resent psn may be for any of its transmissions: its entropy is
+            # not recycled (a first copy held up in a queue must not vouch for the path
+            # of its resend, which may be dead)
+            self.sent_entropy[psn] = entropy | AMBIGUOUS
         return pkt
 
-    def request(self, now, retx):
-        """A REQUEST with absolute totals: duplicates and losses are harmless."""
+    def request(self, now, retx, suspect_until=0):
+        """A REQUEST with absolute totals: duplicates and losses are harmless.
+
+        A re-request (``retx``: starved of credit for a whole timeout) suspects the
+        entropy of the last one and takes another: its path, or the grants' way back
+        along it, may be broken."""
         self.req_seq += 1
-        return new_packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, 0, 0,
+        if retx and self.req_entropy >= 0:
+            self._lost_on(self.req_entropy, suspect_until)
+        entropy = self.trusted_entropy(now, self.req_entropy if retx else -1)
+        self.req_entropy = entropy
+        return new_packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, entropy, 0,
                           F_RETX if retx else 0, self.size, self.need_total,
                           self.credit_received, 0, 0, now, PRIO_CONTROL)
+
+    def trusted_entropy(self, now, avoid):
+        """The path most likely to work now, for a REQUEST or a probe: the entropy of the
+        newest clean ACK or GRANT (congested or not: it arrived), unless suspected since
+        or ``avoid``; else the selector's best guess (``EntropySelector.control``)."""
+        entropy = self.back_entropy
+        if entropy < 0 or entropy == avoid or self.entropy.is_dead(entropy, now):
+            entropy = self.entropy.control(now)
+        return entropy
+
+    def on_grant(self, total_wire):
+        """A GRANT carrying the message's cumulative credit (its low 32 bits): take what
+        is new, so a lost GRANT is made up by the next and a late or duplicate one adds
+        nothing.  Returns the new credit (0 for a stale GRANT)."""
+        ref = self.credit_received
+        d = (total_wire - ref) & MASK32          # serial-number arithmetic (RFC 1982)
+        if d >= SIGN32:
+            d -= WRAP32
+        if d <= 0:
+            return 0
+        self.credit += d
+        self.credit_received = ref + d
+        return d
 
     def starved(self):
         """Waiting for credit that has not come."""
@@ -158,7 +214,7 @@ class OutMsg:
         self.acked[psn >> 3] |= 1 << (psn & 7)
         self.n_acked += 1
         entropy = self.sent_entropy[psn]
-        if entropy != marked:
+        if entropy != marked and entropy < AMBIGUOUS:
             self.entropy.recycle(entropy)
         t = self.sent_at[psn]
         if t > self.max_acked_sent:
@@ -196,10 +252,11 @@ class OutMsg:
             self.done = True
         return self.n_acked - before
 
-    def detect_losses(self, window_ps):
+    def detect_losses(self, window_ps, suspect_until=0):
         """SACK-based fast retransmit: a hole overtaken by a packet sent ``window_ps`` later.
 
-        Returns the payload bytes newly queued for retransmission (they need credit)."""
+        Returns the payload bytes newly queued for retransmission (they need credit).
+        The holes' entropies are suspected dead until ``suspect_until``."""
         inflight = self.inflight
         limit = self.max_acked_sent - window_ps
         lost = 0
@@ -213,7 +270,16 @@ class OutMsg:
             inflight.popleft()
             if self.mark_lost(psn):
                 lost += self.payload_of(psn)
+                self._lost_on(self.sent_entropy[psn] & 0xFFFF, suspect_until)
         return lost
+
+    def _lost_on(self, entropy, suspect_until):
+        """A packet sent with ``entropy`` vanished: suspect the path until
+        ``suspect_until``, or (0: freezing off) penalise it as a trim would."""
+        if suspect_until > 0:
+            self.entropy.suspect(entropy, suspect_until)
+        else:
+            self.entropy.penalise(entropy)
 
     def mark_lost(self, psn):
         """Queue psn for retransmission (once); it needs credit like new data."""
@@ -245,7 +311,7 @@ class OutMsg:
                 return psn
         return -1
 
-    def on_timeout(self):
+    def on_timeout(self, suspect_until=0):
         """RTO: probe with the oldest outstanding packet, without credit.
 
         Only one packet is presumed lost: the probe's ACK carries the SACK state, and any
@@ -259,6 +325,7 @@ class OutMsg:
             return self.retx[0]
         for sent, psn in self.inflight:
             if self._probe_if_outstanding(sent, psn):
+                self._lost_on(self.sent_entropy[psn] & 0xFFFF, suspect_until)
                 return psn
         return -1
 

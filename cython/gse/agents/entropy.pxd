@@ -11,15 +11,29 @@ cdef class EntropySelector:
     cdef public long long penalty
     cdef public object penalised
     cdef public Fifo recycled
+    cdef public object dead
 
-    cpdef long long next(self) except? -1
+    @cython.locals(recycled=Fifo, entropy="long long")
+    cpdef long long next(self, long long now=*) except? -1
 
-    @cython.locals(n="long long", idx="long long", pen=object)
-    cpdef long long explore(self) except? -1
+    @cython.locals(n="long long", idx="long long", pen=object, dead=object)
+    cpdef long long explore(self, long long now=*) except? -1
+
+    @cython.locals(recycled=Fifo, i="Py_ssize_t", entropy="long long")
+    cpdef long long control(self, long long now=*) except? -1
+
+    @cython.locals(pen=object, idx="long long")
+    cpdef bint is_penalised(self, long long entropy) except -1
+
+    @cython.locals(dead=object, idx="long long")
+    cpdef bint is_dead(self, long long entropy, long long now) except -1
 
     cpdef recycle(self, long long entropy)
 
     @cython.locals(idx="long long")
     cpdef penalise(self, long long entropy)
+
+    @cython.locals(idx="long long")
+    cpdef suspect(self, long long entropy, long long until)
 
     cpdef Py_ssize_t n_penalised(self)

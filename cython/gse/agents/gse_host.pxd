@@ -78,6 +78,8 @@ cdef class GseHost(HostAgent):
 
     cpdef _send_request(self, OutMsg msg, long long now, bint retx)
 
+    cpdef long long _suspect_until(self, long long now) except? -1
+
     cpdef _activate(self, OutMsg msg)
 
     cpdef _push(self, long long t, long long kind, msg)

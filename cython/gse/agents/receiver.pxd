@@ -13,6 +13,7 @@ cdef long long F_UNSCHED
 cdef long long GRANT
 cdef long long NACK
 cdef long long PRIO_CONTROL
+cdef long long MASK32
 
 
 cdef class InMsg:
@@ -27,6 +28,7 @@ cdef class InMsg:
     cdef public long long first_ps
     cdef public bint charged
     cdef public long long last_ack
+    cdef public long long entropy
 
 
 cdef class ReceiverSide:
@@ -67,5 +69,5 @@ cdef class ReceiverSide:
     cpdef long long _announce(self, InMsg msg, long long scheduled_need,
                               long long now) except? -2
 
-    @cython.locals(demand=Demand, amount="long long")
+    @cython.locals(demand=Demand, amount="long long", msg=InMsg, entropy="long long")
     cpdef Packet grant(self, long long now)

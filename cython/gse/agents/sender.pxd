@@ -13,6 +13,10 @@ cdef long long F_ECT
 cdef long long PRIO_DATA
 cdef long long PRIO_CONTROL
 cdef long long REQUEST
+cdef long long MASK32
+cdef long long AMBIGUOUS
+cdef long long SIGN32
+cdef long long WRAP32
 
 
 cdef class OutMsg:
@@ -44,6 +48,8 @@ cdef class OutMsg:
     cdef public long long req_deadline
     cdef public long long req_backoff
     cdef public long long req_seq
+    cdef public long long req_entropy
+    cdef public long long back_entropy
     cdef public long long tlp_deadline
     cdef public long long last_progress
     cdef public EntropySelector entropy
@@ -58,10 +64,17 @@ cdef class OutMsg:
     cpdef bint can_send(self) except -1
 
     @cython.locals(flags="long long", psn="long long", length="long long",
-                   entropy="long long", pkt=Packet, sent=object)
+                   entropy="long long", pkt=Packet, sent=object, probe=bint)
     cpdef Packet next_packet(self, long long now)
 
-    cpdef Packet request(self, long long now, bint retx)
+    @cython.locals(entropy="long long")
+    cpdef Packet request(self, long long now, bint retx, long long suspect_until=*)
+
+    @cython.locals(entropy="long long")
+    cpdef long long trusted_entropy(self, long long now, long long avoid) except? -1
+
+    @cython.locals(ref="long long", d="long long")
+    cpdef long long on_grant(self, long long total_wire) except? -1
 
     cpdef bint starved(self) except -1
 
@@ -77,10 +90,13 @@ cdef class OutMsg:
 
     @cython.locals(limit="long long", lost="long long", sent="long long", psn="long long",
                    inflight=Fifo)
-    cpdef long long detect_losses(self, long long window_ps) except? -1
+    cpdef long long detect_losses(self, long long window_ps,
+                                  long long suspect_until=*) except? -1
+
+    cpdef _lost_on(self, long long entropy, long long suspect_until)
 
     cpdef bint mark_lost(self, long long psn) except -1
 
     cpdef long long probe_tail(self) except? -2
 
-    cpdef long long on_timeout(self) except? -2
+    cpdef long long on_timeout(self, long long suspect_until=*) except? -2

@@ -23,7 +23,7 @@ from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.pfc import PfcState
 from switchmodel.queue import ENQUEUED, OutputQueue
-from switchmodel.switch import Switch
+from switchmodel.switch import Switch, tier_salt
 
 
 def ser_ps(nbytes, mbps):
@@ -335,8 +335,8 @@ class Network:
             self.hosts.append(hn)
         for nid in topo.switches:
             node = topo.nodes[nid]
-            salt = random.Random("%s/salt/%d" % (seed, nid)).getrandbits(32)
-            sw = Switch(nid, node.name, topo.next_hops[nid], salt, forwarding)
+            sw = Switch(nid, node.name, topo.next_hops[nid], tier_salt(seed, node.kind),
+                        forwarding)
             if switch_node is None:
                 sn = SwitchNode(eq, sw, topo.switch_latency_ps)
             else:                 # a mode with switch agents of its own (gse-fabric)

@@ -10,12 +10,12 @@ Mininet runtime and deployments on real machines call ``node_configs`` with thei
 
 import json
 import os
-import random
 
 from gse import protocols
 from gse.config import PS_PER_US, ConfigError
 from gse.protocols import PROTOCOLS, default_config, pfc_config, queue_config
 from gse.wire.packet import HEADER_BYTES
+from switchmodel.switch import tier_salt
 
 FORMAT = "gse-agent-config/1"
 
@@ -178,7 +178,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
         else:
             conf["next_hops"] = [list(h) for h in topo.next_hops[nid][:n_hosts]]
             conf["forwarding"] = cfg.forwarding
-            conf["salt"] = random.Random("%s/salt/%d" % (seed, nid)).getrandbits(32)
+            conf["salt"] = tier_salt(seed, node.kind)
             conf["switch_latency_ps"] = topo.switch_latency_ps
             conf["pfc"] = pfc
         out.append(conf)

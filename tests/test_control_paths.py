@@ -1,0 +1,162 @@
+"""Control traffic is sprayed and steered like data (issue 19.1).
+
+REQUEST and GRANT used to carry entropy 0, so all of a message's control traffic took
+one fixed path: with a quarter of the core links black-holed, every message whose one
+control path crossed a dead link stalled for good (41 of 128 delivered on the k=8
+permutation below), although its data entropies still had live paths.  Now a REQUEST
+takes the entropy of the newest clean ACK or GRANT (a path that just worked), a
+GRANT echoes the entropy of the sender's latest packet, GRANTs carry the cumulative
+credit (a lost one is made up by the next), switches of one tier hash alike (an echo
+goes back along the links the data came by), and a path that lost a packet silently
+is suspected dead and skipped.
+"""
+
+import random
+
+from harness import Wire
+
+from gse.config import GseConfig
+from gse.runtimes.sim.run import build_network
+from gse.wire.packet import ACK, DATA, GRANT, REQUEST, Packet
+from gse.workloads import traffic
+from switchmodel.switch import Switch, tier_salt
+from topologies import fat_tree
+
+MTU = 4096
+US = 1_000_000
+
+
+def core_links(topo):
+    return [link.index for link in topo.links
+            if "core" in (topo.nodes[link.a].kind, topo.nodes[link.b].kind)]
+
+
+def black_hole(net, links, at_ps):
+    """From ``at_ps`` on, every packet put on ``links`` (both directions) is lost, and no
+    switch learns of it: the worst case, a fabric that never routes around the holes."""
+    topo = net.topo
+    dead = set(links)
+    ports = [p for p in net.ports if topo.nodes[p.node].ports[p.port] in dead]
+
+    def fail(_a, _b):
+        for port in ports:
+            port.loss = 1.0
+            port.rng = random.Random(0)
+    net.eq.at(at_ps, fail, None, None)
+    return ports
+
+
+def test_quarter_of_core_black_holed_every_message_delivered():
+    """The issue's case: k=8, 2 MB permutation, default config, 32 of 128 core links dead
+    at 50 us and never routed around; before the fix 41 of 128 messages arrived."""
+    topo = fat_tree(8)
+    dead = random.Random("holes").sample(core_links(topo), 32)
+    net = build_network(topo, "gse", GseConfig(), 1)
+    black_hole(net, dead, 50 * US)
+    msgs = traffic.permutation(len(topo.hosts), 2_000_000, random.Random(1))
+    net.schedule(msgs)
+    net.run(20_000 * US)
+    assert len(net.records) == 128
+    assert len(net.sender_done) == 128                 # every sender has its last ACK
+    lost_on_holes = sum(p.wire_drops for p in net.ports)
+    assert lost_on_holes > 0                           # the holes did swallow packets
+
+
+def test_request_and_grant_are_not_pinned_to_one_entropy():
+    w = Wire(config=GseConfig(unsched_bytes=0))
+    w.start(0, 1, 1, 64 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered
+    grants = [p for p in w.sent if p.kind == GRANT]
+    data = {p.entropy for p in w.sent if p.kind == DATA}
+    assert len({g.entropy for g in grants}) > 1        # sprayed
+    assert {g.entropy for g in grants} <= data | {w.sent[0].entropy}   # echoes
+
+
+def test_grants_carry_cumulative_credit_so_a_lost_one_is_made_up():
+    lost = []
+
+    def drop_second_grant(pkt):
+        if pkt.kind == GRANT and len([p for p in w.sent if p.kind == GRANT]) == 2:
+            lost.append(pkt)
+            return True
+        return False
+    cfg = GseConfig(unsched_bytes=0)
+    w = Wire(config=cfg, drop=drop_second_grant)
+    w.start(0, 1, 1, 32 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered and len(lost) == 1
+    assert w.hosts[0].requests_sent == 1               # no re-REQUEST was needed
+    grants = [p for p in w.sent if p.kind == GRANT]
+    assert [g.aux for g in grants] == [sum(x.credit for x in grants[:i + 1])
+                                       for i in range(len(grants))]
+
+
+def test_late_or_duplicate_grant_adds_no_credit():
+    from gse.agents.sender import OutMsg
+    cfg = GseConfig(unsched_bytes=0)
+    msg = OutMsg(1, 0, 1, 64 * MTU, MTU, 0, 7, cfg, 0)
+    assert msg.on_grant(4 * MTU) == 4 * MTU
+    assert msg.on_grant(12 * MTU) == 8 * MTU           # one in between was lost
+    assert msg.on_grant(8 * MTU) == 0                  # a late one: nothing new
+    assert msg.credit == 12 * MTU == msg.credit_received
+    msg.credit_received = 2 ** 32 - MTU                # totals wrap at 32 bits
+    assert msg.on_grant(MTU) == 2 * MTU
+
+
+def test_re_request_after_silence_takes_another_path():
+    """Starved of credit for a whole timeout, the sender suspects the entropy of its last
+    REQUEST and asks again on a different one."""
+    cfg = GseConfig(unsched_bytes=0)
+    w = Wire(config=cfg, drop=lambda p: p.kind == REQUEST and p.ts == 0)
+    w.start(0, 1, 1, 8 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered
+    reqs = [p for p in w.sent if p.kind == REQUEST]
+    assert len(reqs) == 2 and reqs[1].entropy != reqs[0].entropy
+    assert reqs[1].ts == cfg.request_timeout_ps
+
+
+def test_silent_loss_suspects_the_path_and_exploration_skips_it():
+    from gse.agents.entropy import EntropySelector
+    sel = EntropySelector(100, 8, penalty=2)
+    assert [sel.next(0) for _ in range(3)] == [100, 101, 102]
+    sel.suspect(103, until=50)
+    sel.recycle(103)                                   # even a stale clean copy
+    assert sel.next(10) == 104 and 103 not in [sel.next(10) for _ in range(6)]
+    assert sel.is_dead(103, 49) and not sel.is_dead(103, 50)
+    assert 103 in [sel.next(60) for _ in range(8)]     # after the suspicion: back
+
+
+def test_probe_after_timeout_goes_where_an_ack_came_from():
+    from gse.agents.sender import OutMsg
+    cfg = GseConfig(unsched_bytes=4 * MTU)
+    msg = OutMsg(1, 0, 1, 4 * MTU, MTU, cfg.unsched_bytes, 7, cfg, 0)
+    sent = [msg.next_packet(t) for t in range(4)]
+    msg.on_ack(1, 0, 0)                                # psn 0 acked ...
+    msg.back_entropy = sent[0].entropy                 # ... by an ACK on its path
+    assert msg.on_timeout(suspect_until=10 ** 9) == 1
+    probe = msg.next_packet(100)
+    assert probe.psn == 1 and probe.entropy == sent[0].entropy
+    assert msg.entropy.is_dead(sent[1].entropy, 100)   # the lost one is suspected
+
+
+def test_switches_of_a_tier_hash_alike_so_echoes_retrace_the_path():
+    """An ACK sent with a data packet's entropy crosses the same links back."""
+    topo = fat_tree(4)
+    switches = {nid: Switch(nid, topo.nodes[nid].name, topo.next_hops[nid],
+                            tier_salt(1, topo.nodes[nid].kind), "spray")
+                for nid in topo.switches}
+
+    def links(src, dst, entropy):
+        pkt = Packet(ACK, src, dst, 1, 0, entropy)
+        node, out = topo.peer(src, 0)[0], {topo.nodes[src].ports[0]}
+        while node != dst:
+            port = switches[node].route(pkt)
+            out.add(topo.nodes[node].ports[port])
+            node = topo.peer(node, port)[0]
+        return out
+    for entropy in range(64):
+        assert links(0, 15, entropy) == links(15, 0, entropy)
+        assert links(2, 5, entropy) == links(5, 2, entropy)
+    assert len({frozenset(links(0, 15, e)) for e in range(64)}) == 4   # still sprayed
