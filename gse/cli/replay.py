@@ -4,6 +4,8 @@
     gse replay tests/data/chakra/all_to_all_16npus_1MB/ --topology spine-leaf-rail --servers 2
     gse replay traces/dp_step_64r.jsonl --topology spine-leaf-rail --compare --plot cmp.png
     gse replay rank0.json rank1.json --format pytorch --algorithm all_reduce=hd
+    gse replay resnet_2gpu_et.json.gz --topology fat-tree --k 4       # one rank of an SPMD run
+    gse replay custom_allreduce/ --compute-model unlimited --compute-scale 0.5
 
 Loaded by ``gse.cli.main`` (``EXTENSIONS``).  Runtime ``sim`` is the deterministic simulation;
 the UDP and Mininet runtimes do not replay dependencies yet and are refused by name.
@@ -19,6 +21,7 @@ from gse.metrics.report import format_side_by_side, format_summary, write_record
 from gse.protocols import PROTOCOLS
 from gse.workloads.collectives import ALGORITHMS, Collective
 from gse.workloads.replay import replay
+from gse.workloads.replay_programs import COMPUTE_MODELS
 from gse.workloads.traces import FORMATS, load_trace
 from gse.workloads.traces.jsonl import parse_ranks
 from topologies.registry import describe_topology_args
@@ -49,7 +52,15 @@ def add_commands(sub):
                    help="hosts of the trace's ranks, in ascending rank order, e.g. '0-7' or "
                         "'0,8,16,24' (default: rank r on host r)")
     p.add_argument("--compute-scale", type=float, default=1.0,
-                   help="scale the trace's compute lags and start times (0: network only)")
+                   help="scale the trace's compute times, lags and start times (0: network "
+                        "only)")
+    p.add_argument("--compute-model", default="streams", choices=COMPUTE_MODELS,
+                   help="how a rank runs the compute of a trace that records it (Chakra): "
+                        "streams (default) = one GPU and one CPU stream per rank, one op at a "
+                        "time on each; unlimited = every op as soon as it is ready")
+    p.add_argument("--world-size", type=int, default=None, metavar="N",
+                   help="the number of ranks when the trace's files are fewer and it does not "
+                        "say (one rank's file of an SPMD run)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
     p.add_argument("--plot", metavar="FILE.png",
@@ -165,7 +176,9 @@ def cmd_replay(args):
                          "to report deliveries to the replay driver); use --runtime sim"
                          % args.runtime)
     check_outputs(args)
-    trace = load_trace(args.trace, args.format)
+    if args.compute_scale < 0 or args.compute_scale != args.compute_scale:
+        raise ValueError("--compute-scale must be >= 0, got %r" % args.compute_scale)
+    trace = load_trace(args.trace, args.format, args.world_size)
     colls = apply_algorithms(trace.collectives, args.algorithm)
     topo = topology_from_args(args)
     hosts = rank_map(args.rank_hosts, trace.ranks())
@@ -187,7 +200,8 @@ def cmd_replay(args):
     for p in protocols:
         cfg = gse_config_from_args(cargs, p)
         res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts, until,
-                     args.compute_scale, sample_ps(args))
+                     args.compute_scale, sample_ps(args), compute_model=args.compute_model,
+                     programs=trace.programs)
         res.summary["topology"] = describe_topology_args(args)
         res.summary["trace"] = trace.summary()
         res.summary["runtime"] = args.runtime
@@ -199,6 +213,18 @@ def cmd_replay(args):
               % (t["format"], len(t["files"]), t["records"], t["collectives"], t["ranks"],
                  t["skipped_total"], "" if not t["skipped"] else " (%s)" % ", ".join(
                      "%s: %d" % kv for kv in sorted(t["skipped"].items()))))
+        if t["ignored"]:
+            print("ignored: %d field value(s) the replay does not use (%s)"
+                  % (t["ignored_total"], ", ".join("%s: %d" % kv
+                                                    for kv in sorted(t["ignored"].items()))))
+        if "programs" in t:
+            pg = t["programs"]
+            print("programs: %d ranks (%d copied from another rank), %s; compute model %s, "
+                  "scale %g; most compute on one rank: %s"
+                  % (pg["ranks"], pg["mirrored_ranks"], ", ".join(
+                      "%d %s ops" % (n, k) for k, n in sorted(pg["ops"].items())),
+                     args.compute_model, args.compute_scale, ", ".join(
+                      "%s %.4g us" % kv for kv in pg["compute_us_max_rank"].items()) or "none"))
         for note in t["notes"]:
             print("note: %s" % note)
         print(format_collectives(results))
@@ -224,5 +250,14 @@ def cmd_replay(args):
                               % (trace.name or trace.format, args.topology))
         print("plot written to %s" % args.plot)
     ok = all(r.summary["lost"] == 0 and r.summary["collectives_done"] ==
-             r.summary["collectives_total"] for r in results.values())
+             r.summary["collectives_total"] and r.summary.get("programs", {}).get(
+                 "ops_not_done", 0) == 0 for r in results.values())
+    if not args.quiet:
+        for p, r in results.items():
+            if "programs" in r.summary:
+                pr = r.summary["programs"]
+                print("%s: every rank's program %s at %.4g us (first rank done at %.4g us)"
+                      % (p, "ended" if pr["ops_not_done"] == 0 else
+                         "did NOT end (%d ops left)" % pr["ops_not_done"], pr["end_us"],
+                         pr["first_rank_end_us"]))
     return 0 if ok else 1

@@ -16,6 +16,14 @@ Delivery is learnt by wrapping each ``HostNode.on_delivered`` (the network's own
 bookkeeping still runs first); new messages are always scheduled on the event queue, never
 started from inside another host's callback.  Message ids count up per source host.
 
+A trace with per-rank programs (Chakra: every rank's compute and communication nodes)
+is run by ``gse.workloads.replay_programs.ProgramRunner`` instead: a rank enters a
+collective when its program reaches the call, and its part's end lets the program go on.
+Point to point is then eager, as ASTRA-sim runs Chakra's COMM_SEND/COMM_RECV: the flow
+starts when the *sender* reaches the send, the send is done when the data is delivered,
+the receive when the data has arrived and the receive was reached.  (Between collectives
+of the project format, a send waits for both ranks, as NCCL's send/recv pair does.)
+
 Per collective the result has its start (the first rank to enter), end (the last flow
 delivered), completion time, algorithm bandwidth S/time and bus bandwidth (nccl-tests
 factors, ``gse.workloads.collectives.bus_factor``).  The network summary is
@@ -31,6 +39,7 @@ from gse.runtimes.sim.run import build_network, pfc_summary
 from gse.runtimes.sim.sampler import Sampler
 from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import CollectiveError, bus_factor, check_trace, expand
+from gse.workloads.replay_programs import COMPUTE_MODELS, ProgramRunner
 from gse.workloads.traffic import MAX_SIZE, Message
 from topologies.topology import serialisation_ps
 
@@ -96,16 +105,18 @@ class _State:
 
     __slots__ = ("res", "coll", "plan", "hosts", "pos_of", "flow_wait", "flow_ready",
                  "flow_users", "flows_of_pos", "rank_left", "rank_wait", "rank_ready",
-                 "rank_entered", "left", "rank_users", "global_users")
+                 "rank_entered", "left", "rank_users", "global_users", "eager")
 
-    def __init__(self, coll, plan, hosts):
+    def __init__(self, coll, plan, hosts, eager=False):
         n = len(coll.ranks)
         self.res = CollectiveResult(coll, len(plan))
         self.coll = coll
         self.plan = plan
         self.hosts = hosts                                  # position -> host id
         self.pos_of = {r: i for i, r in enumerate(coll.ranks)}
-        self.flow_wait = [len(d) + 2 for d in plan.deps]    # + entry of src and dst
+        self.eager = eager          # point to point: only the sender's entry gates the flow
+        gates = 1 if eager else 2                           # entry of src (and dst)
+        self.flow_wait = [len(d) + gates for d in plan.deps]
         self.flow_ready = [0] * len(plan)
         self.flow_users = [[] for _ in range(len(plan))]
         self.flows_of_pos = [[] for _ in range(n)]
@@ -127,15 +138,21 @@ class Replayer:
     """One replay on one network (see the module docstring)."""
 
     def __init__(self, topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
-                 corrupt_rate=0.0, rank_hosts=None, compute_scale=1.0):
+                 corrupt_rate=0.0, rank_hosts=None, compute_scale=1.0, programs=None,
+                 compute_model="streams"):
         if protocol not in PROTOCOLS:
             raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
         colls = list(collectives)
         if not colls:
             raise ValueError("nothing to replay: the trace has no collectives")
         check_trace(colls)
-        if not compute_scale >= 0:
-            raise ValueError("compute_scale must be >= 0, got %r" % (compute_scale,))
+        if not compute_scale >= 0 or compute_scale == float("inf"):
+            raise ValueError("compute_scale must be a number >= 0, got %r" % (compute_scale,))
+        if compute_model not in COMPUTE_MODELS:
+            raise ValueError("unknown compute model %r (known: %s)"
+                             % (compute_model, ", ".join(COMPUTE_MODELS)))
+        self.compute_model = compute_model
+        self.compute_scale = float(compute_scale)
         self.topo = topo
         self.protocol = protocol
         self.cfg = config if config is not None else default_config(protocol)
@@ -171,7 +188,8 @@ class Replayer:
                 if s > MAX_SIZE:
                     raise CollectiveError("collective %d: a flow of %d bytes exceeds a message's "
                                           "2^32-1 limit" % (c.id, s))
-            st = _State(c, plan, [rank_hosts[r] for r in c.ranks])
+            st = _State(c, plan, [rank_hosts[r] for r in c.ranks],
+                        eager=programs is not None and c.op == "send")
             if scale != 1.0:
                 st.rank_ready = [int(c.start_ps * scale)] * len(c.ranks)
             self.states.append(st)
@@ -184,6 +202,14 @@ class Replayer:
                         d.rank_users[d.pos_of[r]].append((st, pos, lag))
                     else:
                         d.global_users.append((st, pos, lag))
+        self.by_id = by_id
+        self.runner = None
+        if programs is not None:
+            for c in colls:
+                if c.after or c.start_ps:
+                    raise ValueError("collective %d: with per-rank programs, what a collective "
+                                     "waits for is in the programs, not in 'after'" % c.id)
+            self.runner = ProgramRunner(self, programs, compute_model, scale)
         self.next_id = [0] * n_hosts
         self.flow_of = {}                  # (src host, msg id) -> (state, flow)
         self.records = []
@@ -211,7 +237,11 @@ class Replayer:
             self._rank_done(st, pos, t)
             if st.left == 0 and st.res.end_ps < 0 and all(e >= 0 for e in st.rank_entered):
                 self._coll_done(st, t)
+        elif st.eager and st.rank_left[pos] == 0:
+            self._rank_done(st, pos, t)       # a receive posted after its data arrived
         for f in st.flows_of_pos[pos]:
+            if st.eager and st.plan.src[f] != pos:
+                continue                      # the receiver's entry does not gate the flow
             self._flow_cond(st, f, t)
 
     def _flow_cond(self, st, f, t):
@@ -243,7 +273,7 @@ class Replayer:
         st.res.bytes_moved += st.plan.size[f]
         for pos in (st.plan.src[f], st.plan.dst[f]):
             st.rank_left[pos] -= 1
-            if st.rank_left[pos] == 0:
+            if st.rank_left[pos] == 0 and (not st.eager or st.rank_entered[pos] >= 0):
                 self._rank_done(st, pos, t)
         for u in st.flow_users[f]:
             self._flow_cond(st, u, t)
@@ -251,6 +281,8 @@ class Replayer:
             self._coll_done(st, t)
 
     def _rank_done(self, st, pos, t):
+        if self.runner is not None:
+            self.runner.comm_done(st, pos, t)
         for user, upos, lag in st.rank_users[pos]:
             self._dep_met(user, upos, t + lag)
 
@@ -279,10 +311,13 @@ class Replayer:
         """Replay to the end (or ``until_ps``); ``sample_ps`` and ``observers`` as in
         ``gse.runtimes.sim.run.run_simulation``."""
         net = self.net
-        for st in self.states:
-            for pos in range(len(st.coll.ranks)):
-                if st.rank_wait[pos] == 0:
-                    net.eq.at(st.rank_ready[pos], self._enter_event, st, pos)
+        if self.runner is not None:
+            self.runner.start()
+        else:
+            for st in self.states:
+                for pos in range(len(st.coll.ranks)):
+                    if st.rank_wait[pos] == 0:
+                        net.eq.at(st.rank_ready[pos], self._enter_event, st, pos)
         sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
         watching = [sampler] + [make(net) for make in observers]
         wall0 = time.perf_counter()
@@ -304,7 +339,13 @@ class Replayer:
         summary["collectives"] = [r.as_dict() for r in results]
         summary["collectives_done"] = sum(1 for r in results if r.done)
         summary["collectives_total"] = len(results)
-        summary["replay_time_us"] = round(max((r.end_ps for r in results), default=0) / 1e6, 4)
+        end = max((r.end_ps for r in results), default=0)
+        if self.runner is not None:
+            summary["programs"] = self.runner.summary()
+            summary["compute_model"] = self.compute_model
+            end = max(end, self.runner.end_ps())
+        summary["compute_scale"] = self.compute_scale
+        summary["replay_time_us"] = round(end / 1e6, 4)
         ts = None if sampler is None else sampler.result({"protocol": self.protocol,
                                                           "seed": self.seed})
         return ReplayResult(summary, results, self.records, net, ts)
@@ -312,11 +353,14 @@ class Replayer:
 
 def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
            corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0, sample_ps=0,
-           observers=()):
-    """Replay ``collectives`` (a list, or a ``Trace``) and return a ``ReplayResult``."""
+           observers=(), compute_model="streams", programs=None):
+    """Replay ``collectives`` (a list, or a ``Trace``: its per-rank programs, if it has
+    them, drive the replay) and return a ``ReplayResult``."""
     colls = getattr(collectives, "collectives", collectives)
+    if programs is None:
+        programs = getattr(collectives, "programs", None)
     return Replayer(topo, colls, protocol, config, seed, loss_rate, corrupt_rate, rank_hosts,
-                    compute_scale).run(until_ps, sample_ps, observers)
+                    compute_scale, programs, compute_model).run(until_ps, sample_ps, observers)
 
 
 def ring_bound_ps(topo, ring_hosts, size, mtu=4096):

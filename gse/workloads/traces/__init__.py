@@ -1,90 +1,110 @@
 """Recorded and generated traces of training collectives.
 
 ``load_trace(paths, fmt="auto")`` reads any supported format into a ``Trace`` (a list of
-``gse.workloads.collectives.Collective`` plus what was read and skipped):
+``gse.workloads.collectives.Collective`` plus what was read, skipped and ignored, and for
+formats that record compute, the per-rank programs):
 
 * ``jsonl``: the project's own JSON Lines format (``gse.workloads.traces.jsonl``, docs/traces.md);
 * ``chakra``: MLCommons Chakra execution traces, one ``.et`` file per rank
-  (``gse.workloads.traces.chakra``, a hand-written protobuf decoder);
-* ``pytorch``: PyTorch execution-trace JSON, one file per rank
+  (``gse.workloads.traces.chakra``, on a hand-written protobuf decoder of ``et_def.proto``);
+* ``pytorch``: PyTorch execution-trace JSON, one file per rank, schemas 1.0.1 to 1.1.1
   (``gse.workloads.traces.pytorch_et``).
 
-A directory stands for the trace files in it (``*.et``, or ``*.json``).  Errors are
-``TraceError`` and name the file and the record.
+Files are read as published: plain, gzip (``.json.gz``) or in a tar archive (``.tar.gz``,
+``.tgz``: every rank's file in one archive); a directory stands for the trace files in it
+(``gse.workloads.traces.sources``).  Errors are ``TraceError`` and name the file and the
+record.
 """
-
-import os
 
 from gse.workloads.traces.chakra import read_chakra, write_chakra
 from gse.workloads.traces.common import Trace, TraceError
 from gse.workloads.traces.jsonl import read_jsonl, write_jsonl
 from gse.workloads.traces.pytorch_et import read_pytorch_et, write_pytorch_et
+from gse.workloads.traces.sources import Source, expand_sources
 
 FORMATS = ("auto", "jsonl", "chakra", "pytorch")
 
-__all__ = ["FORMATS", "Trace", "TraceError", "detect_format", "expand_paths", "load_trace",
-           "read_chakra", "read_jsonl", "read_pytorch_et", "write_chakra", "write_jsonl",
-           "write_pytorch_et"]
+__all__ = ["FORMATS", "Source", "Trace", "TraceError", "detect_format", "expand_paths",
+           "expand_sources", "load_trace", "read_chakra", "read_jsonl", "read_pytorch_et",
+           "write_chakra", "write_jsonl", "write_pytorch_et"]
 
 
 def expand_paths(paths):
-    """Files for the given paths: a directory becomes its ``.et`` (else ``.json``, else
-    ``.jsonl``) files."""
-    out = []
-    for p in paths:
-        if os.path.isdir(p):
-            names = sorted(os.listdir(p))
-            for ext in (".et", ".json", ".jsonl"):
-                found = [os.path.join(p, n) for n in names if n.endswith(ext)]
-                if found:
-                    out.extend(found)
-                    break
-            else:
-                raise TraceError(p, None, "directory holds no .et, .json or .jsonl trace files")
-        elif not os.path.exists(p):
-            raise TraceError(p, None, "no such file")
-        else:
-            out.append(p)
-    return out
+    """The names of the trace files for the given paths (archive members as
+    ``archive:member``)."""
+    return [s.name for s in expand_sources(paths)]
 
 
-def detect_format(path):
-    """The format of one file, from its name and then its first bytes."""
-    if path.endswith(".jsonl"):
+def _json_kind(head):
+    """What a JSON document that starts with ``head`` is, from its first keys."""
+    text = head.decode("utf-8", "replace")
+    if '"traceEvents"' in text or '"distributedInfo"' in text or '"deviceProperties"' in text:
+        return "kineto"
+    if '"workload_graph"' in text:
+        return "feeder-json"
+    if '"gse_trace"' in text or '"op"' in text.split("\n", 1)[0]:
         return "jsonl"
-    if path.endswith(".et"):
+    if '"nodes"' in text or '"schema"' in text:
+        return "pytorch"
+    return "jsonl"
+
+
+def detect_format(source):
+    """The format of one file (a path or a ``Source``), from its name, then its bytes."""
+    if not isinstance(source, Source):
+        source = Source(source, source)
+    name = source.name
+    if name.endswith(".jsonl"):
+        return "jsonl"
+    if name.endswith((".et", ".et.gz")):
         return "chakra"
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    text = head.lstrip()
+    text = source.head().lstrip()
     if not text.startswith(b"{"):
         return "chakra"                       # binary: length-prefixed protobuf
-    if b'"gse_trace"' in head or b'"op"' in head.split(b"\n", 1)[0]:
-        return "jsonl"
-    return "pytorch" if b'"nodes"' in head or b'"schema"' in head else "jsonl"
+    return _json_kind(text)
 
 
-def load_trace(paths, fmt="auto"):
-    """A ``Trace`` from one project-format file, or the per-rank files of a recorded run."""
-    if isinstance(paths, (str, os.PathLike)):
+_NOT_SUPPORTED = {
+    "kineto": "a Kineto (PyTorch profiler) trace, not an execution trace: it records kernels "
+              "and times but not the collectives' process groups; give the execution trace "
+              "(the *_et.json file) of the same run",
+    "feeder-json": "a Chakra feeder JSON graph (\"workload_graph\"), not a Chakra .et or an "
+                   "execution trace: convert it to .et with Chakra's tools",
+}
+
+
+def load_trace(paths, fmt="auto", world_size=None):
+    """A ``Trace`` from one project-format file, or the per-rank files of a recorded run.
+
+    ``world_size``: the number of ranks of the run when the files are fewer and the trace
+    does not say (one Chakra rank's file replayed as every rank's program).
+    """
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
-    paths = expand_paths([os.fspath(p) for p in paths])
-    if not paths:
+    sources = expand_sources(list(paths))
+    if not sources:
         raise TraceError("(no files)", None, "no trace files given")
     if fmt not in FORMATS:
         raise ValueError("unknown trace format %r (known: %s)" % (fmt, ", ".join(FORMATS)))
+    if world_size is not None and (isinstance(world_size, bool) or not isinstance(world_size, int)
+                                   or world_size < 1):
+        raise ValueError("world_size must be a positive integer, got %r" % (world_size,))
     if fmt == "auto":
-        kinds = {p: detect_format(p) for p in paths}
+        kinds = {s.name: detect_format(s) for s in sources}
+        for name, kind in kinds.items():
+            if kind in _NOT_SUPPORTED:
+                raise TraceError(name, None, _NOT_SUPPORTED[kind])
         found = sorted(set(kinds.values()))
         if len(found) > 1:
-            raise TraceError(paths[0], None, "the files mix formats (%s); give one trace"
+            raise TraceError(sources[0].name, None, "the files mix formats (%s); give one trace"
                              % ", ".join("%s: %s" % kv for kv in sorted(kinds.items())))
         fmt = found[0]
     if fmt == "jsonl":
-        if len(paths) > 1:
-            raise TraceError(paths[1], None, "a project-format trace is one file; got %d"
-                             % len(paths))
-        return read_jsonl(paths[0])
+        if len(sources) > 1:
+            raise TraceError(sources[1].name, None, "a project-format trace is one file; got %d"
+                             % len(sources))
+        return read_jsonl(sources[0])
     if fmt == "chakra":
-        return read_chakra(paths)
-    return read_pytorch_et(paths)
+        return read_chakra(sources, world_size)
+    return read_pytorch_et(sources, world_size)
+

@@ -1,29 +1,32 @@
-"""MLCommons Chakra execution traces (``.et``): reader and writer, from the public schema.
+"""MLCommons Chakra execution traces (``.et``, one file per rank): reader and writer.
 
-A Chakra trace is one file per rank.  Each file is a stream of length-delimited protobuf
-messages (``protowire``): a ``GlobalMetadata`` (field 1: schema version), then ``Node``
-messages.  The fields used here, from ``et_def.proto`` (schema 0.0.4):
+The schema and its versions are decoded in ``chakra_schema``; this module turns each
+rank's node graph into a ``Program`` (``gse.workloads.traces.program``) that the replay
+runs node by node, as ASTRA-sim runs a Chakra trace:
 
-* Node: 1 id, 2 name, 3 type (NodeType), 4 ctrl_deps and 5 data_deps (repeated node ids),
-  7 duration_micros, 10 attr (repeated AttributeProto); inputs, outputs and storage are
-  skipped.
-* AttributeProto: 1 name and one value field, e.g. 9 int64_val, 13 uint64_val,
-  27 bool_val, 29 string_val, and the ``*_list`` forms (a message of repeated field 1).
-* NodeType: 4 COMP, 5 COMM_SEND, 6 COMM_RECV, 7 COMM_COLL (others are skipped and
-  counted).  A COMM_COLL node has the attributes ``comm_type`` (CollectiveCommType:
-  0 ALL_REDUCE, 1 REDUCE, 2 ALL_GATHER, 3 GATHER, 4 SCATTER, 5 BROADCAST, 6 ALL_TO_ALL,
-  7 REDUCE_SCATTER, 8 REDUCE_SCATTER_BLOCK, 9 BARRIER) and ``comm_size`` (bytes),
-  optionally ``pg_name``; COMM_SEND has ``comm_dst``, COMM_RECV ``comm_src``, both
-  ``comm_size`` and optionally ``comm_tag``.
-
-Reading: a file's rank is the number in its name (``all_reduce.3.et``).  The nodes of a
-rank form a DAG; every node that is not communication (compute, memory, metadata) and
-every barrier is skipped and counted, but its duration is kept: a collective depends on
-the nearest communication nodes above it, each with the longest chain of compute time in
-between as the lag, and compute reachable from no communication node delays its start.
-The k-th collective of process group ``pg_name`` on each rank is one collective whose
-group is the ranks holding it (so give every rank's file); send and recv are matched by
-(source, destination, tag, order).
+* **Ranks.**  A file's rank is the number in its name: ``<prefix>.<rank>.et`` is Chakra's
+  own convention (ASTRA-sim opens ``<prefix>.<npu id>.et``); a send's ``comm_src`` or a
+  receive's ``comm_dst``, when present, must agree with it.
+* **Dependencies.**  ``data_deps`` and ``ctrl_deps`` are both honoured (ASTRA-sim's feeder
+  resolves both).  A dependency on a node that is not in the file (the PyTorch converter
+  points at thread and root nodes it does not emit) or on the node itself is dropped and
+  counted; ``ctrl_deps`` that close a cycle with the other dependencies (the converter's
+  CPU operator <-> GPU kernel pairs) are dropped and counted; a cycle of ``data_deps``
+  alone is an error.
+* **Nodes.**  ``COMP_NODE``: ``duration_micros`` on the GPU stream, or the CPU stream when
+  ``is_cpu_op`` is true.  ``COMM_COLL_NODE`` with ``comm_type``/``comm_size``: one rank's
+  part of a collective; the k-th collective of process group ``pg_name`` on each rank is
+  one collective, over the ranks whose files hold it, and a rank runs the collectives of
+  one process group one at a time, in order (one NCCL communicator).  A ``COMM_COLL_NODE``
+  without ``comm_type`` that runs on the CPU (the converter's ``c10d::*`` host calls) is
+  replayed as CPU time and counted.  ``COMM_SEND_NODE``/``COMM_RECV_NODE``: the two sides
+  of a transfer, matched by (source, destination, tag, order); the send starts when its
+  own dependencies are met and the receive ends when the data has arrived (ASTRA-sim's
+  eager point to point).  Barriers, metadata and memory nodes take no time; they are
+  counted.
+* **Ignored fields** are counted in ``Trace.ignored``: ``duration_micros`` of
+  communication nodes (the network decides), ``start_time_micros``, ``inputs``/``outputs``,
+  attributes the replay does not use, metadata attributes.
 
 Attributes the project writes beyond the schema's usual set, and reads when present:
 ``pg_ranks`` (int64 list: the group in ring order when it is not ascending), ``comm_root``
@@ -31,351 +34,339 @@ Attributes the project writes beyond the schema's usual set, and reads when pres
 ``comm_algo`` (algorithm name).
 """
 
+import heapq
 import os
-import struct
 
 from gse.workloads.collectives import ALGORITHMS, ROOTED, check_trace
-from gse.workloads.traces import protowire as pw
-from gse.workloads.traces.common import Call, Trace, TraceError, assemble, count, ranks_for_files
+from gse.workloads.traces.chakra_schema import (COLL, COMM_TYPE_OF, COMM_TYPES, COMP, NODE_TYPES,
+                                                RECV, SCHEMA_VERSION, SEND, attr_record,
+                                                metadata_record, node_record, read_et)
+from gse.workloads.traces.common import Call, Tally, Trace, TraceError, ranks_for_files
+from gse.workloads.traces.program import COMM, COMPUTE, PASS, Op, Program, assemble_programs
+from gse.workloads.traces.sources import expand_sources
 
-NODE_TYPES = {0: "INVALID_NODE", 1: "METADATA_NODE", 2: "MEM_LOAD_NODE",
-              3: "MEM_STORE_NODE", 4: "COMP_NODE", 5: "COMM_SEND_NODE",
-              6: "COMM_RECV_NODE", 7: "COMM_COLL_NODE", 8: "STORAGE_NODE", 9: "BATCH_NODE",
-              10: "CHECKPOINT_NODE"}
-COMP, SEND, RECV, COLL = 4, 5, 6, 7
-COMM_TYPES = {0: "all_reduce", 1: "reduce", 2: "all_gather", 3: "gather", 4: "scatter",
-              5: "broadcast", 6: "all_to_all", 7: "reduce_scatter", 8: "reduce_scatter",
-              9: "barrier"}
-COMM_TYPE_OF = {"all_reduce": 0, "reduce": 1, "all_gather": 2, "gather": 3, "scatter": 4,
-                "broadcast": 5, "all_to_all": 6, "reduce_scatter": 7}
-SCHEMA_VERSION = "0.0.4"
+__all__ = ["COLL", "COMP", "RECV", "SEND", "attr_record", "metadata_record", "node_record",
+           "rank_program", "read_chakra", "write_chakra"]
 
-# AttributeProto value fields: number -> (wire storage, conversion).  List forms are the
-# next field number (a message whose field 1 repeats the element).
-_ATTR_SCALARS = {3: ("i64", "double"), 5: ("i32", "float"), 7: ("varint", "int"),
-                 9: ("varint", "int"), 11: ("varint", "uint"), 13: ("varint", "uint"),
-                 15: ("varint", "sint"), 17: ("varint", "sint"), 19: ("i32", "uint"),
-                 21: ("i64", "uint"), 23: ("i32", "sfixed32"), 25: ("i64", "sfixed64"),
-                 27: ("varint", "bool"), 29: ("len", "string"), 31: ("len", "bytes")}
-_WIRE_OF = {"varint": pw.VARINT, "i64": pw.I64, "i32": pw.I32, "len": pw.LEN}
+US = 1_000_000
+USED_ATTRS = {
+    COMP: {"is_cpu_op"},
+    COLL: {"is_cpu_op", "comm_type", "comm_size", "pg_name", "pg_ranks", "comm_root",
+           "comm_algo"},
+    SEND: {"is_cpu_op", "comm_src", "comm_dst", "comm_size", "comm_tag"},
+    RECV: {"is_cpu_op", "comm_src", "comm_dst", "comm_size", "comm_tag"},
+}
 
 
-def _convert(conv, raw):
-    if conv == "int":
-        return pw.to_signed64(raw)
-    if conv == "uint":
-        return raw
-    if conv == "sint":
-        return pw.zigzag_decode(raw)
-    if conv == "bool":
-        return bool(raw)
-    if conv == "double":
-        return struct.unpack("<d", struct.pack("<Q", raw))[0]
-    if conv == "float":
-        return struct.unpack("<f", struct.pack("<I", raw))[0]
-    if conv == "sfixed32":
-        return raw - (1 << 32) if raw >= 1 << 31 else raw
-    if conv == "sfixed64":
-        return raw - (1 << 64) if raw >= 1 << 63 else raw
-    if conv == "string":
-        return raw.decode("utf-8")
-    return raw
-
-
-def decode_attr(buf):
-    """(name, value) of one AttributeProto."""
-    name = ""
-    value = None
-    for field, wtype, raw, at in pw.iter_fields(buf):
-        if field == 1 and wtype == pw.LEN:
-            name = raw.decode("utf-8")
-        elif field == 2:
-            continue
-        elif field in _ATTR_SCALARS:
-            storage, conv = _ATTR_SCALARS[field]
-            if wtype != _WIRE_OF[storage]:
-                raise pw.WireError("attribute value field %d has wire type %d" % (field, wtype),
-                                   at)
-            value = _convert(conv, raw)
-        elif field - 1 in _ATTR_SCALARS and wtype == pw.LEN:
-            storage, conv = _ATTR_SCALARS[field - 1]
-            value = []
-            for f2, w2, raw2, _ in pw.iter_fields(raw):
-                if f2 != 1:
-                    continue
-                if storage == "len":
-                    value.append(_convert(conv, raw2))
-                else:
-                    value.extend(_convert(conv, v) for v in pw.unpack_repeated(w2, raw2, storage))
-    return name, value
-
-
-class EtNode:
-    """The fields of a Chakra Node that replay needs."""
-
-    __slots__ = ("id", "name", "type", "deps", "duration_us", "attrs", "record", "offset")
-
-    def __init__(self, record, offset):
-        self.id = 0
-        self.name = ""
-        self.type = 0
-        self.deps = []
-        self.duration_us = 0
-        self.attrs = {}
-        self.record = record          # 1-based position in the stream (metadata is 1)
-        self.offset = offset          # byte offset of its length prefix
-
-
-def decode_node(buf, record, offset):
-    node = EtNode(record, offset)
-    for field, wtype, raw, _ in pw.iter_fields(buf):
-        if field == 1 and wtype == pw.VARINT:
-            node.id = raw
-        elif field == 2 and wtype == pw.LEN:
-            node.name = raw.decode("utf-8")
-        elif field == 3 and wtype == pw.VARINT:
-            node.type = raw
-        elif field in (4, 5):
-            node.deps.extend(pw.unpack_repeated(wtype, raw, "varint"))
-        elif field == 7 and wtype == pw.VARINT:
-            node.duration_us = raw
-        elif field == 10 and wtype == pw.LEN:
-            name, value = decode_attr(raw)
-            node.attrs[name] = value
-    return node
-
-
-def read_et_file(path):
-    """(schema version, [EtNode]) of one ``.et`` file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if not data:
-        raise TraceError(path, None, "empty file (a Chakra trace starts with its metadata)")
-    try:
-        messages = pw.split_stream(data)
-    except pw.WireError as exc:
-        raise TraceError(path, "at byte %d" % exc.offset,
-                         "not a length-delimited protobuf stream: %s" % exc) from None
-    version = None
-    nodes = []
-    for i, (offset, msg) in enumerate(messages, 1):
-        where = "record %d (byte %d)" % (i, offset)
-        try:
-            if i == 1:
-                for field, wtype, raw, _ in pw.iter_fields(msg):
-                    if field == 1 and wtype == pw.LEN:
-                        version = raw.decode("utf-8")
-            else:
-                nodes.append(decode_node(msg, i, offset))
-        except pw.WireError as exc:
-            raise TraceError(path, where, "malformed protobuf: %s within the record"
-                             % exc) from None
-        except UnicodeDecodeError:
-            raise TraceError(path, where, "a string field is not UTF-8") from None
-    if version is None:
-        raise TraceError(path, "record 1", "the first message is not a GlobalMetadata with a "
-                         "schema version; is this a Chakra .et file?")
-    return version, nodes
-
-
-def _attr_int(path, node, name, required=True, default=None):
-    v = node.attrs.get(name)
-    where = "record %d (node id %d %r)" % (node.record, node.id, node.name)
+def _attr_int(name, node, attr, required=True, default=None, signed=False):
+    v = node.attrs.get(attr)
     if v is None:
         if required:
-            raise TraceError(path, where, "%s node without the %r attribute"
-                             % (NODE_TYPES.get(node.type, node.type), name))
+            raise TraceError(name, node.where(), "%s node without the %r attribute"
+                             % (NODE_TYPES.get(node.type, node.type), attr))
         return default
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise TraceError(path, where, "attribute %r must be an integer >= 0, got %r" % (name, v))
+    if isinstance(v, bool) or not isinstance(v, int) or (v < 0 and not signed):
+        raise TraceError(name, node.where(), "attribute %r must be an integer >= 0, got %r"
+                         % (attr, v))
     return v
 
 
-def rank_calls(path, rank, nodes, skipped):
-    """The Calls of one rank, in dependency order, with lags from the compute between."""
-    by_id = {}
-    for n in nodes:
-        if n.id in by_id:
-            raise TraceError(path, "record %d" % n.record, "node id %d is also record %d"
-                             % (n.id, by_id[n.id].record))
-        by_id[n.id] = n
-    parents = {}
-    users = {n.id: [] for n in nodes}
-    for n in nodes:
-        ps = []
-        for d in n.deps:
-            if d not in by_id:
-                raise TraceError(path, "record %d (node id %d)" % (n.record, n.id),
-                                 "depends on node %d, which is not in the file" % d)
-            if d != n.id and d not in ps:
-                ps.append(d)
-                users[d].append(n.id)
-        parents[n.id] = ps
-    waiting = {nid: len(ps) for nid, ps in parents.items()}
-    ready = [n.id for n in nodes if waiting[n.id] == 0]
-    order = []
-    while ready:                       # Kahn, keeping file order among ready nodes
-        ready.sort(key=lambda i: by_id[i].record)
-        nid = ready.pop(0)
-        order.append(nid)
-        for u in users[nid]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                ready.append(u)
-    if len(order) != len(nodes):
-        stuck = next(n for n in nodes if waiting[n.id] > 0)
-        raise TraceError(path, "record %d (node id %d)" % (stuck.record, stuck.id),
-                         "the node dependencies form a cycle")
-    reach = {}                         # node -> {comm node: lag ps}
-    root = {}                          # node -> compute ps from the start, or None
-    calls = []
-    call_of = {}
-    seq = {}
-    for nid in order:
-        n = by_id[nid]
-        r = {}
-        base = 0 if not parents[nid] else None
-        for p in parents[nid]:
-            if p in call_of:
-                r[p] = max(r.get(p, 0), 0)
-                continue
-            dur = by_id[p].duration_us * 1_000_000
-            for a, lag in reach[p].items():
-                if lag + dur > r.get(a, -1):
-                    r[a] = lag + dur
-            if root[p] is not None and (base is None or root[p] + dur > base):
-                base = root[p] + dur
-        call = _call(path, rank, n, seq, skipped)
-        if call is None:
-            reach[nid] = r
-            root[nid] = base
+def _sccs(n, succ):
+    """Strongly connected components (iterative Tarjan): a component number per vertex."""
+    index = [-1] * n
+    low = [0] * n
+    on = [False] * n
+    comp = [-1] * n
+    stack = []
+    counter = 0
+    ncomp = 0
+    for root in range(n):
+        if index[root] >= 0:
             continue
-        call.deps = [(call_of[a], lag) for a, lag in r.items()]
-        call.start_ps = base or 0
-        call_of[nid] = len(calls)
-        calls.append(call)
-        reach[nid] = {}
-        root[nid] = None
-    return calls
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on[v] = True
+            recurse = False
+            while i < len(succ[v]):
+                w = succ[v][i]
+                i += 1
+                if index[w] < 0:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if on[w]:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on[w] = False
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+    return comp
 
 
-def _call(path, rank, n, seq, skipped):
-    """A Call for a communication node, or None (counted in ``skipped``)."""
-    where = "record %d (node id %d)" % (n.record, n.id)
-    if n.type == COLL:
-        ctype = _attr_int(path, n, "comm_type")
+def _order(nodes, edges, name, what):
+    """Node positions in a dependency order (file order among ready nodes), or a
+    TraceError naming a node on a cycle."""
+    n = len(nodes)
+    succ = [[] for _ in range(n)]
+    indeg = [0] * n
+    for a, b in edges:
+        succ[a].append(b)
+        indeg[b] += 1
+    ready = [i for i in range(n) if indeg[i] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(i)
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, j)
+    if len(out) != n:
+        stuck = next(i for i in range(n) if indeg[i] > 0)
+        raise TraceError(name, nodes[stuck].where(), "the node %s form a cycle" % what)
+    return out
+
+
+def _dependencies(name, nodes, tally, notes):
+    """The dependency edges (parent position, child position) the replay honours."""
+    pos = {}
+    for i, nd in enumerate(nodes):
+        if nd.id in pos:
+            raise TraceError(name, "record %d" % nd.record, "node id %d is also record %d"
+                             % (nd.id, nodes[pos[nd.id]].record))
+        pos[nd.id] = i
+    data, ctrl = set(), set()
+    dangling = None
+    for i, nd in enumerate(nodes):
+        for field, deps, into in (("data_deps", nd.data_deps, data),
+                                  ("ctrl_deps", nd.ctrl_deps, ctrl)):
+            for d in deps:
+                if d == nd.id:
+                    tally.ignore("%s on the node itself (dropped)" % field)
+                elif d not in pos:
+                    tally.ignore("%s on nodes not in the file (dropped)" % field)
+                    if dangling is None:
+                        dangling = "%s: %s depends on node %d, which is not in the file" % (
+                            name, nd.where(), d)
+                else:
+                    into.add((pos[d], i))
+    if dangling:
+        notes.append(dangling + " (such dependencies are dropped and counted)")
+    _order(nodes, sorted(data), name, "data_deps")          # data_deps alone: a DAG
+    ctrl -= data
+    edges = data | ctrl
+    succ = [[] for _ in nodes]
+    for a, b in edges:
+        succ[a].append(b)
+    comp = _sccs(len(nodes), succ)
+    size = {}
+    for c in comp:
+        size[c] = size.get(c, 0) + 1
+    for a, b in list(ctrl):
+        if comp[a] == comp[b] and size[comp[a]] > 1:
+            edges.discard((a, b))
+            tally.ignore("ctrl_deps closing a cycle with other dependencies (dropped)")
+    return sorted(edges)
+
+
+def rank_program(name, rank, nodes, tally, notes):
+    """The ``Program`` of one rank's nodes (see the module docstring)."""
+    edges = _dependencies(name, nodes, tally, notes)
+    order = _order(nodes, edges, name, "dependencies")
+    parents = [[] for _ in nodes]
+    for a, b in edges:
+        parents[b].append(a)
+    op_of = {}
+    ops = []
+    seq = {}
+    last_in_pg = {}
+    for i in order:
+        nd = nodes[i]
+        deps = sorted(op_of[p] for p in parents[i])
+        op = _op(name, rank, nd, deps, seq, tally)
+        if op.kind == COMM and op.role is None:
+            pg = op.call.key[1]
+            if pg in last_in_pg and last_in_pg[pg] not in op.deps:
+                op.deps.append(last_in_pg[pg])    # one communicator: in order
+            last_in_pg[pg] = len(ops)
+        op_of[i] = len(ops)
+        ops.append(op)
+    return Program(rank, ops, name)
+
+
+def _count_fields(nd, tally, comm):
+    used = USED_ATTRS.get(nd.type, ())
+    for a in nd.attrs:
+        if a not in used:
+            tally.ignore("attr %r" % a)
+    if nd.start_us:
+        tally.ignore("start_time_micros (the replay computes start times)")
+    if nd.has_inputs or nd.has_outputs:
+        tally.ignore("inputs/outputs (tensor descriptions)")
+    if comm and nd.duration_us:
+        tally.ignore("duration_micros of communication nodes (the network decides)")
+    for f in nd.extra:
+        tally.ignore("Node field %d (not in et_def.proto)" % f)
+
+
+def _op(name, rank, nd, deps, seq, tally):
+    where = nd.where()
+    kind = nd.type
+    cpu = nd.attrs.get("is_cpu_op") is True
+    if kind == COMP:
+        _count_fields(nd, tally, False)
+        return Op(COMPUTE, deps, "cpu" if cpu else "gpu", nd.duration_us * US, node_id=nd.id,
+                  where=where)
+    if kind == COLL:
+        if "comm_type" not in nd.attrs and cpu:
+            tally.skip("COMM_COLL_NODE on the CPU without comm_type (replayed as CPU time)")
+            return Op(COMPUTE, deps, "cpu", nd.duration_us * US, node_id=nd.id, where=where)
+        ctype = _attr_int(name, nd, "comm_type")
         op = COMM_TYPES.get(ctype)
         if op is None:
-            raise TraceError(path, where, "unknown comm_type %d" % ctype)
+            raise TraceError(name, where, "unknown comm_type %d" % ctype)
         if op == "barrier":
-            count(skipped, "COMM_COLL_NODE barrier (no data)")
-            return None
-        size = _attr_int(path, n, "comm_size")
-        pg = n.attrs.get("pg_name") or ""
+            tally.skip("COMM_COLL_NODE barrier (no data)")
+            return Op(PASS, deps, node_id=nd.id, where=where)
+        _count_fields(nd, tally, True)
+        size = _attr_int(name, nd, "comm_size")
+        pg = nd.attrs.get("pg_name") or ""
+        if not isinstance(pg, str):
+            raise TraceError(name, where, "pg_name must be a string, got %r" % (pg,))
         k = seq.get(("coll", pg), 0)
         seq[("coll", pg)] = k + 1
-        ranks = n.attrs.get("pg_ranks")
+        ranks = nd.attrs.get("pg_ranks")
         if ranks is not None:
             if not isinstance(ranks, list) or rank not in ranks:
-                raise TraceError(path, where, "pg_ranks %r must list this file's rank %d"
+                raise TraceError(name, where, "pg_ranks %r must list this file's rank %d"
                                  % (ranks, rank))
             ranks = tuple(ranks)
-        algo = n.attrs.get("comm_algo")
+        algo = nd.attrs.get("comm_algo")
         if algo is not None and algo not in ALGORITHMS[op]:
-            raise TraceError(path, where, "comm_algo %r is not an algorithm of %s" % (algo, op))
-        root = _attr_int(path, n, "comm_root", required=False) if op in ROOTED else None
-        return Call(("coll", pg, k), op, size, path, where, root=root, ranks=ranks, algo=algo,
-                    tag=n.name or None, node_id=n.id)
-    if n.type in (SEND, RECV):
-        size = _attr_int(path, n, "comm_size")
-        tag = _attr_int(path, n, "comm_tag", required=False, default=0)
-        if n.type == SEND:
-            src, dst = rank, _attr_int(path, n, "comm_dst")
+            raise TraceError(name, where, "comm_algo %r is not an algorithm of %s" % (algo, op))
+        root = _attr_int(name, nd, "comm_root", required=False) if op in ROOTED else None
+        call = Call(("coll", pg, k), op, size, name, where, root=root, ranks=ranks, algo=algo,
+                    tag=nd.name or None, node_id=nd.id)
+        return Op(COMM, deps, call=call, node_id=nd.id, where=where)
+    if kind in (SEND, RECV):
+        _count_fields(nd, tally, True)
+        size = _attr_int(name, nd, "comm_size")
+        tag = _attr_int(name, nd, "comm_tag", required=False, default=0, signed=True)
+        if kind == SEND:
+            src, dst = _attr_int(name, nd, "comm_src", False, rank), _attr_int(name, nd,
+                                                                               "comm_dst")
+            mine = src
         else:
-            src, dst = _attr_int(path, n, "comm_src"), rank
+            src, dst = _attr_int(name, nd, "comm_src"), _attr_int(name, nd, "comm_dst", False,
+                                                                  rank)
+            mine = dst
+        if mine != rank:
+            raise TraceError(name, where, "%s says it runs on rank %d but this file is rank %d "
+                             "(from its name)" % (NODE_TYPES[kind], mine, rank))
         if src == dst:
-            raise TraceError(path, where, "send/recv between rank %d and itself" % rank)
+            raise TraceError(name, where, "send/recv between rank %d and itself" % rank)
         k = seq.get(("p2p", src, dst, tag), 0)
         seq[("p2p", src, dst, tag)] = k + 1
-        return Call(("p2p", src, dst, tag, k), "send", size, path, where, ranks=(src, dst),
-                    tag=n.name or None, node_id=n.id)
-    count(skipped, NODE_TYPES.get(n.type, "node type %d" % n.type))
-    return None
+        call = Call(("p2p", src, dst, tag, k), "send", size, name, where, ranks=(src, dst),
+                    tag=nd.name or None, node_id=nd.id)
+        return Op(COMM, deps, call=call, role="send" if kind == SEND else "recv",
+                  node_id=nd.id, where=where)
+    tally.skip(NODE_TYPES.get(kind, "node type %d" % kind))
+    return Op(PASS, deps, node_id=nd.id, where=where)
 
 
-def read_chakra(paths):
-    """A ``Trace`` from the per-rank ``.et`` files of one run."""
-    paths = list(paths)
-    rank_of = ranks_for_files(paths)
-    skipped = {}
-    calls = {}
-    records = 0
-    versions = set()
-    for path in paths:
-        version, nodes = read_et_file(path)
-        versions.add(version)
-        records += len(nodes)
-        calls[rank_of[path]] = rank_calls(path, rank_of[path], nodes, skipped)
+def read_chakra(sources, world_size=None):
+    """A ``Trace`` (with per-rank programs) from the per-rank ``.et`` files of one run.
+
+    ``sources``: paths or ``gse.workloads.traces.sources.Source`` objects.  ``world_size``:
+    the number of ranks when the files are fewer (one rank's file of an SPMD run): a
+    collective without ``pg_ranks`` is then over ranks 0..world_size-1, and the ranks
+    without a file run a copy of the lowest rank's program.
+    """
+    sources = [s if hasattr(s, "data") else expand_sources([s])[0] for s in sources]
+    names = [s.name for s in sources]
+    rank_of = ranks_for_files(names)
+    tally = Tally()
     notes = []
-    if versions - {SCHEMA_VERSION}:
-        notes.append("schema version(s) %s; this reader follows %s"
-                     % (", ".join(sorted(versions)), SCHEMA_VERSION))
-    colls = assemble(calls, "chakra", need_all_ranks=True)
-    if not colls:
-        raise TraceError(paths[0], None, "no communication nodes in %d file(s) (%d nodes "
-                         "skipped)" % (len(paths), sum(skipped.values())))
-    return Trace(colls, "chakra", paths, records=records, skipped=skipped, notes=notes)
+    programs = {}
+    records = 0
+    schemas = set()
+    for src in sources:
+        meta, nodes = read_et(src)
+        schemas.add(meta.schema or "(none)")
+        for a in meta.attrs:
+            if a != "schema":
+                tally.ignore("GlobalMetadata attr %r" % a)
+        records += len(nodes)
+        rank = rank_of[src.name]
+        if world_size is not None and rank >= world_size:
+            raise TraceError(src.name, None, "rank %d (from the file name) is not below the "
+                             "world size %d" % (rank, world_size))
+        programs[rank] = rank_program(src.name, rank, nodes, tally, notes)
+    known = [s for s in schemas if s.split("-")[0] in ("0.0.4", "1.0.0") or
+             s.endswith(("chakra.0.0.4", "chakra.1.0.0"))]
+    if set(schemas) - set(known):
+        notes.append("schema(s) %s read with the Chakra %s layout (the only one since "
+                     "2023-10)" % (", ".join(sorted(set(schemas) - set(known))),
+                                   SCHEMA_VERSION))
+    world = range(world_size) if world_size is not None else None
+    if not any(op.kind == COMM for p in programs.values() for op in p.ops):
+        raise TraceError(names[0], None, "no communication nodes in %d file(s) (%d nodes "
+                         "skipped)" % (len(names), tally.skipped_total()))
+    colls, programs = assemble_programs(programs, world)
+    mirrored = sorted(r for r, p in programs.items() if p.mirror_of is not None)
+    if mirrored:
+        notes.append("ranks %s have no file: they run rank %d's program (--world-size %d)"
+                     % (_ranges(mirrored), programs[mirrored[0]].mirror_of, world_size))
+    t = Trace(colls, "chakra", names, records=records, skipped=tally.skipped, notes=notes,
+              ignored=tally.ignored, programs=programs)
+    t.schemas = sorted(schemas)
+    return t
+
+
+def _ranges(ranks):
+    out = []
+    start = prev = ranks[0]
+    for r in ranks[1:] + [None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(str(start) if start == prev else "%d-%d" % (start, prev))
+        if r is not None:
+            start = prev = r
+    return ",".join(out)
 
 
 # -- writing --------------------------------------------------------------------------------
 
-def attr_record(name, value):
-    """One Node.attr field: bool -> bool_val, int -> int64_val, str -> string_val,
-    list of int -> int64_list."""
-    body = pw.f_string(1, name)
-    if isinstance(value, bool):
-        body += pw.f_varint(27, 1 if value else 0)
-    elif isinstance(value, int):
-        body += pw.f_varint(9, value)
-    elif isinstance(value, str):
-        body += pw.f_string(29, value)
-    elif isinstance(value, (list, tuple)):
-        body += pw.f_bytes(10, pw.f_packed_varints(1, list(value)))
-    else:
-        raise TypeError("attribute %r: cannot encode %r" % (name, value))
-    return pw.f_bytes(10, body)
-
-
-def node_record(nid, name, ntype, deps=(), duration_us=0, attrs=None, ctrl_deps=()):
-    """One framed Node message (for writers and hand-made test traces)."""
-    body = pw.f_varint(1, nid) if nid else b""
-    body += pw.f_string(2, name) + pw.f_varint(3, ntype)
-    body += pw.f_packed_varints(4, list(ctrl_deps))
-    body += pw.f_packed_varints(5, list(deps))
-    if duration_us:
-        body += pw.f_varint(7, duration_us)
-    for k, v in (attrs or {}).items():
-        body += attr_record(k, v)
-    return pw.delimited(body)
-
-
-def metadata_record(version=SCHEMA_VERSION):
-    """The framed GlobalMetadata that starts every file."""
-    return pw.delimited(pw.f_string(1, version))
-
-
 def _whole_us(ps, what):
-    if ps % 1_000_000:
+    if ps % US:
         raise ValueError("%s of %d ps is not a whole number of microseconds, which Chakra's "
                          "duration_micros cannot hold" % (what, ps))
-    return ps // 1_000_000
+    return ps // US
 
 
 def write_chakra(prefix, collectives):
     """Write one ``<prefix>.<rank>.et`` per rank; returns the paths.
 
     Every collective becomes a communication node (node id = collective id) in the file of
-    each of its ranks; a lag or a start time becomes a COMP node with that duration.  A
+    each of its ranks; a lag or a start time becomes a GPU COMP node with that duration.  A
     dependency on a collective the rank does not take part in cannot be said in Chakra's
     per-rank graphs and is refused.
     """

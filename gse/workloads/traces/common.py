@@ -29,17 +29,22 @@ class TraceError(ValueError):
 
 
 class Trace:
-    """Collectives read from one or more files, with what was read and skipped.
+    """Collectives read from one or more files, with what was read, skipped and ignored.
 
     ``records`` counts the records read (lines, nodes); ``skipped`` counts, by kind, the
     records that are not communication (compute, memory, metadata) or carry no data
-    (barrier, wait); ``notes`` are approximations the reader made.
+    (barrier, wait); ``ignored`` counts, by field, what the files say and the replay does
+    not use (so that nothing is dropped silently); ``notes`` are approximations and
+    assumptions the reader made.  ``programs`` ({rank: Program}, or None) are the per-rank
+    node graphs of formats that record compute (Chakra): the replay then runs them node by
+    node instead of the collectives' ``after`` lists.
     """
 
-    __slots__ = ("collectives", "format", "sources", "records", "skipped", "notes", "name")
+    __slots__ = ("collectives", "format", "sources", "records", "skipped", "notes", "name",
+                 "ignored", "programs", "schemas")
 
     def __init__(self, collectives, format, sources, records=0, skipped=None, notes=None,
-                 name=None):
+                 name=None, ignored=None, programs=None):
         self.collectives = list(collectives)
         self.format = format
         self.sources = list(sources)
@@ -47,6 +52,9 @@ class Trace:
         self.skipped = dict(skipped or {})
         self.notes = list(notes or ())
         self.name = name
+        self.ignored = dict(ignored or {})
+        self.programs = programs
+        self.schemas = []
 
     def ranks(self):
         """Every rank that takes part in some collective, ascending."""
@@ -59,15 +67,57 @@ class Trace:
         ops = {}
         for c in self.collectives:
             ops[c.op] = ops.get(c.op, 0) + 1
-        return {"format": self.format, "files": self.sources, "name": self.name,
-                "records": self.records, "collectives": len(self.collectives),
-                "by_op": ops, "ranks": len(self.ranks()),
-                "skipped": dict(self.skipped), "skipped_total": sum(self.skipped.values()),
-                "notes": list(self.notes)}
+        out = {"format": self.format, "files": self.sources, "name": self.name,
+               "records": self.records, "collectives": len(self.collectives),
+               "by_op": ops, "ranks": len(self.ranks()),
+               "skipped": dict(self.skipped), "skipped_total": sum(self.skipped.values()),
+               "ignored": dict(self.ignored), "ignored_total": sum(self.ignored.values()),
+               "notes": list(self.notes)}
+        if self.schemas:
+            out["schemas"] = list(self.schemas)
+        if self.programs is not None:
+            out["programs"] = program_summary(self.programs)
+        return out
 
     def __repr__(self):
         return "Trace(%s, %d collectives from %d file(s), %d skipped)" % (
             self.format, len(self.collectives), len(self.sources), sum(self.skipped.values()))
+
+
+def program_summary(programs):
+    """Counts for reports: ranks, ops by kind, compute time per stream (the most loaded
+    rank's), ranks that run a copy of another's program."""
+    kinds = {}
+    compute = {}
+    mirrored = 0
+    for prog in programs.values():
+        if prog.mirror_of is not None:
+            mirrored += 1
+        for op in prog.ops:
+            kinds[op.kind] = kinds.get(op.kind, 0) + 1
+        for stream, ps in prog.compute_ps().items():
+            compute[stream] = max(compute.get(stream, 0), ps)
+    return {"ranks": len(programs), "ops": kinds, "mirrored_ranks": mirrored,
+            "compute_us_max_rank": {k: round(v / 1e6, 4) for k, v in sorted(compute.items())}}
+
+
+class Tally:
+    """Counts of skipped records (by kind) and ignored fields (by name), for a Trace."""
+
+    __slots__ = ("skipped", "ignored")
+
+    def __init__(self):
+        self.skipped = {}
+        self.ignored = {}
+
+    def skip(self, kind, n=1):
+        self.skipped[kind] = self.skipped.get(kind, 0) + n
+
+    def ignore(self, field, n=1):
+        self.ignored[field] = self.ignored.get(field, 0) + n
+
+    def skipped_total(self):
+        return sum(self.skipped.values())
 
 
 def count(skipped, kind):

@@ -147,10 +147,16 @@ def _record(obj, groups):
 
 
 def read_jsonl(path):
-    """A ``Trace`` from a project-format file; errors name the file and line."""
+    """A ``Trace`` from a project-format file (a path, or a ``Source``: gzip or an archive
+    member); errors name the file and line."""
+    source = path if hasattr(path, "data") else None
+    path = source.name if source is not None else path
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        if source is not None:
+            lines = source.data().decode("utf-8").splitlines()
+        else:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
     except UnicodeDecodeError as exc:
         raise TraceError(path, None, "not UTF-8 text (%s); is it a Chakra .et file? "
                          "use --format chakra" % exc.reason) from None
