@@ -12,7 +12,7 @@ from gse.config import PS_PER_US, ConfigError
 from gse.metrics.report import format_summary, write_records
 from gse.protocols import default_config
 from gse.workloads import traffic
-from gse.workloads.cmfile import read_cm
+from gse.workloads.cmfile import read_cm_workload
 from topologies.registry import add_topology_options, build_topology, describe_topology_args
 
 
@@ -70,13 +70,28 @@ def topology_from_args(args):
 
 
 def traffic_from_args(args, topo):
+    """The messages of ``--traffic-file`` or the generator options (a matrix whose flows
+    wait for triggers is refused: only the simulation runs triggers)."""
+    messages, triggers = workload_from_args(args, topo)
+    if triggers is not None:
+        raise ValueError("%s starts flows by triggers (htsim's trigger/send_done_trigger); "
+                         "only the simulation runs them: gse sim or gse compare"
+                         % args.traffic_file)
+    return messages
+
+
+def workload_from_args(args, topo):
+    """(messages, triggers): ``triggers`` is the connection matrix (a
+    ``gse.workloads.cmfile.CmWorkload``) when it holds flows for triggers, else None."""
     n = len(topo.hosts)
     if args.traffic_file:
-        nodes, messages = read_cm(args.traffic_file)
-        if nodes > n:
+        w = read_cm_workload(args.traffic_file)
+        if w.nodes > n:
             raise ValueError("%s declares %d nodes but the topology has %d hosts"
-                             % (args.traffic_file, nodes, n))
-        return messages
+                             % (args.traffic_file, w.nodes, n))
+        for key, count in sorted(w.ignored.items()):
+            print("%s: ignored %s on %d connection(s)" % (args.traffic_file, key, count))
+        return w.messages, (w if w.triggers or w.held else None)
     rng = random.Random("%s/traffic" % args.seed)
     start = int(args.start_us * PS_PER_US)
     if args.traffic == "permutation":

@@ -9,7 +9,7 @@ from gse.cli.common import (
     describe_run,
     gse_config_from_args,
     topology_from_args,
-    traffic_from_args,
+    workload_from_args,
     until_ps,
     write_json,
 )
@@ -32,8 +32,8 @@ def add_commands(sub):
 
 def cmd_compare(args):
     topo = topology_from_args(args)
-    messages = traffic_from_args(args, topo)
-    if not messages:
+    messages, triggers = workload_from_args(args, topo)
+    if not messages and triggers is None:
         raise ValueError("the traffic has no messages")
     protocols = args.protocols.split(",")
     for p in protocols:
@@ -43,7 +43,7 @@ def cmd_compare(args):
     configs = {p: gse_config_from_args(args, p) for p in protocols}
     check_outputs(args)
     results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
-                      until_ps(args), sample_ps(args))
+                      until_ps(args), sample_ps(args), triggers=triggers)
     for p, result in results.items():
         describe_run(result.summary, args, configs[p])
     if not args.quiet:
@@ -62,4 +62,5 @@ def cmd_compare(args):
         plot_fct_cdfs(results, args.plot, "%s, %s" % (args.topology, args.traffic_file
                                                       or args.traffic))
         print("plot written to %s" % args.plot)
-    return 0 if all(r.summary["lost"] == 0 for r in results.values()) else 1
+    return 0 if all(r.summary["lost"] == 0 and not r.summary.get("never_started")
+                    for r in results.values()) else 1

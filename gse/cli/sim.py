@@ -11,7 +11,7 @@ from gse.cli.common import (
     emit,
     gse_config_from_args,
     topology_from_args,
-    traffic_from_args,
+    workload_from_args,
     until_ps,
 )
 from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
@@ -29,14 +29,14 @@ def add_commands(sub):
 
 def cmd_sim(args):
     topo = topology_from_args(args)
-    messages = traffic_from_args(args, topo)
-    if not messages:
+    messages, triggers = workload_from_args(args, topo)
+    if not messages and triggers is None:
         raise ValueError("the traffic has no messages")
     cfg = gse_config_from_args(args)
     check_outputs(args)
     result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
-                            args.corrupt, until_ps(args), sample_ps(args))
+                            args.corrupt, until_ps(args), sample_ps(args), triggers=triggers)
     summary = describe_run(result.summary, args, cfg)
     emit(summary, result.records, args)
     write_observed(args, result, args.protocol)
-    return 0 if summary["lost"] == 0 else 1
+    return 0 if summary["lost"] == 0 and not summary.get("never_started") else 1

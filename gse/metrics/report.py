@@ -36,6 +36,12 @@ def format_summary(s):
     for key in ("pfc_pauses", "paused_time_us"):
         if key in s:
             rows.append((key, _fmt(s[key])))
+    if "triggers" in s:
+        rows.append(("triggers fired / activations (ignored)", "%d of %d / %d (%d)" % (
+            s["triggers_fired"], s["triggers"], s["activations"], s["activations_ignored"])))
+        rows.append(("held messages started / never started / last finish us", "%d / %d / %s"
+                     % (s["started_by_triggers"], s["never_started"],
+                        _fmt(s["last_finish_us"]))))
     rows += [
         ("base RTT us / sim time us", "%s / %s" % (_fmt(s["base_rtt_us"]),
                                                   _fmt(s["sim_time_us"]))),

@@ -13,6 +13,7 @@ from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
 from gse.runtimes.sim.network import Network
 from gse.runtimes.sim.observe import run_observed
 from gse.runtimes.sim.sampler import Sampler
+from gse.runtimes.sim.triggers import TriggerRun
 from gse.wire.packet import HEADER_BYTES
 
 
@@ -48,15 +49,19 @@ def route_summary(net):
 
 
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
-                   corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=()):
+                   corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None):
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
 
     ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
     (``result.timeseries``, ``gse.metrics.timeseries``); ``observers`` are more
     observers of ``gse.runtimes.sim.observe`` (a progress bar, a capture), each built by
-    ``make(net)`` from the network once it exists.  Neither changes what the run does."""
+    ``make(net)`` from the network once it exists.  Neither changes what the run does.
+    ``triggers``: a connection matrix's triggers (``gse.workloads.cmfile.CmWorkload``)
+    whose held messages start when other messages complete (``gse.runtimes.sim.triggers``);
+    ``messages`` are then its timed messages."""
     cfg = config if config is not None else default_config(protocol)
-    for m in messages:
+    held = list(triggers.held) if triggers is not None else []
+    for m in list(messages) + held:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
             raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
@@ -64,6 +69,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     cache = {}
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]
+    trig = None
+    if triggers is not None and (triggers.triggers or held):
+        trig = TriggerRun(net, triggers, lambda m: records.append(
+            MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))))
     net.schedule(messages)
     sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
     watching = [sampler] + [make(net) for make in observers]
@@ -80,6 +89,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     extra = {"protocol": protocol, "seed": seed}
     extra.update(pfc_summary(net))
     extra.update(route_summary(net))
+    if trig is not None:
+        extra.update(trig.summary())
+        ends = [r.finish_ps for r in records if r.finish_ps >= 0]
+        extra["last_finish_us"] = round(max(ends) / 1e6, 4) if ends else None
     summary = summarize(records, net.ports, [h.agent.counters() for h in net.hosts],
                         base_rtt, net.eq.now, net.eq.events, wall, extra)
     summary["drops"] += summary["unroutable"]
@@ -92,12 +105,12 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
 
 
 def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1,
-            sample_ps=0, observers=None):
+            sample_ps=0, observers=None, triggers=None):
     """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}.
 
     ``observers``: ``{protocol: [make(net), ...]}`` (see ``run_simulation``)."""
     observers = observers or {}
     return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
                                      corrupt_rate, until_ps, sample_ps,
-                                     observers.get(protocol, ()))
+                                     observers.get(protocol, ()), triggers)
             for protocol, cfg in configs.items()}
