@@ -92,6 +92,11 @@ def workload_from_args(args, topo):
         for key, count in sorted(w.ignored.items()):
             print("%s: ignored %s on %d connection(s)" % (args.traffic_file, key, count))
         return w.messages, (w if w.triggers or w.held else None)
+    return generated_traffic(args, n), None
+
+
+def generated_traffic(args, n):
+    """The messages of the generator options over ``n`` hosts."""
     rng = random.Random("%s/traffic" % args.seed)
     start = int(args.start_us * PS_PER_US)
     if args.traffic == "permutation":
