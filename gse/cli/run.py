@@ -22,6 +22,7 @@ from gse.config import PS_PER_US
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
                                      udp_protocols, write_node_configs)
 from gse.runtimes.udp.io import LOOPS
+from gse.wire import WIRE_PROFILES
 
 # runtime name -> module with run_from_args(args, topo, messages, config); "udp" is here.
 RUNTIMES = {"udp": None, "mininet": "gse.runtimes.mininet.run"}
@@ -48,7 +49,7 @@ def run_from_args(args, topo, messages, config):
     until = until_ps(args)
     result = run_udp(topo, messages, args.protocol, config, args.seed, args.loss,
                      args.corrupt, until, args.timeout_s, args.loop, args.addressing,
-                     int(args.slack_us * PS_PER_US), not args.coarse_timers)
+                     int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire)
     return result.summary, result.records
 
 
@@ -79,15 +80,23 @@ def cmd_agent_configs(args):
     addrs = loopback_addresses(topo, args.base_ip, args.port)
     run = {"timeout_s": args.timeout_s, "loop": args.loop}
     confs = node_configs(topo, messages, args.protocol, cfg, args.seed, addrs, args.loss,
-                         args.corrupt, output_dir=args.out_dir, run=run)
+                         args.corrupt, output_dir=args.out_dir, run=run, wire=args.wire)
     paths = write_node_configs(confs, args.out_dir)
     print("wrote %d node configurations (%d hosts, %d messages) to %s"
           % (len(paths), len(topo.hosts), len(messages), args.out_dir))
     return 0
 
 
+def _wire_option(g):
+    g.add_argument("--wire", choices=WIRE_PROFILES, default="gse",
+                   help="what goes on the wire: gse (the project's 64-byte header, default) or "
+                        "uet (UET 1.0 PDS/SES headers over UDP 4793, GSE protocol only; "
+                        "docs/wire-format.md)")
+
+
 def _udp_run_options(p):
     g = p.add_argument_group("udp runtime")
+    _wire_option(g)
     g.add_argument("--timeout-s", type=float, default=120.0,
                    help="wall-clock bound of the run (default 120)")
     g.add_argument("--until-us", type=float, default=None,
@@ -122,4 +131,5 @@ def add_commands(sub):
     p.add_argument("--port", type=int, default=47000, help="UDP port of every node")
     p.add_argument("--timeout-s", type=float, default=RUN_DEFAULTS["timeout_s"])
     p.add_argument("--loop", choices=LOOPS, default="auto")
+    _wire_option(p)
     return {"run": cmd_run, "agent-configs": cmd_agent_configs}

@@ -17,5 +17,21 @@ from gse.wire.codec import (  # noqa: E402
                             verify_payload,
 )
 
-__all__ = ["MAX_DATAGRAM", "REASONS", "WireError", "decode", "encode", "payload_pattern",
-           "verify_payload"]
+__all__ = ["MAX_DATAGRAM", "REASONS", "WIRE_PROFILES", "WireError", "decode", "encode",
+           "payload_pattern", "verify_payload", "wire_profile"]
+
+# The encodings a runtime can put on the wire: the project's 64-byte header (default) and
+# the UET profile (UET 1.0 PDS/SES headers over UDP 4793, gse.wire.uet).  Each is a module
+# with encode(pkt) -> bytes and decode(data, max_datagram) -> Packet, raising WireError.
+WIRE_PROFILES = ("gse", "uet")
+
+
+def wire_profile(name):
+    """The codec module of wire profile ``name`` (``WIRE_PROFILES``)."""
+    if name == "gse":
+        from gse.wire import codec
+        return codec
+    if name == "uet":
+        from gse.wire import uet
+        return uet
+    raise ValueError("unknown wire profile %r (known: %s)" % (name, ", ".join(WIRE_PROFILES)))

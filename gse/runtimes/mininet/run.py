@@ -70,13 +70,13 @@ def default_start_budget(n_nodes):
 
 
 def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                  output_dir, run, port=AGENT_PORT):
+                  output_dir, run, port=AGENT_PORT, wire="gse"):
     """Every node's ``gse agent`` configuration on ``fabric``: the node binds 0.0.0.0:port
     and reaches the neighbour on port p at the neighbour's own address on that link."""
     topo = fabric.topo
     confs = node_configs(topo, messages, protocol, config, seed,
                          [("0.0.0.0", port)] * len(topo.nodes), loss_rate, corrupt_rate,
-                         output_dir=output_dir, run=run)
+                         output_dir=output_dir, run=run, wire=wire)
     for conf in confs:
         addrs = fabric.port_addresses(conf["node"])
         conf["bind"] = ["0.0.0.0", port]
@@ -97,7 +97,7 @@ def agent_env():
 def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
-                progress=None, label=None):
+                progress=None, label=None, wire="gse"):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -141,7 +141,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 run_opts["start_at_unix"] = start_at
                 run_opts["timeout_s"] = round(budget + timeout_s, 3)
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
-                                      corrupt_rate, agents, run_opts, port)
+                                      corrupt_rate, agents, run_opts, port, wire)
                 paths = write_node_configs(confs, os.path.join(agents, "conf"))
                 run.launch(paths, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
@@ -379,5 +379,5 @@ def run_from_args(args, topo, messages, config):
     result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),
-                         progress=progress)
+                         progress=progress, wire=getattr(args, "wire", "gse"))
     return result.summary, result.records

@@ -14,6 +14,7 @@ import os
 from gse import protocols
 from gse.config import PS_PER_US, ConfigError
 from gse.protocols import PROTOCOLS, default_config, pfc_config, queue_config
+from gse.wire import WIRE_PROFILES, uet
 from gse.wire.packet import HEADER_BYTES
 from switchmodel.switch import tier_salt
 
@@ -111,8 +112,27 @@ def _address(address_of, nid, name):
     return [ip, port]
 
 
+def check_wire(wire, protocol, mtu):
+    """``wire`` (a ``gse.wire.WIRE_PROFILES`` name) can carry ``protocol`` at ``mtu``."""
+    if wire not in WIRE_PROFILES:
+        raise ConfigError("unknown wire profile %r (known: %s)" % (wire, ", ".join(WIRE_PROFILES)))
+    if wire == "uet":
+        if protocol != "gse":
+            raise ConfigError("the UET wire profile carries the GSE protocol (its DATA, ACK, "
+                              "NACK, REQUEST and GRANT); %r sends packets UET has no form for"
+                              % protocol)
+        if mtu > uet.MAX_PAYLOAD_LENGTH:
+            raise ConfigError("the UET wire profile needs mtu <= %d (SES payload_length is 14 "
+                              "bits), got %d" % (uet.MAX_PAYLOAD_LENGTH, mtu))
+
+
+def max_datagram(wire, mtu):
+    """The largest datagram of a wire profile at ``mtu``."""
+    return mtu + (uet.MAX_OVERHEAD if wire == "uet" else HEADER_BYTES)
+
+
 def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of=None,
-                 loss_rate=0.0, corrupt_rate=0.0, output_dir=None, run=None):
+                 loss_rate=0.0, corrupt_rate=0.0, output_dir=None, run=None, wire="gse"):
     """The configuration of every node of ``topo`` (a list indexed by node id).
 
     ``address_of`` maps a node id to its (ip, port): a callable, a list or a dict (default
@@ -123,6 +143,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
+    check_wire(wire, protocol, cfg.mtu)
     if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
         raise ConfigError("loss and corruption rates must be in [0, 1), got %r, %r"
                           % (loss_rate, corrupt_rate))
@@ -164,7 +185,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                 "role": "host" if node.kind == "host" else "switch",
                 "bind": addrs[nid], "ports": ports, "seed": seed, "queue": queue,
                 "run": dict(run_opts), "output": {"counters": None, "records": None},
-                "max_datagram": cfg.mtu + HEADER_BYTES}
+                "max_datagram": max_datagram(wire, cfg.mtu), "wire": wire}
         if output_dir is not None:
             conf["output"]["counters"] = os.path.join(output_dir, node.name + ".counters.json")
         if node.kind == "host":
@@ -259,6 +280,10 @@ def check_node_config(conf, where="config"):
     _addr(_need(conf, "bind", list, where), where + " field 'bind'")
     _need(conf, "seed", (int, str), where)
     _need(conf, "queue", dict, where)
+    wire = conf.setdefault("wire", "gse")
+    if wire not in WIRE_PROFILES:
+        raise ConfigError("%s: field 'wire' must be one of %s, got %r"
+                          % (where, ", ".join(WIRE_PROFILES), wire))
     if not HEADER_BYTES <= _need(conf, "max_datagram", int, where) <= 65535:
         raise ConfigError("%s: field 'max_datagram' must be %d..65535, got %r"
                           % (where, HEADER_BYTES, conf["max_datagram"]))

@@ -258,7 +258,7 @@ class EmulatedPort:
 
     __slots__ = ("sched", "endpoint", "ep", "send", "peer_addr", "queue", "mbps", "delay",
                  "slack", "busy_until", "wake_at", "wake_fn", "wire", "raw", "loss",
-                 "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "node",
+                 "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received")
 
@@ -289,6 +289,7 @@ class EmulatedPort:
         self.wire_drops = 0
         self.wire_corrupt = 0
         self.encode_errors = 0
+        self.codec = None          # another wire profile's codec (gse.wire.uet), or None
         self.node = node
         self.port = port
         self.peer = -1
@@ -382,7 +383,7 @@ class EmulatedPort:
             if raw is not None:
                 _attach_payload(pkt, raw)
             try:
-                raw = encode_packet(pkt)
+                raw = encode_packet(pkt) if self.codec is None else self.codec.encode(pkt)
             except ValueError as exc:
                 self.encode_errors += 1
                 record_error(self.sched.errors, "node %d port %d: cannot encode %r: %s"

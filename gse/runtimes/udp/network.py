@@ -51,9 +51,10 @@ class UdpNetwork:
 
     def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
-                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF):
+                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse"):
         check_protocol(protocol)
         self.topo = topo
+        self.wire = wire
         self.messages = list(messages)
         self.protocol = protocol
         self.config = config if config is not None else udp_profile(default_config(protocol))
@@ -105,7 +106,7 @@ class UdpNetwork:
                    "rcvbuf_bytes": self.rcvbuf}
             confs = node_configs(topo, self.messages, self.protocol, self.config, self.seed,
                                  [list(a) for a in self.addresses], self.loss_rate,
-                                 self.corrupt_rate, run=run)
+                                 self.corrupt_rate, run=run, wire=self.wire)
             agent_cfg = None
             for conf, ep in zip(confs, self.endpoints):
                 if conf["role"] == "host" and agent_cfg is None:
@@ -203,7 +204,8 @@ class UdpNetwork:
                 r.retransmits, r.finish_ps = done
         counters = self.node_counters()
         udp = udp_totals(counters, self.kernel_drops or 0)
-        udp.update({"loop": self.loop_name, "addressing": self.addressing, "end": self.end,
+        udp.update({"loop": self.loop_name, "addressing": self.addressing, "wire": self.wire,
+                    "end": self.end,
                     "nodes": len(self.nodes), "timer_events": self.sched.fired,
                     "timer_late": self.sched.lateness(),
                     "slack_us": self.slack_ps / 1e6, "precise_timers": self.precise,
@@ -219,9 +221,9 @@ class UdpNetwork:
 async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
-                        rcvbuf_bytes=DEFAULT_RCVBUF):
+                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse"):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                     addressing, slack_ps, precise_timers, rcvbuf_bytes)
+                     addressing, slack_ps, precise_timers, rcvbuf_bytes, wire)
     async with net:
         await net.run(until_ps, timeout_s)
     return net.result()
@@ -229,8 +231,11 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
 
 def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
             corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
-            slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF):
+            slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
+            wire="gse"):
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
+    ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
+    PDS/SES headers, ``gse.wire.uet``).
 
     ``config`` is used as given; None means the protocol's defaults with the real-time
     timers of ``gse.runtimes.udp.config.udp_profile``.  Returns a ``gse.metrics.records.RunResult``.
@@ -241,4 +246,4 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
-        addressing, slack_ps, precise_timers, rcvbuf_bytes), loop)
+        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire), loop)

@@ -17,7 +17,8 @@ from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
                                    decode_datagram, decode_header, decode_header_into,
                                    payload_intact)
-from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError
+from gse.wire import wire_profile
+from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError, verify_payload
 from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
 from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
@@ -31,7 +32,7 @@ class NodeDriver:
     """What hosts and switches share: a socket, ports, counters of what was received."""
 
     __slots__ = ("node", "name", "kind", "sched", "endpoint", "ports", "port_of",
-                 "malformed", "foreign", "datagrams", "max_datagram")
+                 "malformed", "foreign", "datagrams", "max_datagram", "codec")
 
     def __init__(self, node, name, kind, sched, endpoint):
         self.node = node
@@ -45,6 +46,7 @@ class NodeDriver:
         self.foreign = 0
         self.datagrams = 0
         self.max_datagram = MAX_DATAGRAM   # larger than the fabric's MTU: "oversized"
+        self.codec = None                  # another wire profile's codec, or None
 
     def _decode(self, data, addr, into):
         """The packet (header fields; an untrimmed DATA packet's payload stays in ``data``)
@@ -52,7 +54,9 @@ class NodeDriver:
         ``into``: a packet to decode into (or None for a new one)."""
         self.datagrams += 1
         try:
-            if into is None:
+            if self.codec is not None:        # (decodes the payload too)
+                pkt = self.codec.decode(data, self.max_datagram)
+            elif into is None:
                 pkt = decode_header(data, self.max_datagram)
             else:
                 pkt = decode_header_into(into, data, self.max_datagram)
@@ -173,7 +177,7 @@ class HostDriver(NodeDriver):
             self.nic.set_paused(kind == PAUSE, now)
             return
         if kind == DATA and not pkt.flags & F_TRIMMED:
-            if not payload_intact(pkt, data):
+            if not (payload_intact(pkt, data) if self.codec is None else verify_payload(pkt)):
                 self.payload_errors += 1  # checksum passed but the bytes are not ours
                 return
             self.payload_bytes += pkt.payload_len
@@ -284,6 +288,9 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         driver = SwitchDriver(nid, conf["name"], conf["kind"], sched, endpoint, switch,
                               conf.get("switch_latency_ps", 0), pfc)
     driver.max_datagram = conf["max_datagram"]
+    wire = conf.get("wire", "gse")
+    codec = wire_profile(wire) if wire != "gse" else None
+    driver.codec = codec
     for pc in conf["ports"]:
         pidx = pc["port"]
         qrng = random.Random("%s/queue/%d/%d" % (seed, nid, pidx))
@@ -294,6 +301,7 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         port.peer = pc["peer"]
         port.peer_port = pc["peer_port"]
         port.owner = driver
+        port.codec = codec
         port.set_faults(pc.get("loss", 0.0), pc.get("corrupt", 0.0),
                         random.Random("%s/wire/%d/%d" % (seed, nid, pidx)))
         if role == "host":

@@ -309,6 +309,7 @@ cdef class EmulatedPort:
     cdef public long long wire_drops
     cdef public long long wire_corrupt
     cdef public long long encode_errors
+    cdef public object codec
     cdef public long long node
     cdef public long long port
     cdef public long long peer

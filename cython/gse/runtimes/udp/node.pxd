@@ -30,6 +30,7 @@ cdef class NodeDriver:
     cdef public long long foreign
     cdef public long long datagrams
     cdef public Py_ssize_t max_datagram
+    cdef public object codec
 
     @cython.locals(pkt=Packet, in_port="long long")
     cpdef Packet _decode(self, data, addr, Packet into)
