@@ -33,7 +33,7 @@ protocol.
 **The trailer.**  What real UET carries in the IP and UDP headers -- addresses, the
 entropy (UDP source port), ECN and the traffic class -- cannot ride there in an overlay
 whose sockets are per node, and some fields have no UET place (the project's 32-bit
-message id, the echoed send time, a REQUEST's credit received so far).  They travel in a
+message id, the echoed send time, the cumulative credit in ``aux`` of a REQUEST or GRANT).  They travel in a
 40-byte trailer at the end of the UDP payload, after the data, which UET dissectors show
 as payload: src (4), dst (4), msg_id (4), msg_len (4), aux (4), ts (8), entropy (2),
 payload_len (2), flags (1: ``F_ECN_CE``, ``F_TRIMMED``, ``F_ECT``), prio (1), the magic
@@ -169,9 +169,6 @@ def _check_fields(pkt):
     extra = pkt.flags & ~_FLAGS_OF[kind]
     if extra:
         raise ValueError("flags 0x%x on a %s packet have no UET form" % (extra, KIND_NAMES[kind]))
-    if kind != REQUEST and pkt.aux:
-        raise ValueError("field aux=%d on a %s packet has no UET place" % (pkt.aux,
-                                                                          KIND_NAMES[kind]))
     if kind == ACK and pkt.sack_base & 7:
         raise ValueError("sack_base %d not a multiple of 8" % pkt.sack_base)
     if kind != ACK and (pkt.sack_base or pkt.sack_bits):
