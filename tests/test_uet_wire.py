@@ -9,6 +9,7 @@ opt-in tests/test_third_party.py decodes xdp2's own sample captures.
 """
 
 import random
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -239,6 +240,24 @@ def test_round_trip_over_random_addresses_ids_and_times(base, src, dst, msg_id, 
     assert uet.decode(raw).fields() == pkt.fields()
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(PACKETS), st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)),
+                                          max_size=4), st.integers(-8, 8), st.binary(max_size=64))
+def test_damaged_datagrams_raise_only_wire_errors(pkt, flips, cut, junk):
+    """Whatever arrives, decode returns a packet or raises WireError (counted, dropped)."""
+    raw = bytearray(uet.encode(pkt))
+    for pos, value in flips:
+        raw[pos % len(raw)] = value
+    data = bytes(raw[:len(raw) + cut] if cut < 0 else raw + junk[:cut])
+    resealed = data[:-4] + zlib.crc32(data[:-4]).to_bytes(4, "big")   # past the checksum
+    for candidate in (data, resealed, junk):
+        try:
+            uet.decode(candidate)
+        except WireError as exc:
+            assert exc.reason in ("truncated", "oversized", "version", "kind", "length",
+                                  "checksum", "flags", "reserved", "field")
+
+
 def test_what_has_no_uet_form_is_refused_by_name():
     for kind in (PAUSE, CNP):
         with pytest.raises(ValueError, match="no UET form"):
@@ -267,7 +286,6 @@ def test_malformed_datagrams_by_reason():
         assert e.value.reason == reason, (reason, e.value)
     # a valid UET packet of a kind the profile does not use, with a valid trailer
     import struct
-    import zlib
     head = uh.PDS[uh.ROD_REQ].pack({"type": uh.ROD_REQ})
     trailer = uet.TRAILER.pack(1, 2, 0, 0, 0, 0, 0, 0, 0, 0, uet.MAGIC, 0)[:-4]
     body = head + trailer

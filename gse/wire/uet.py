@@ -302,7 +302,11 @@ def decode(data, max_datagram=MAX_DATAGRAM):
                  sack_base=sack_base, sack_bits=sack_bits, ts=ts, prio=prio)
     if kind == DATA and not flags & F_TRIMMED:
         pkt.payload = dg.payload
-    if encode(pkt) != data:
+    try:
+        canonical = encode(pkt)
+    except ValueError as exc:
+        raise WireError(R_FIELD, "fields the profile cannot write back: %s" % exc) from None
+    if canonical != data:
         raise WireError(R_FIELD, "UET fields that the profile fixes (reserved bits, offsets, "
                         "opcode, CC state) differ from what it writes")
     return pkt
