@@ -148,6 +148,16 @@ def test_transfers_need_both_sides(tmp_path):
         load_trace(d)
 
 
+def test_a_group_rank_without_a_file_is_named(tmp_path):
+    pg = dict(AR, pg_ranks=[0, 1, 2])
+    d = write_ranks(tmp_path, {r: [node_record(1, "ar", COLL, attrs=pg)] for r in (0, 1)})
+    with pytest.raises(TraceError, match=r"rank 2 is in this all_reduce's group \[0, 1, 2\] "
+                                         r"but has no file"):
+        load_trace(d)
+    t = load_trace(d, world_size=3)
+    assert t.programs[2].mirror_of == 0 and t.collectives[0].ranks == (0, 1, 2)
+
+
 def test_a_deadlocked_recording_is_refused(tmp_path):
     """Rank 0 waits for collective A before B, rank 1 for B before A (other groups)."""
     a = dict(AR, pg_name="A")

@@ -164,9 +164,16 @@ def assemble_programs(programs, world=None):
                 what = "rank %d's receive from rank %d has no matching send" % (dst, src)
             raise TraceError(c0.path, c0.where, "%s in rank %d's file (%s)"
                              % (what, rank, programs[rank].path))
-    if world is not None:
+    needed = sorted({r for g in groups.values() for r in g} - set(programs))
+    if needed and world is None:
+        key = next(k for k in inst if set(groups[k]) & set(needed))
+        c0 = inst[key][0][2]
+        raise TraceError(c0.path, c0.where, "rank %d is in this %s's group %r but has no file; "
+                         "give the file of every rank, or the number of ranks (--world-size) to "
+                         "replay the files' programs on the others"
+                         % (needed[0], c0.op, list(groups[key])))
+    if needed:
         rep = programs[min(programs)]
-        needed = sorted({r for g in groups.values() for r in g} - set(programs))
         for r in needed:
             programs[r] = _mirror(rep, r, groups)
     order = sorted(inst, key=lambda k: first[k])      # by node id, then program position
