@@ -7,6 +7,9 @@ integers in bytes and picoseconds so that the event order never depends on float
 PS_PER_US = 1_000_000
 PS_PER_NS = 1_000
 
+NIC_SCHEDULERS = ("rr", "htsim")
+PFC_MODELS = ("802.1qbb", "htsim")
+
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used; the message names the field."""
@@ -165,6 +168,8 @@ class RoceConfig(_Config):
         "queue_bytes", "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct",
         "pfc", "pfc_xoff_bytes", "pfc_xon_bytes", "pfc_headroom_bytes", "pfc_dynamic_alpha",
         "pfc_pause_quanta", "switch_buffer_bytes", "forwarding",
+        # htsim's RoCE model (docs/comparison.md): framing, NIC and PFC semantics
+        "round_up_packets", "nic_scheduler", "pfc_model", "switch_control_priority",
     )
 
     def __init__(self, **overrides):
@@ -197,6 +202,21 @@ class RoceConfig(_Config):
         self.pfc_pause_quanta = 65535        # x 512 bit times (335 us at 100 Gb/s), refreshed
         self.switch_buffer_bytes = 32 * 1024 * 1024
         self.forwarding = "ecmp"
+        # False: the last packet carries what is left; True: flows are rounded up to whole
+        # packets, the last one full size on the wire (htsim, roce.cpp send_packet)
+        self.round_up_packets = False
+        # which queue pair the NIC serves next: "rr" round robin in the order queue pairs
+        # became active; "htsim" round robin in flow-id order with a cursor that survives
+        # arrivals (htsim's FairPullQueue behind per-flow line-rate pacers)
+        self.nic_scheduler = "rr"
+        # "802.1qbb": data class counted while queued, PAUSE with quanta refreshed while
+        # over XOFF, control packets never held; "htsim": every packet counted until its
+        # last bit left, XON strictly below, PAUSE until RESUME, delivered after the link
+        # delay without queueing, and holding every packet (queue_lossless_input.cpp)
+        self.pfc_model = "802.1qbb"
+        # switch egress: True serves control (ACK, NACK, CNP) ahead of data; False one FIFO
+        # for every packet (htsim's LosslessOutputQueue)
+        self.switch_control_priority = True
         self._apply(overrides)
 
     def validate(self):
@@ -222,3 +242,37 @@ class RoceConfig(_Config):
             raise ConfigError("rto_max_ps must be >= rto_ps")
         if not 64 <= self.mtu <= 65535 - 64 - 28:
             raise ConfigError("mtu must be 64..65443 payload bytes, got %r" % self.mtu)
+        if self.nic_scheduler not in NIC_SCHEDULERS:
+            raise ConfigError("nic_scheduler must be one of %s, got %r"
+                              % (", ".join(NIC_SCHEDULERS), self.nic_scheduler))
+        if self.pfc_model not in PFC_MODELS:
+            raise ConfigError("pfc_model must be one of %s, got %r"
+                              % (", ".join(PFC_MODELS), self.pfc_model))
+
+
+# Named RoCE baselines (``--baseline``): the model of RoCEv2 that GSE is compared against.
+# Each sets its values together over RoceConfig's defaults; docs/comparison.md gives the
+# source of every value.
+BASELINES = {
+    # RoCEv2 + PFC + DCQCN + ECN as deployed: RoceConfig's defaults
+    "deployed": {},
+    # htsim's RoCE model (uet-htsim main_roce.cpp, roce.cpp): no congestion control,
+    # 4,150 B payload + 64 B header, an ACK per packet, flows rounded up to whole packets,
+    # per-flow line-rate pacers into a fair host queue, single-FIFO lossless switch queues,
+    # PFC XOFF above 15 x 4,150 B and XON below 12 x 4,150 B per ingress, no pause timer
+    "htsim": {
+        "dcqcn": False, "ecn": False, "mtu": 4150, "ack_every_bytes": 1,
+        "round_up_packets": True, "nic_scheduler": "htsim", "pfc_model": "htsim",
+        "switch_control_priority": False, "pfc": True, "pfc_xoff_bytes": 62_250,
+        "pfc_xon_bytes": 49_800, "pfc_dynamic_alpha": 0.0, "forwarding": "ecmp",
+    },
+}
+
+
+def roce_baseline(name, **overrides):
+    """The RoceConfig of baseline ``name`` (BASELINES), then ``overrides``."""
+    if name not in BASELINES:
+        raise ConfigError("unknown baseline %r (known: %s)" % (name, ", ".join(BASELINES)))
+    values = dict(BASELINES[name])
+    values.update(overrides)
+    return RoceConfig(**values)

@@ -51,7 +51,8 @@ def queue_config(protocol, config):
         return QueueConfig(config.queue_bytes, config.control_queue_bytes)
     limit = config.switch_buffer_bytes if config.pfc else config.queue_bytes
     return QueueConfig(limit, limit, False, None, config.ecn, config.ecn_kmin_bytes,
-                       config.ecn_kmax_bytes, config.ecn_pmax_pct / 100.0)
+                       config.ecn_kmax_bytes, config.ecn_pmax_pct / 100.0,
+                       config.switch_control_priority)
 
 
 def pfc_config(protocol, config):
@@ -59,4 +60,4 @@ def pfc_config(protocol, config):
         return None
     return PfcConfig(config.pfc_xoff_bytes, config.pfc_xoff_bytes - config.pfc_xon_bytes,
                      config.pfc_headroom_bytes, config.pfc_dynamic_alpha,
-                     config.switch_buffer_bytes, config.pfc_pause_quanta)
+                     config.switch_buffer_bytes, config.pfc_pause_quanta, config.pfc_model)

@@ -8,14 +8,26 @@ free bytes, as Broadcom-style switches do); the headroom above XOFF absorbs what
 on the wire when the PAUSE lands (about rate x 2 x one-way delay, plus a packet being sent
 at each end), so a correctly sized lossless class never drops for want of buffer.  The
 state is sans-I/O: it returns decisions, the runtime sends the frames.
+
+Two models (``PfcConfig.model``):
+
+* ``"802.1qbb"``: data-class bytes are counted while they wait in an egress queue
+  (``on_enqueue`` / ``on_dequeue``), RESUME once at or below XON; a PAUSE carries quanta;
+* ``"htsim"``: as htsim's lossless input queue (queue_lossless_input.cpp): every packet is
+  counted from its arrival until its last bit has left the egress port (``on_enqueue`` /
+  ``on_release``), PAUSE strictly above XOFF, RESUME strictly below XON, and a PAUSE holds
+  until its RESUME (no quanta, no timer).
 """
+
+MODELS = ("802.1qbb", "htsim")
+
 
 class PfcConfig:
     __slots__ = ("xoff_bytes", "xon_gap_bytes", "headroom_bytes", "dynamic_alpha",
-                 "buffer_bytes", "pause_quanta")
+                 "buffer_bytes", "pause_quanta", "model")
 
     def __init__(self, xoff_bytes=62_250, xon_gap_bytes=12_450, headroom_bytes=50_000,
-                 dynamic_alpha=0.0, buffer_bytes=0, pause_quanta=65535):
+                 dynamic_alpha=0.0, buffer_bytes=0, pause_quanta=65535, model="802.1qbb"):
         if xoff_bytes <= 0 and dynamic_alpha <= 0:
             raise ValueError("PFC needs a positive xoff_bytes or dynamic_alpha")
         if xon_gap_bytes < 0 or headroom_bytes < 0:
@@ -30,19 +42,23 @@ class PfcConfig:
         self.pause_quanta = pause_quanta      # a PAUSE holds for quanta x 512 bit times
         if not 1 <= pause_quanta <= 65535:
             raise ValueError("pause_quanta must be 1..65535, got %r" % pause_quanta)
+        if model not in MODELS:
+            raise ValueError("PFC model must be one of %s, got %r" % (", ".join(MODELS), model))
+        self.model = model
 
 
 class PfcState:
     """One switch's PFC accounting over its ingress ports."""
 
     __slots__ = ("cfg", "ingress_bytes", "pausing", "used", "pauses_sent", "resumes_sent",
-                 "headroom_overflows", "peak_ingress", "dynamic")
+                 "headroom_overflows", "peak_ingress", "dynamic", "htsim")
 
     def __init__(self, cfg, n_ports):
         self.cfg = cfg
         self.ingress_bytes = [0] * n_ports
         self.pausing = bytearray(n_ports)  # 1: a PAUSE is in force upstream of this port
         self.dynamic = cfg.dynamic_alpha > 0   # (XOFF is read per packet: decided once)
+        self.htsim = cfg.model == "htsim"     # count every packet until it has left
         self.used = 0                      # data bytes queued in the whole switch
         self.pauses_sent = 0
         self.resumes_sent = 0
@@ -85,4 +101,17 @@ class PfcState:
                 self.pausing[port] = 0
                 self.resumes_sent += 1
                 return True
+        return False
+
+    def on_release(self, port, size):
+        """htsim model: a packet from ``port`` finished leaving its egress port; True if a
+        RESUME must go upstream (strictly below XON, queue_lossless_input.cpp)."""
+        b = self.ingress_bytes[port]
+        b -= size
+        self.ingress_bytes[port] = b
+        self.used -= size
+        if self.pausing[port] and b < self.xoff() - self.cfg.xon_gap_bytes:
+            self.pausing[port] = 0
+            self.resumes_sent += 1
+            return True
         return False

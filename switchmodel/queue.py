@@ -10,6 +10,9 @@ packet is, in order of precedence:
 * marked ECN-CE with a probability rising linearly from 0 at ``ecn_kmin`` to ``ecn_pmax``
   at ``ecn_kmax`` bytes of data queue (RED-style; always marked above kmax).
 
+With ``control_priority`` off the port is one FIFO for every packet (htsim's lossless output
+queue): control packets wait behind data, and a PFC pause holds them too.
+
 The queue is sans-I/O: the runtime decides when the port is free and calls ``dequeue``.
 """
 
@@ -25,10 +28,10 @@ class QueueConfig:
     """The queue thresholds of a port, in bytes (built from a GseConfig or by hand)."""
 
     __slots__ = ("queue_bytes", "control_queue_bytes", "trim", "trim_bytes", "ecn",
-                 "ecn_kmin", "ecn_kmax", "ecn_pmax")
+                 "ecn_kmin", "ecn_kmax", "ecn_pmax", "control_priority")
 
     def __init__(self, queue_bytes, control_queue_bytes=None, trim=False, trim_bytes=None,
-                 ecn=False, ecn_kmin=0, ecn_kmax=0, ecn_pmax=1.0):
+                 ecn=False, ecn_kmin=0, ecn_kmax=0, ecn_pmax=1.0, control_priority=True):
         self.queue_bytes = queue_bytes
         self.control_queue_bytes = (queue_bytes if control_queue_bytes is None
                                     else control_queue_bytes)
@@ -38,6 +41,7 @@ class QueueConfig:
         self.ecn_kmin = ecn_kmin
         self.ecn_kmax = ecn_kmax
         self.ecn_pmax = ecn_pmax
+        self.control_priority = control_priority
         if queue_bytes <= 0:
             raise ValueError("queue_bytes must be positive, got %r" % queue_bytes)
         if ecn and not 0 <= ecn_kmin <= ecn_kmax:
@@ -94,6 +98,17 @@ class OutputQueue:
         cfg = self.cfg
         size = pkt.size
         result = ENQUEUED
+        if not cfg.control_priority:     # one FIFO for every packet
+            if self.data_bytes + size > cfg.queue_bytes:
+                self.counters.drops += 1
+                return DROPPED
+            if cfg.ecn and pkt.kind == DATA and pkt.flags & F_ECT \
+                    and self.data_bytes + size > cfg.ecn_kmin:
+                self._maybe_mark(pkt, self.data_bytes + size)
+            self.data.append(pkt)
+            self.data_bytes += size
+            self._peak()
+            return ENQUEUED
         if pkt.prio != PRIO_CONTROL and pkt.kind == DATA:
             occupied = self.data_bytes + size
             if cfg.trim and occupied > cfg.trim_bytes:

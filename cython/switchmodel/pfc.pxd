@@ -9,6 +9,7 @@ cdef class PfcConfig:
     cdef public object dynamic_alpha
     cdef public long long buffer_bytes
     cdef public long long pause_quanta
+    cdef public object model
 
 
 cdef class PfcState:
@@ -21,6 +22,7 @@ cdef class PfcState:
     cdef public long long headroom_overflows
     cdef public long long peak_ingress
     cdef public bint dynamic
+    cdef public bint htsim
 
     @cython.locals(cfg=PfcConfig, free="long long")
     cpdef long long xoff(self) except? -1
@@ -30,3 +32,6 @@ cdef class PfcState:
 
     @cython.locals(b="long long", xon="long long")
     cpdef bint on_dequeue(self, Py_ssize_t port, long long size) except -1
+
+    @cython.locals(b="long long")
+    cpdef bint on_release(self, Py_ssize_t port, long long size) except -1

@@ -18,6 +18,7 @@ cdef class QueueConfig:
     cdef public long long ecn_kmin
     cdef public long long ecn_kmax
     cdef public double ecn_pmax
+    cdef public bint control_priority
 
 
 cdef class PortCounters:

@@ -40,3 +40,9 @@ class HostAgent:
     def on_timer(self, now):
         """The deadline passed."""
         raise NotImplementedError
+
+    def on_pause(self, paused, now):
+        """The NIC was PAUSEd (``paused`` True) or resumed by its link partner.  The runtime
+        already holds the NIC; an agent that models what a pause does to its senders
+        (RoCE's ``htsim`` NIC: the per-flow pacers stop) overrides this."""
+        return None

@@ -13,30 +13,47 @@ What a RoCEv2 NIC does, reduced to what matters for loss and tail latency:
 * an ECN-CE data packet makes the receiver send a CNP, at most one per flow per
   ``cnp_interval``; the sender's DCQCN cuts its rate on it.
 
+Which queue pair the NIC serves next (``nic_scheduler``): ``rr`` rotates a ring in the
+order queue pairs became active; ``htsim`` is what htsim's RoCE host does (roce.cpp,
+queue.cpp FairPriorityQueue, fairpullqueue.cpp).  There every flow has its own pacer that
+puts one packet into the host's queue per wire time at line rate, from its start on, and
+stops while the host is PAUSEd (restarting at the RESUME, or one wire time after its last
+packet if that is later); the host's queue sends ACKs first, then data round robin by flow
+id, one packet per turn, from a cursor that keeps its place when flows come and go.  Here
+the pacers are timers (``T_GEN``) that make a flow's next packet available, and the NIC
+takes available packets in htsim's order (``_poll_by_id``).  A pacer is rarely the binding
+limit on a shared NIC, but it is at ties: a packet the pacer makes at the instant the NIC
+finishes the previous one waits for the next turn, as in htsim, and the first round at a
+common start serves every flow once before any flow twice.  ``round_up_packets`` sends
+every packet full size, the last one too, as htsim rounds a flow up to whole packets.
+
 Same sans-I/O interface as ``GseHost``; ``poll(now, data_ok)`` lets a PFC-paused NIC send
 only control packets.
 """
 
+from bisect import bisect_left, bisect_right, insort
 from heapq import heappop, heappush
 
 from gse.agents.dcqcn import NEVER, Dcqcn
 from gse.agents.interface import HostAgent
 from gse.common.fifo import Fifo
-from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, NACK, PRIO_CONTROL,
-                             PRIO_DATA, new_packet)
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, HEADER_BYTES, NACK,
+                             PRIO_CONTROL, PRIO_DATA, new_packet)
 from switchmodel.switch import mix32
 
 T_PACE = 0
 T_RTO = 1
 T_DCQCN = 2
+T_GEN = 3       # nic_scheduler "htsim": a flow's line-rate pacer
 
 
 class RoceFlow:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "next_psn", "una",
                  "high", "entropy", "cc", "next_send", "rto_deadline", "rto_backoff",
-                 "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed")
+                 "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed", "last_len",
+                 "gen", "gen_at", "last_gen")
 
-    def __init__(self, msg_id, src, dst, size, mtu, cc):
+    def __init__(self, msg_id, src, dst, size, mtu, cc, round_up=False):
         if size <= 0 or size >= 2 ** 32:
             raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
                              % (msg_id, size))
@@ -46,6 +63,8 @@ class RoceFlow:
         self.size = size
         self.mtu = mtu
         self.npkts = (size + mtu - 1) // mtu
+        # payload of the last packet: what is left, or a full packet (htsim rounds up)
+        self.last_len = mtu if round_up else size - (self.npkts - 1) * mtu
         self.next_psn = 0         # next psn to put on the wire
         self.una = 0              # every psn below this is acknowledged
         self.high = 0             # highest psn sent so far, plus one
@@ -59,9 +78,12 @@ class RoceFlow:
         self.done = False
         self.in_ring = False
         self.dcqcn_armed = NEVER
+        self.gen = self.npkts     # packets its pacer made available (htsim NIC: counts up)
+        self.gen_at = NEVER                 # when the pacer makes the next one
+        self.last_gen = 0
 
     def payload_of(self, psn):
-        return self.size - psn * self.mtu if psn == self.npkts - 1 else self.mtu
+        return self.last_len if psn == self.npkts - 1 else self.mtu
 
     def has_data(self):
         return not self.done and self.next_psn < self.npkts
@@ -85,7 +107,9 @@ class RoceHost(HostAgent):
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
                  "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
-                 "payload_bytes")
+                 "payload_bytes",
+                 "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
+                 "nic_paused")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -111,6 +135,15 @@ class RoceHost(HostAgent):
         self.rto_ps = config.rto_ps
         self.ack_every = config.ack_every_bytes
         self.cnp_interval = config.cnp_interval_ps
+        # nic_scheduler "htsim": flows with data, sorted by id, and htsim's cursor
+        self.by_id = config.nic_scheduler == "htsim"
+        self.active = []          # RoceFlow, ascending msg_id
+        self.active_ids = []      # their msg_ids (for bisect)
+        self.all_ids = []         # every msg_id started here: htsim's map never forgets
+        self.cursor = -1          # msg_id the round robin resumes at; -1: from the start
+        # one wire time at line rate, truncated as htsim's RoceSrc spacing (roce.h)
+        self.pacer_ps = (config.mtu + HEADER_BYTES) * 8_000_000 // self.line_mbps
+        self.nic_paused = False
 
     # -- application ----------------------------------------------------------------------
 
@@ -121,21 +154,33 @@ class RoceHost(HostAgent):
             raise ValueError("host %d: message %d addressed to itself" % (self.addr, msg_id))
         cfg = self.config
         cc = Dcqcn(self.line_mbps, cfg) if cfg.dcqcn else None
-        flow = RoceFlow(msg_id, self.addr, dst, size, cfg.mtu, cc)
+        flow = RoceFlow(msg_id, self.addr, dst, size, cfg.mtu, cc, cfg.round_up_packets)
         flow.next_send = now
         self.out[msg_id] = flow
+        if self.by_id:
+            if not self.all_ids or self.all_ids[-1] < msg_id:
+                self.all_ids.append(msg_id)
+            elif msg_id not in self.all_ids:
+                insort(self.all_ids, msg_id)
+            flow.gen = 1          # the pacer's first packet goes at once
+            flow.last_gen = now
+            if flow.npkts > 1:
+                flow.gen_at = now + self.pacer_ps
+                self._push(flow.gen_at, T_GEN, flow)
         self._activate(flow)
 
     # -- runtime interface ----------------------------------------------------------------
 
     def has_work(self):
-        return bool(self.control) or bool(self.ring)
+        return bool(self.control) or bool(self.ring) or bool(self.active)
 
     def poll(self, now, data_ok=True):
         if self.control:
             return self.control.popleft()
         if not data_ok:
             return None
+        if self.by_id:
+            return self._poll_by_id(now)
         ring = self.ring
         for _ in range(len(ring)):
             flow = ring[0]
@@ -154,6 +199,40 @@ class RoceHost(HostAgent):
             flow = ring[i]
             if earliest < 0 or flow.next_send < earliest:
                 earliest = flow.next_send
+        if earliest > now and earliest != self.pace_at:
+            self.pace_at = earliest
+            self._push(earliest, T_PACE, None)
+        return None
+
+    def _poll_by_id(self, now):
+        """htsim's host queue: round robin in flow-id order from the cursor, which points
+        after the flow served last (among every flow this host ever started: a flow that
+        starts behind it waits for the next round, as in htsim's FairPullQueue)."""
+        active = self.active
+        ids = self.active_ids
+        n = len(active)
+        i = 0 if self.cursor < 0 else bisect_left(ids, self.cursor)
+        earliest = -1
+        for _ in range(n):
+            if i >= len(active):
+                i = 0
+            flow = active[i]
+            if not flow.has_data():
+                del active[i]
+                del ids[i]
+                flow.in_ring = False
+                continue
+            if flow.next_psn >= flow.gen:      # its pacer has not made the packet yet
+                i += 1
+                continue
+            if flow.next_send > now:
+                if earliest < 0 or flow.next_send < earliest:
+                    earliest = flow.next_send
+                i += 1
+                continue
+            j = bisect_right(self.all_ids, flow.msg_id)
+            self.cursor = self.all_ids[j] if j < len(self.all_ids) else -1
+            return self._send(flow, now)
         if earliest > now and earliest != self.pace_at:
             self.pace_at = earliest
             self._push(earliest, T_PACE, None)
@@ -215,6 +294,8 @@ class RoceHost(HostAgent):
                 self._on_rto(flow, now)
             elif kind == T_DCQCN:
                 self._on_dcqcn(flow, t, now)
+            elif kind == T_GEN:
+                self._on_pacer(flow, t, now)
             elif t == self.pace_at:
                 self.pace_at = -1   # the runtime polls the NIC after every timer
 
@@ -353,12 +434,46 @@ class RoceHost(HostAgent):
             flow.next_send = now
         self._arm_dcqcn(flow)
 
+    def _on_pacer(self, flow, t, now):
+        """htsim NIC: the flow's pacer makes its next packet available; a pacer that falls
+        due while the host is paused stops until the RESUME (roce.cpp doNextEvent)."""
+        if flow.done or t != flow.gen_at:
+            return
+        flow.gen_at = NEVER
+        if self.nic_paused:
+            return
+        flow.gen += 1
+        flow.last_gen = now
+        if flow.gen < flow.npkts:
+            flow.gen_at = now + self.pacer_ps
+            self._push(flow.gen_at, T_GEN, flow)
+
+    def on_pause(self, paused, now):
+        """PAUSE or RESUME at the host's NIC: htsim's host queue relays it to every flow's
+        pacer; at the RESUME a stopped pacer goes on at once, or one wire time after its
+        last packet if that is later."""
+        if not self.by_id:
+            return
+        self.nic_paused = paused
+        if paused:
+            return
+        for flow in self.out.values():
+            if flow.gen < flow.npkts and flow.gen_at == NEVER and not flow.done:
+                t = flow.last_gen + self.pacer_ps
+                flow.gen_at = t if t > now else now
+                self._push(flow.gen_at, T_GEN, flow)
+
     # -- helpers --------------------------------------------------------------------------
 
     def _activate(self, flow):
         if not flow.in_ring and flow.has_data():
             flow.in_ring = True
-            self.ring.append(flow)
+            if self.by_id:
+                i = bisect_left(self.active_ids, flow.msg_id)
+                self.active_ids.insert(i, flow.msg_id)
+                self.active.insert(i, flow)
+            else:
+                self.ring.append(flow)
 
     def _push(self, t, kind, flow):
         self.tseq += 1

@@ -11,3 +11,4 @@ cdef class HostAgent:
     cpdef long long next_deadline(self) except? -2
     cpdef receive(self, Packet pkt, long long now)
     cpdef on_timer(self, long long now)
+    cpdef on_pause(self, bint paused, long long now)

@@ -12,6 +12,7 @@ cdef long long F_ECN_CE
 cdef long long F_ECT
 cdef long long F_LAST
 cdef long long F_RETX
+cdef long long HEADER_BYTES
 cdef long long NACK
 cdef long long PRIO_CONTROL
 cdef long long PRIO_DATA
@@ -38,6 +39,10 @@ cdef class RoceFlow:
     cdef public bint done
     cdef public bint in_ring
     cdef public long long dcqcn_armed
+    cdef public long long last_len
+    cdef public long long gen
+    cdef public long long gen_at
+    cdef public long long last_gen
 
     cpdef long long payload_of(self, long long psn) except? -1
 
@@ -84,6 +89,13 @@ cdef class RoceHost(HostAgent):
     cdef public long long ack_every
     cdef public long long cnp_interval
     cdef public long long payload_bytes
+    cdef public bint by_id
+    cdef public list active
+    cdef public list active_ids
+    cdef public list all_ids
+    cdef public long long cursor
+    cdef public long long pacer_ps
+    cdef public bint nic_paused
 
     cpdef start_message(self, msg_id, dst, size, now)
 
@@ -91,6 +103,10 @@ cdef class RoceHost(HostAgent):
 
     @cython.locals(flow=RoceFlow, earliest="long long", ring=Fifo, i="Py_ssize_t")
     cpdef Packet poll(self, long long now, bint data_ok=*)
+
+    @cython.locals(flow=RoceFlow, earliest="long long", active=list, ids=list, n="Py_ssize_t",
+                   i="Py_ssize_t", j="Py_ssize_t")
+    cpdef Packet _poll_by_id(self, long long now)
 
     @cython.locals(psn="long long", length="long long", flags="long long", cc=Dcqcn)
     cpdef Packet _send(self, RoceFlow flow, long long now)
@@ -129,6 +145,12 @@ cdef class RoceHost(HostAgent):
 
     cpdef _on_dcqcn(self, RoceFlow flow, t, long long now)
 
+    @cython.locals(i="Py_ssize_t")
     cpdef _activate(self, RoceFlow flow)
+
+    cpdef _on_pacer(self, RoceFlow flow, long long t, long long now)
+
+    @cython.locals(flow=RoceFlow, t="long long")
+    cpdef on_pause(self, bint paused, long long now)
 
     cpdef _push(self, long long t, long long kind, flow)

@@ -313,11 +313,15 @@ class Network:
     """A topology instantiated on an event queue with one agent per host."""
 
     def __init__(self, topo, agent_factory, queue_config, forwarding, seed,
-                 loss_rate=0.0, corrupt_rate=0.0, pfc_config=None, switch_node=None):
+                 loss_rate=0.0, corrupt_rate=0.0, pfc_config=None, switch_node=None,
+                 classes=None):
         if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
             raise ValueError("loss and corruption rates must be in [0, 1), got %r, %r"
                              % (loss_rate, corrupt_rate))
         self.topo = topo
+        # (switch node, switch port, host port) classes: another model of the same parts
+        # (gse.runtimes.sim.htsim_model) may stand in for these
+        node_cls, port_cls, host_port_cls = classes or (SwitchNode, LinkPort, HostPort)
         self.eq = EventQueue()
         self.seed = seed
         self.records = {}          # (src, msg_id) -> finish ps at the receiver
@@ -338,7 +342,7 @@ class Network:
             sw = Switch(nid, node.name, topo.next_hops[nid], tier_salt(seed, node.kind),
                         forwarding)
             if switch_node is None:
-                sn = SwitchNode(eq, sw, topo.switch_latency_ps)
+                sn = node_cls(eq, sw, topo.switch_latency_ps)
             else:                 # a mode with switch agents of its own (gse-fabric)
                 sn = switch_node(eq, sw)
             if pfc_config is not None:
@@ -354,7 +358,7 @@ class Network:
                 peer, peer_port = topo.peer(nid, pidx)
                 qrng = random.Random("%s/queue/%d/%d" % (seed, nid, pidx))
                 faces_host = topo.nodes[peer].kind == "host"
-                cls = HostPort if is_host else LinkPort
+                cls = host_port_cls if is_host else port_cls
                 port = cls(eq, OutputQueue(queue_config, qrng), link.gbps, link.delay_ps,
                            nid, pidx, node.kind, faces_host)
                 port.peer_port = peer_port

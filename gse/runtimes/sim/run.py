@@ -9,9 +9,11 @@ import time
 
 from gse.metrics.records import MessageRecord, RunResult, ideal_ps, summarize
 from gse.protocols import default_config, host_factory, pfc_config, queue_config
+from gse.runtimes.sim import htsim_model
 from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
 from gse.runtimes.sim.network import Network
 from gse.runtimes.sim.observe import run_observed
+from gse.runtimes.sim.routes import pin_routes
 from gse.runtimes.sim.sampler import Sampler
 from gse.runtimes.sim.triggers import TriggerRun
 from gse.wire.packet import HEADER_BYTES
@@ -19,9 +21,12 @@ from gse.wire.packet import HEADER_BYTES
 
 def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0):
     switches = switch_factory(topo, config) if protocol == "gse-fabric" else None
-    return Network(topo, host_factory(protocol, config), queue_config(protocol, config),
-                   config.forwarding, seed, loss_rate, corrupt_rate,
-                   pfc_config(protocol, config), switch_node=switches)
+    pfc = pfc_config(protocol, config)
+    htsim = pfc is not None and pfc.model == "htsim"
+    net = Network(topo, host_factory(protocol, config), queue_config(protocol, config),
+                  config.forwarding, seed, loss_rate, corrupt_rate, pfc, switch_node=switches,
+                  classes=htsim_model.CLASSES if htsim else None)
+    return htsim_model.attach(net) if htsim else net
 
 
 def pfc_summary(net):
@@ -49,7 +54,8 @@ def route_summary(net):
 
 
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
-                   corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None):
+                   corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None,
+                   routes=None):
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
 
     ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
@@ -58,7 +64,8 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     ``make(net)`` from the network once it exists.  Neither changes what the run does.
     ``triggers``: a connection matrix's triggers (``gse.workloads.cmfile.CmWorkload``)
     whose held messages start when other messages complete (``gse.runtimes.sim.triggers``);
-    ``messages`` are then its timed messages."""
+    ``messages`` are then its timed messages.
+    ``routes``: pin flows to given paths (gse.runtimes.sim.routes), e.g. htsim's."""
     cfg = config if config is not None else default_config(protocol)
     held = list(triggers.held) if triggers is not None else []
     for m in list(messages) + held:
@@ -66,6 +73,8 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
             raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
     net = build_network(topo, protocol, cfg, seed, loss_rate, corrupt_rate)
+    if routes:
+        pin_routes(net, list(messages) + held, routes)
     cache = {}
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]

@@ -1,0 +1,208 @@
+"""htsim's lossless RoCE fabric, part for part, for the ``htsim`` PFC model.
+
+``RoceConfig(pfc_model="htsim")`` (the ``htsim`` baseline profile) runs the simulation with
+these in place of the ports and switch nodes of ``network.py``, so that a run reproduces
+htsim's RoCE model (github.com/ultraethernet/uet-htsim, ``htsim/sim``; file:line below),
+event for event where it can:
+
+* **Ingress accounting** (queue_lossless_input.cpp:62-103): a switch counts every packet,
+  control included, against the port it came in by, from its arrival until its last bit
+  has left the egress port (``LosslessOutputQueue::completeService`` releases it); PAUSE
+  when the count passes XOFF, RESUME when it falls strictly below XON.
+* **PAUSE and RESUME** travel on their own pipe with the link's delay, not through a queue
+  and without serialisation (``CallbackPipe``, queue_lossless_input.cpp:54, :114); a PAUSE
+  holds until its RESUME, there are no quanta (queue_lossless_output.cpp:50-69); it holds
+  every packet of the port, control too, after the one being sent.
+* **A host's NIC**, paused, sends nothing at all, ACKs included, and relays the PAUSE and
+  the RESUME to its senders' pacers (queue.cpp FairPriorityQueue::receivePacket): the
+  runtime calls ``agent.on_pause``.
+* **Pipes** (pipe.cpp): a packet enters a link's pipe when its last bit has left the port
+  and the pipe keeps one event pending at a time (the next arrival, scheduled when the
+  previous one is delivered), and a switch hands an arrival to its egress queue through a
+  pipe of its own with the switch latency (fat_tree_switch.cpp:50: zero here, but a
+  separate event).  The order of events at equal times, which decides whose packet a
+  switch queues first, is therefore htsim's.
+
+Single-FIFO egress queues (``switch_control_priority=False``) and htsim's NIC
+(``nic_scheduler="htsim"``) are set by the same profile; see docs/comparison.md.
+"""
+
+from gse.common.fifo import Fifo
+from gse.runtimes.sim.eventq import Handler, event_target
+from gse.runtimes.sim.network import HostPort, LinkPort, SwitchNode
+from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
+
+
+class Pipe(Handler):
+    """Packets in flight for ``delay`` ps, delivered in order as ``deliver(pkt, port)``,
+    with one pending event at a time (htsim's Pipe/CallbackPipe)."""
+
+    __slots__ = ("eq", "delay", "flight", "deliver", "fn")
+
+    def __init__(self, eq, delay, deliver):
+        self.eq = eq
+        self.delay = delay
+        self.flight = Fifo()       # (arrival time, packet, port)
+        self.deliver = deliver
+        self.fn = event_target(self, self.pop)
+
+    def push(self, pkt, port):
+        t = self.eq.now + self.delay
+        if not self.flight:
+            self.eq.at(t, self.fn, None, None)
+        self.flight.append((t, pkt, port))
+
+    def fire(self, a, b):
+        self.pop(a, b)
+
+    def pop(self, _a, _b):
+        _, pkt, port = self.flight.popleft()
+        self.deliver(pkt, port)
+        if self.flight:
+            self.eq.at(self.flight[0][0], self.fn, None, None)
+
+
+def _launch(port, pkt):
+    """The packet's last bit has left ``port``: into the link's pipe (or lost on it)."""
+    if port.rng is not None:
+        r = port.rng.random()
+        if r < port.loss:
+            port.wire_drops += 1
+            return
+        if r < port.loss + port.corrupt:
+            port.wire_corrupt += 1
+            pkt.corrupt = True
+    port.pipe.push(pkt, port.peer_port)
+
+
+def _hold(port, pkt, now):
+    """PAUSE holds the port until RESUME; True if it was a RESUME."""
+    if pkt.kind != PAUSE:
+        port.resume(now)
+        return True
+    if not port.queue.paused:
+        port.queue.paused = True
+        port.paused_since = now
+        port.pauses_received += 1
+    return False
+
+
+class HtsimSwitchPort(LinkPort):
+    """A switch egress port as htsim's LosslessOutputQueue: one packet in service, which
+    is released from its ingress count and enters the link's pipe when it has left."""
+
+    __slots__ = ("tx_pkt", "pipe", "wire")
+
+    def offer(self, pkt):
+        if not self.wake_pending and not self.queue.paused:
+            self.queue.count_unqueued(pkt)
+            self.begin(pkt, self.eq.now)
+        else:
+            self.queue.enqueue(pkt)
+
+    def begin(self, pkt, now):
+        self.busy_until = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.tx_pkt = pkt
+        self.wake_pending = True
+        self.eq.at(self.busy_until, self.wake_fn, None, None)
+
+    def wake(self, _a, _b):
+        pkt = self.tx_pkt
+        if pkt is not None:        # its last bit has left: release it, then the wire
+            self.tx_pkt = None
+            if self.pfc.on_release(pkt.ingress, pkt.size):
+                self.owner.send_pfc(pkt.ingress, RESUME)
+            _launch(self, pkt)
+        nxt = self.queue.dequeue()
+        if nxt is None:
+            self.wake_pending = False
+        else:
+            self.begin(nxt, self.eq.now)
+
+    def on_pfc(self, pkt, now):
+        _hold(self, pkt, now)
+
+
+class HtsimHostPort(HostPort):
+    """A host NIC as htsim's FairPriorityQueue: a PAUSE holds everything and reaches the
+    senders' pacers; a packet enters the link's pipe when it has left."""
+
+    __slots__ = ("tx_pkt", "pipe", "wire")
+
+    def kick(self, now):
+        if self.wake_pending or self.busy_until > now or self.queue.paused:
+            return
+        pkt = self.agent.poll(now, True)
+        if pkt is None:
+            return
+        self.queue.count_unqueued(pkt)
+        self.busy_until = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.tx_pkt = pkt
+        self.wake_pending = True
+        self.eq.at(self.busy_until, self.wake_fn, None, None)
+
+    def wake(self, _a, _b):
+        pkt = self.tx_pkt
+        self.tx_pkt = None
+        self.wake_pending = False
+        if pkt is not None:
+            _launch(self, pkt)
+        self.owner.after(self.eq.now)
+
+    def on_pfc(self, pkt, now):
+        resumed = _hold(self, pkt, now)
+        self.agent.on_pause(not resumed, now)
+        self.owner.after(now)
+
+
+class HtsimSwitchNode(SwitchNode):
+    """A switch whose ingress counts every arrival and hands it to the egress queue through
+    its own pipe (switch latency, a separate event even when zero)."""
+
+    __slots__ = ("pipe",)
+
+    def receive(self, pkt, in_port):
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:
+            if pkt.corrupt:
+                self.bad_frames += 1
+            else:
+                self.ports[in_port].on_pfc(pkt, self.eq.now)
+            return
+        pkt.ingress = in_port
+        if self.pfc.on_enqueue(in_port, pkt.size):
+            self.send_pfc(in_port, PAUSE)
+        self.pipe.push(pkt, in_port)
+
+    def forward(self, pkt, in_port):
+        port = self.switch.route(pkt)
+        if port < 0:
+            self.unroutable += 1
+            if self.pfc.on_release(in_port, pkt.size):
+                self.send_pfc(in_port, RESUME)
+            return
+        self.ports[port].offer(pkt)
+
+    def send_pfc(self, port, kind):
+        """PAUSE or RESUME on the wire pipe of ``port``: no queue, no quanta, no refresh."""
+        self.pfc_frames += 1
+        egress = self.ports[port]
+        egress.wire.push(Packet(kind, self.switch.node, -1, 0, 0, 0, 0, 0, 0, 0, PRIO_DATA,
+                                0, 0, self.eq.now, PRIO_CONTROL), egress.peer_port)
+
+
+CLASSES = (HtsimSwitchNode, HtsimSwitchPort, HtsimHostPort)
+
+
+def attach(net):
+    """Give a Network built with ``CLASSES`` its pipes: one per link direction, one for
+    PFC frames per switch port, one inside every switch."""
+    for port in net.ports:
+        port.tx_pkt = None
+        port.pipe = Pipe(net.eq, port.delay, port.peer.receive)
+        port.wire = Pipe(net.eq, port.delay, port.peer.receive)
+    for sn in net.switches:
+        if sn.pfc is None:
+            raise ValueError("the htsim PFC model needs PFC on (pfc=1)")
+        sn.pipe = Pipe(net.eq, sn.latency, sn.forward)
+    return net
