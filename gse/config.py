@@ -8,6 +8,7 @@ PS_PER_US = 1_000_000
 PS_PER_NS = 1_000
 
 NIC_SCHEDULERS = ("rr", "htsim")
+DCQCN_VARIANTS = ("paper", "mlx")
 PFC_MODELS = ("802.1qbb", "htsim")
 
 
@@ -161,11 +162,12 @@ class RoceConfig(_Config):
 
     NAME = "RoCE"
     __slots__ = (
-        "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "cnp_interval_ps",
+        "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "cnp_interval_ps", "cnp_pacing",
         "dcqcn", "dcqcn_g", "dcqcn_alpha_timer_ps", "dcqcn_increase_timer_ps",
         "dcqcn_byte_counter", "dcqcn_f", "dcqcn_ai_mbps", "dcqcn_hai_mbps",
-        "dcqcn_min_rate_mbps",
-        "queue_bytes", "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct",
+        "dcqcn_min_rate_mbps", "dcqcn_variant", "dcqcn_decrease_period_ps", "dcqcn_clamp_target",
+        "dcqcn_initial_alpha",
+        "queue_bytes", "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct", "ecn_mark_on",
         "pfc", "pfc_xoff_bytes", "pfc_xon_bytes", "pfc_headroom_bytes", "pfc_dynamic_alpha",
         "pfc_pause_quanta", "switch_buffer_bytes", "forwarding",
         # htsim's RoCE model (docs/comparison.md): framing, NIC and PFC semantics
@@ -178,6 +180,11 @@ class RoceConfig(_Config):
         self.rto_ps = 1000 * PS_PER_US       # go-back-N backstop; NAKs do the usual work
         self.rto_max_ps = 16000 * PS_PER_US
         self.cnp_interval_ps = 50 * PS_PER_US
+        # "interval": a CE mark is answered at once unless a CNP went to that flow within
+        # cnp_interval (the DCQCN paper's notification point, NVIDIA's min_time_between_cnps);
+        # "grid": every cnp_interval from the flow's first packet, one CNP if a mark came
+        # since (the DCQCN authors' ns-3)
+        self.cnp_pacing = "interval"
         self.dcqcn = True
         self.dcqcn_g = 1.0 / 256
         self.dcqcn_alpha_timer_ps = 55 * PS_PER_US
@@ -187,11 +194,20 @@ class RoceConfig(_Config):
         self.dcqcn_ai_mbps = 40
         self.dcqcn_hai_mbps = 200
         self.dcqcn_min_rate_mbps = 100
+        # "paper": Zhu et al. 2015, CNPs paced at the receiver; "mlx": ConnectX-4+ as the HPCC
+        # simulator implements it (gse/agents/dcqcn.py): cuts batched per decrease period
+        self.dcqcn_variant = "paper"
+        self.dcqcn_decrease_period_ps = 4 * PS_PER_US   # mlx only
+        self.dcqcn_clamp_target = False                  # mlx only (paper: always)
+        self.dcqcn_initial_alpha = 1.0   # paper variant; the DCQCN authors' ns-3 starts at 0.5
         self.queue_bytes = 415_000           # per egress port (drop-tail if PFC is off)
         self.ecn = True
         self.ecn_kmin_bytes = 100_000
         self.ecn_kmax_bytes = 400_000
         self.ecn_pmax_pct = 20
+        # mark by the queue a packet joins ("enqueue") or leaves behind ("dequeue", as the
+        # HPCC simulator and htsim do)
+        self.ecn_mark_on = "enqueue"
         self.pfc = True
         self.pfc_xoff_bytes = 62_250
         self.pfc_xon_bytes = 49_800
@@ -220,10 +236,27 @@ class RoceConfig(_Config):
         self._apply(overrides)
 
     def validate(self):
-        self._positive(("mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "cnp_interval_ps",
+        self._positive(("mtu", "ack_every_bytes", "rto_ps", "rto_max_ps",
                         "dcqcn_alpha_timer_ps", "dcqcn_increase_timer_ps",
-                        "dcqcn_byte_counter", "dcqcn_f", "queue_bytes", "pfc_xoff_bytes",
+                        "queue_bytes", "pfc_xoff_bytes", "dcqcn_decrease_period_ps",
                         "switch_buffer_bytes", "dcqcn_min_rate_mbps"))
+        for name in ("cnp_interval_ps", "dcqcn_byte_counter", "dcqcn_f", "dcqcn_ai_mbps",
+                     "dcqcn_hai_mbps"):      # 0: a CNP per mark / no byte counter / no stage
+            if getattr(self, name) < 0:
+                raise ConfigError("%s must be >= 0, got %r" % (name, getattr(self, name)))
+        if self.dcqcn_variant not in DCQCN_VARIANTS:
+            raise ConfigError("dcqcn_variant must be one of %s, got %r"
+                              % (", ".join(DCQCN_VARIANTS), self.dcqcn_variant))
+        if self.cnp_pacing not in ("interval", "grid"):
+            raise ConfigError("cnp_pacing must be 'interval' or 'grid', got %r" % self.cnp_pacing)
+        if self.cnp_pacing == "grid" and self.cnp_interval_ps <= 0:
+            raise ConfigError("cnp_pacing 'grid' needs cnp_interval_ps > 0")
+        if self.ecn_mark_on not in ("enqueue", "dequeue"):
+            raise ConfigError("ecn_mark_on must be 'enqueue' or 'dequeue', got %r"
+                              % self.ecn_mark_on)
+        if not 0 < self.dcqcn_initial_alpha <= 1:
+            raise ConfigError("dcqcn_initial_alpha must be in (0, 1], got %r"
+                              % self.dcqcn_initial_alpha)
         if not 0 < self.dcqcn_g < 1:
             raise ConfigError("dcqcn_g must be in (0, 1), got %r" % self.dcqcn_g)
         if not 0 <= self.pfc_xon_bytes <= self.pfc_xoff_bytes:
@@ -265,6 +298,21 @@ BASELINES = {
         "round_up_packets": True, "nic_scheduler": "htsim", "pfc_model": "htsim",
         "switch_control_priority": False, "pfc": True, "pfc_xoff_bytes": 62_250,
         "pfc_xon_bytes": 49_800, "pfc_dynamic_alpha": 0.0, "forwarding": "ecmp",
+    },
+    # DCQCN as the HPCC authors' ns-3 simulator runs it at 100 Gb/s (its run.py --cc dcqcn
+    # --bw 100; alibaba-edu/High-Precision-Congestion-Control): ConnectX-style reaction point,
+    # a CNP for every marked packet, marks on dequeue at 400 KB / 1600 KB / 20%, an ACK per
+    # packet, 1,048-B packets on the wire (1,000 B payload + 48 B of its headers: 984 + 64
+    # here), dynamic PFC threshold of 1/8 of the free 32 MiB buffer
+    "hpcc-dcqcn": {
+        "dcqcn": True, "dcqcn_variant": "mlx", "dcqcn_g": 1.0 / 256,
+        "dcqcn_alpha_timer_ps": 1 * PS_PER_US, "dcqcn_decrease_period_ps": 4 * PS_PER_US,
+        "dcqcn_increase_timer_ps": 300 * PS_PER_US, "dcqcn_f": 1, "dcqcn_ai_mbps": 20,
+        "dcqcn_hai_mbps": 200, "dcqcn_min_rate_mbps": 1000, "dcqcn_clamp_target": False,
+        "dcqcn_byte_counter": 0, "cnp_interval_ps": 0,
+        "ecn": True, "ecn_kmin_bytes": 400_000, "ecn_kmax_bytes": 1_600_000, "ecn_pmax_pct": 20,
+        "ecn_mark_on": "dequeue", "mtu": 984, "ack_every_bytes": 1,
+        "pfc": True, "pfc_dynamic_alpha": 0.125, "switch_buffer_bytes": 32 * 1024 * 1024,
     },
 }
 

@@ -52,7 +52,7 @@ def queue_config(protocol, config):
     limit = config.switch_buffer_bytes if config.pfc else config.queue_bytes
     return QueueConfig(limit, limit, False, None, config.ecn, config.ecn_kmin_bytes,
                        config.ecn_kmax_bytes, config.ecn_pmax_pct / 100.0,
-                       config.switch_control_priority)
+                       config.switch_control_priority, config.ecn_mark_on == "dequeue")
 
 
 def pfc_config(protocol, config):

@@ -8,7 +8,9 @@ packet is, in order of precedence:
   cut and the 64-byte header joins the control queue (dropped only if that is full too);
 * dropped, if the data queue would pass ``queue_bytes`` (drop-tail);
 * marked ECN-CE with a probability rising linearly from 0 at ``ecn_kmin`` to ``ecn_pmax``
-  at ``ecn_kmax`` bytes of data queue (RED-style; always marked above kmax).
+  at ``ecn_kmax`` bytes of data queue (RED-style; always marked above kmax).  With
+  ``ecn_on_dequeue`` the mark is decided instead when the packet leaves, by the data bytes
+  it leaves behind (as the HPCC authors' ns-3 switch, switch-node.cc:203-210, and htsim).
 
 With ``control_priority`` off the port is one FIFO for every packet (htsim's lossless output
 queue): control packets wait behind data, and a PFC pause holds them too.
@@ -28,10 +30,11 @@ class QueueConfig:
     """The queue thresholds of a port, in bytes (built from a GseConfig or by hand)."""
 
     __slots__ = ("queue_bytes", "control_queue_bytes", "trim", "trim_bytes", "ecn",
-                 "ecn_kmin", "ecn_kmax", "ecn_pmax", "control_priority")
+                 "ecn_kmin", "ecn_kmax", "ecn_pmax", "control_priority", "ecn_on_dequeue")
 
     def __init__(self, queue_bytes, control_queue_bytes=None, trim=False, trim_bytes=None,
-                 ecn=False, ecn_kmin=0, ecn_kmax=0, ecn_pmax=1.0, control_priority=True):
+                 ecn=False, ecn_kmin=0, ecn_kmax=0, ecn_pmax=1.0, control_priority=True,
+                 ecn_on_dequeue=False):
         self.queue_bytes = queue_bytes
         self.control_queue_bytes = (queue_bytes if control_queue_bytes is None
                                     else control_queue_bytes)
@@ -42,6 +45,7 @@ class QueueConfig:
         self.ecn_kmax = ecn_kmax
         self.ecn_pmax = ecn_pmax
         self.control_priority = control_priority
+        self.ecn_on_dequeue = ecn_on_dequeue
         if queue_bytes <= 0:
             raise ValueError("queue_bytes must be positive, got %r" % queue_bytes)
         if ecn and not 0 <= ecn_kmin <= ecn_kmax:
@@ -102,7 +106,7 @@ class OutputQueue:
             if self.data_bytes + size > cfg.queue_bytes:
                 self.counters.drops += 1
                 return DROPPED
-            if cfg.ecn and pkt.kind == DATA and pkt.flags & F_ECT \
+            if cfg.ecn and not cfg.ecn_on_dequeue and pkt.kind == DATA and pkt.flags & F_ECT \
                     and self.data_bytes + size > cfg.ecn_kmin:
                 self._maybe_mark(pkt, self.data_bytes + size)
             self.data.append(pkt)
@@ -119,7 +123,8 @@ class OutputQueue:
                 self.counters.drops += 1
                 return DROPPED
             else:
-                if cfg.ecn and occupied > cfg.ecn_kmin and pkt.flags & F_ECT:
+                if cfg.ecn and occupied > cfg.ecn_kmin and pkt.flags & F_ECT \
+                        and not cfg.ecn_on_dequeue:
                     self._maybe_mark(pkt, occupied)
                 self.data.append(pkt)
                 self.data_bytes += size
@@ -137,8 +142,8 @@ class OutputQueue:
 
     def _maybe_mark(self, pkt, occupied):
         cfg = self.cfg
-        if occupied >= cfg.ecn_kmax:
-            p = cfg.ecn_pmax
+        if occupied > cfg.ecn_kmax:
+            p = 1.0
         else:
             p = cfg.ecn_pmax * (occupied - cfg.ecn_kmin) / (cfg.ecn_kmax - cfg.ecn_kmin)
         if p >= 1.0 or self.rng.random() < p:
@@ -158,6 +163,10 @@ class OutputQueue:
         elif self.data_bytes and not self.paused:
             pkt = self.data.popleft()
             self.data_bytes -= pkt.size
+            cfg = self.cfg
+            if cfg.ecn_on_dequeue and cfg.ecn and self.data_bytes > cfg.ecn_kmin \
+                    and pkt.kind == DATA and pkt.flags & F_ECT:
+                self._maybe_mark(pkt, self.data_bytes)
         else:
             return None
         c = self.counters

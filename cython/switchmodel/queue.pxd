@@ -19,6 +19,7 @@ cdef class QueueConfig:
     cdef public long long ecn_kmax
     cdef public double ecn_pmax
     cdef public bint control_priority
+    cdef public bint ecn_on_dequeue
 
 
 cdef class PortCounters:
@@ -54,7 +55,7 @@ cdef class OutputQueue:
     @cython.locals(total="long long")
     cpdef _peak(self)
 
-    @cython.locals(pkt=Packet, c=PortCounters)
+    @cython.locals(pkt=Packet, c=PortCounters, cfg=QueueConfig)
     cpdef Packet dequeue(self)
 
     @cython.locals(c=PortCounters)

@@ -45,6 +45,7 @@ T_PACE = 0
 T_RTO = 1
 T_DCQCN = 2
 T_GEN = 3       # nic_scheduler "htsim": a flow's line-rate pacer
+T_CNP = 4       # cnp_pacing "grid": a receiving flow's CNP tick
 
 
 class RoceFlow:
@@ -90,7 +91,8 @@ class RoceFlow:
 
 
 class RoceRecvFlow:
-    __slots__ = ("expected", "npkts", "size", "unacked", "nak_for", "last_cnp")
+    __slots__ = ("expected", "npkts", "size", "unacked", "nak_for", "last_cnp", "src",
+                 "msg_id", "entropy", "marked", "done")
 
     def __init__(self, size, mtu):
         self.size = size
@@ -99,6 +101,9 @@ class RoceRecvFlow:
         self.unacked = 0
         self.nak_for = -1         # psn a NAK was already sent for
         self.last_cnp = -1
+        self.src = self.msg_id = self.entropy = 0   # cnp_pacing "grid": where CNPs go
+        self.marked = False       # cnp_pacing "grid": a CE mark since the last tick
+        self.done = False
 
 
 class RoceHost(HostAgent):
@@ -109,7 +114,7 @@ class RoceHost(HostAgent):
                  "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
                  "payload_bytes",
                  "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
-                 "nic_paused")
+                 "nic_paused", "rate_log", "round_up", "cnp_grid")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -136,7 +141,10 @@ class RoceHost(HostAgent):
         self.ack_every = config.ack_every_bytes
         self.cnp_interval = config.cnp_interval_ps
         # nic_scheduler "htsim": flows with data, sorted by id, and htsim's cursor
-        self.by_id = config.nic_scheduler == "htsim"
+        # (read with defaults: the fabric mode's plain host runs on a FabricConfig)
+        self.by_id = getattr(config, "nic_scheduler", "rr") == "htsim"
+        self.round_up = getattr(config, "round_up_packets", False)
+        self.cnp_grid = getattr(config, "cnp_pacing", "interval") == "grid"
         self.active = []          # RoceFlow, ascending msg_id
         self.active_ids = []      # their msg_ids (for bisect)
         self.all_ids = []         # every msg_id started here: htsim's map never forgets
@@ -144,6 +152,9 @@ class RoceHost(HostAgent):
         # one wire time at line rate, truncated as htsim's RoceSrc spacing (roce.h)
         self.pacer_ps = (config.mtu + HEADER_BYTES) * 8_000_000 // self.line_mbps
         self.nic_paused = False
+        # None, or a dict the DCQCN reaction point of every flow started from now on logs
+        # its rate changes into: msg_id -> [(now, Rc, Rt, alpha), ...] (Dcqcn.log)
+        self.rate_log = None
 
     # -- application ----------------------------------------------------------------------
 
@@ -154,7 +165,9 @@ class RoceHost(HostAgent):
             raise ValueError("host %d: message %d addressed to itself" % (self.addr, msg_id))
         cfg = self.config
         cc = Dcqcn(self.line_mbps, cfg) if cfg.dcqcn else None
-        flow = RoceFlow(msg_id, self.addr, dst, size, cfg.mtu, cc, cfg.round_up_packets)
+        if cc is not None and self.rate_log is not None:
+            cc.log = self.rate_log[msg_id] = [(now, cc.rc, cc.rt, cc.alpha)]
+        flow = RoceFlow(msg_id, self.addr, dst, size, cfg.mtu, cc, self.round_up)
         flow.next_send = now
         self.out[msg_id] = flow
         if self.by_id:
@@ -255,7 +268,7 @@ class RoceHost(HostAgent):
             flags |= F_LAST
         cc = flow.cc
         if cc is not None:
-            cc.on_sent(length + 64)
+            cc.on_sent(length + 64, now)
             if cc.limited():
                 flow.next_send = now + cc.gap_ps(length + 64)
         if flow.rto_deadline == NEVER:
@@ -296,6 +309,8 @@ class RoceHost(HostAgent):
                 self._on_dcqcn(flow, t, now)
             elif kind == T_GEN:
                 self._on_pacer(flow, t, now)
+            elif kind == T_CNP:
+                self._on_cnp_tick(flow, t)
             elif t == self.pace_at:
                 self.pace_at = -1   # the runtime polls the NIC after every timer
 
@@ -310,8 +325,16 @@ class RoceHost(HostAgent):
                 self._ack(pkt, self.finished[key])
                 return
             flow = self.incoming[key] = RoceRecvFlow(pkt.msg_len, self.config.mtu)
-        if pkt.flags & F_ECN_CE and (flow.last_cnp < 0 or
-                                     now - flow.last_cnp >= self.cnp_interval):
+            if self.cnp_grid:
+                flow.src = pkt.src
+                flow.msg_id = pkt.msg_id
+                flow.entropy = pkt.entropy
+                self._push(now + self.cnp_interval, T_CNP, flow)
+        if self.cnp_grid:
+            if pkt.flags & F_ECN_CE:
+                flow.marked = True
+        elif pkt.flags & F_ECN_CE and (flow.last_cnp < 0 or
+                                       now - flow.last_cnp >= self.cnp_interval):
             flow.last_cnp = now
             self.cnps_sent += 1
             self.control.append(new_packet(CNP, self.addr, pkt.src, pkt.msg_id, 0,
@@ -324,6 +347,7 @@ class RoceHost(HostAgent):
             flow.unacked += pkt.payload_len
             self.payload_bytes += pkt.payload_len
             if flow.expected == flow.npkts:
+                flow.done = True
                 del self.incoming[key]
                 self.finished[key] = flow.npkts
                 self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
@@ -433,6 +457,18 @@ class RoceHost(HostAgent):
         if not flow.cc.limited():
             flow.next_send = now
         self._arm_dcqcn(flow)
+
+    def _on_cnp_tick(self, flow, t):
+        """cnp_pacing "grid" (the DCQCN authors' ns-3, qbb-net-device.cc CheckandSendQCN):
+        every cnp_interval from the flow's first packet, one CNP if a mark came since."""
+        if flow.done:
+            return
+        if flow.marked:
+            flow.marked = False
+            self.cnps_sent += 1
+            self.control.append(new_packet(CNP, self.addr, flow.src, flow.msg_id, 0,
+                                           flow.entropy, 0, 0, 0, 0, 0, 0, 0, t, PRIO_CONTROL))
+        self._push(t + self.cnp_interval, T_CNP, flow)
 
     def _on_pacer(self, flow, t, now):
         """htsim NIC: the flow's pacer makes its next packet available; a pacer that falls

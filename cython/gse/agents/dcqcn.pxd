@@ -23,6 +23,15 @@ cdef class Dcqcn:
     cdef public long long alpha_deadline
     cdef public long long inc_deadline
     cdef public long long cuts
+    cdef public bint mlx
+    cdef public long long dec_period
+    cdef public bint clamp
+    cdef public bint first_cnp
+    cdef public long long dec_anchor
+    cdef public long long dec_next
+    cdef public bint dec_flag
+    cdef public long long stage
+    cdef public list log
 
     cpdef bint limited(self)
 
@@ -30,7 +39,7 @@ cdef class Dcqcn:
 
     cpdef on_cnp(self, long long now)
 
-    cpdef on_sent(self, long long nbytes)
+    cpdef on_sent(self, long long nbytes, long long now)
 
     @cython.locals(a="long long", b="long long")
     cpdef long long next_deadline(self)
@@ -39,3 +48,11 @@ cdef class Dcqcn:
 
     @cython.locals(f="long long", t="long long", b="long long")
     cpdef _increase(self)
+
+    @cython.locals(k="long long")
+    cpdef _cnp_mlx(self, long long now)
+
+    @cython.locals(t="long long", n="long long", keep="double", alpha="double")
+    cpdef _catch_up_alpha(self, long long now)
+
+    cpdef _timer_mlx(self, long long now)

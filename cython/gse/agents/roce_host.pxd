@@ -56,6 +56,11 @@ cdef class RoceRecvFlow:
     cdef public long long unacked
     cdef public long long nak_for
     cdef public long long last_cnp
+    cdef public long long src
+    cdef public long long msg_id
+    cdef public long long entropy
+    cdef public bint marked
+    cdef public bint done
 
 
 cdef class RoceHost(HostAgent):
@@ -96,6 +101,9 @@ cdef class RoceHost(HostAgent):
     cdef public long long cursor
     cdef public long long pacer_ps
     cdef public bint nic_paused
+    cdef public dict rate_log
+    cdef public bint round_up
+    cdef public bint cnp_grid
 
     cpdef start_message(self, msg_id, dst, size, now)
 
@@ -149,6 +157,8 @@ cdef class RoceHost(HostAgent):
     cpdef _activate(self, RoceFlow flow)
 
     cpdef _on_pacer(self, RoceFlow flow, long long t, long long now)
+
+    cpdef _on_cnp_tick(self, RoceRecvFlow flow, long long t)
 
     @cython.locals(flow=RoceFlow, t="long long")
     cpdef on_pause(self, bint paused, long long now)

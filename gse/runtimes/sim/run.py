@@ -55,7 +55,7 @@ def route_summary(net):
 
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                    corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None,
-                   routes=None):
+                   routes=None, trace_rates=False):
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
 
     ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
@@ -65,7 +65,9 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     ``triggers``: a connection matrix's triggers (``gse.workloads.cmfile.CmWorkload``)
     whose held messages start when other messages complete (``gse.runtimes.sim.triggers``);
     ``messages`` are then its timed messages.
-    ``routes``: pin flows to given paths (gse.runtimes.sim.routes), e.g. htsim's."""
+    ``routes``: pin flows to given paths (gse.runtimes.sim.routes), e.g. htsim's.
+    ``trace_rates``: every RoCE host logs its DCQCN reaction points' rate changes
+    (``result.network.hosts[i].agent.rate_log``, gse.metrics.rates)."""
     cfg = config if config is not None else default_config(protocol)
     held = list(triggers.held) if triggers is not None else []
     for m in list(messages) + held:
@@ -75,6 +77,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     net = build_network(topo, protocol, cfg, seed, loss_rate, corrupt_rate)
     if routes:
         pin_routes(net, list(messages) + held, routes)
+    if trace_rates:
+        for h in net.hosts:
+            if hasattr(h.agent, "rate_log"):
+                h.agent.rate_log = {}
     cache = {}
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]
