@@ -14,6 +14,7 @@ The size options of the seed's topologies (``--servers``, ``--groups``, ``--spin
 from topologies.fattree import fat_tree
 from topologies.podfattree import pod_fat_tree
 from topologies.spineleaf import spine_leaf_rail
+from topologies.star import star
 from topologies.topology import TopologyError
 
 
@@ -39,6 +40,10 @@ def _opt(args, name, default=None):
 
 def _fat_tree(args):
     return fat_tree(args.k, **_links(args))
+
+
+def _star(args):
+    return star(_opt(args, "hosts", 17), **_links(args))
 
 
 def _spine_leaf_args(args):
@@ -72,6 +77,10 @@ TOPOLOGIES = {
     "fat-tree": TopologySpec("fat-tree", _fat_tree,
                              "k-ary Fat-Tree (--k): k^3/4 hosts, 1:1 at every tier",
                              lambda args: {"k": args.k}),
+    "star": TopologySpec("star", _star,
+                         "one switch with --hosts hosts (default 17), as the HPCC authors' "
+                         "ns-3 simulator's DCQCN runs",
+                         lambda args: {"hosts": _opt(args, "hosts", 17)}),
     "spine-leaf-rail": TopologySpec(
         "spine-leaf-rail", _spine_leaf,
         "the seed's rail-optimised two-tier Spine-Leaf (--servers, --nics-per-server, "
@@ -106,6 +115,7 @@ def add_topology_options(parser):
                    help="spine-leaf-rail: Spines; pod-fat-tree: Spines per pod (and core "
                         "groups); must divide the servers per group (default: equal to it)")
     g.add_argument("--pods", type=int, default=None, help="pod-fat-tree: pods (default 2)")
+    g.add_argument("--hosts", type=int, default=None, help="star: hosts (default 17)")
     g.add_argument("--cores-per-group", type=int, default=None,
                    help="pod-fat-tree: Cores per core group; must divide a Spine's downlinks "
                         "(default: equal to them, one link per Spine-Core pair)")
