@@ -8,7 +8,7 @@ summary, so their results line up column for column.
 import json
 import random
 
-from gse.config import PS_PER_US, ConfigError
+from gse.config import BASELINES, PS_PER_US, ConfigError, roce_baseline
 from gse.metrics.report import format_summary, write_records
 from gse.protocols import default_config
 from gse.workloads import traffic
@@ -41,6 +41,12 @@ def add_protocol_options(p, protocols):
                    help="GSE unscheduled first window in bytes (0 = off)")
     g.add_argument("--policy", choices=("rr", "srpt", "fifo"),
                    help="GSE receiver grant policy (default rr)")
+    g.add_argument("--baseline", default="deployed", choices=sorted(BASELINES),
+                   help="the RoCE baseline profile (docs/comparison.md): deployed = RoCEv2 + "
+                        "PFC + DCQCN + ECN (default); htsim = htsim's RoCE model (no "
+                        "congestion control, its framing, NIC and PFC); hpcc-dcqcn = DCQCN "
+                        "as the HPCC authors' ns-3 simulator runs it; --set overrides apply "
+                        "on top")
     g.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override any protocol parameter (repeatable)")
     g.add_argument("--loss", type=float, default=0.0, help="random loss per link traversal")
@@ -114,7 +120,10 @@ def generated_traffic(args, n):
 def gse_config_from_args(args, protocol=None):
     """The protocol's config (GseConfig or RoceConfig) with the command line's overrides."""
     protocol = protocol or getattr(args, "protocol", "gse")
-    cfg = default_config(protocol)
+    if protocol == "roce":
+        cfg = roce_baseline(getattr(args, "baseline", None) or "deployed")
+    else:
+        cfg = default_config(protocol)
     for name, value in _overrides(args):
         if "." in name:                  # gse.NAME=V / roce.NAME=V: one protocol only
             target, name = name.split(".", 1)
@@ -132,6 +141,20 @@ def gse_config_from_args(args, protocol=None):
     return cfg
 
 
+BASELINE_TEXT = {
+    "deployed": "RoCEv2 + PFC + DCQCN (paper reaction point) + ECN, as deployed",
+    "htsim": "htsim's RoCE model: no congestion control, 4,150 B + 64 B packets, an ACK "
+             "per packet, per-flow pacers, one-FIFO lossless switches, htsim's PFC",
+    "hpcc-dcqcn": "DCQCN as the HPCC authors' ns-3 simulator runs it at 100 Gb/s "
+                  "(ConnectX reaction point, 1,048-B packets)",
+}
+
+
+def baseline_line(name):
+    """What ``gse compare`` prints about the RoCE baseline it ran."""
+    return "RoCE baseline: %s (%s; docs/comparison.md)" % (name, BASELINE_TEXT.get(name, name))
+
+
 def _overrides(args):
     for item in getattr(args, "set", None) or ():
         if "=" not in item:
@@ -146,6 +169,8 @@ def describe_run(summary, args, config):
     summary["traffic"] = (args.traffic_file if args.traffic_file else
                           {"kind": args.traffic, "size": args.size, "seed": args.seed})
     summary["config"] = config.as_dict()
+    if summary.get("protocol", getattr(args, "protocol", None)) == "roce":
+        summary["baseline"] = getattr(args, "baseline", None) or "deployed"
     return summary
 
 

@@ -6,6 +6,7 @@
 
 from gse.cli.common import (
     add_run_options,
+    baseline_line,
     describe_run,
     gse_config_from_args,
     topology_from_args,
@@ -47,6 +48,8 @@ def cmd_compare(args):
     for p, result in results.items():
         describe_run(result.summary, args, configs[p])
     if not args.quiet:
+        if "roce" in results:
+            print(baseline_line(args.baseline))
         print(side_by_side(results))
     if args.json:
         write_json(args.json, {p: r.summary for p, r in results.items()})
