@@ -29,7 +29,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gse.config import roce_baseline  # noqa: E402
+from gse.config import RoceConfig, roce_baseline  # noqa: E402
 from gse.runtimes.sim.run import run_simulation  # noqa: E402
 from gse.workloads.traffic import Message  # noqa: E402
 from topologies import fat_tree  # noqa: E402
@@ -42,16 +42,20 @@ TITLES = {
     "incast16_spread": "16:1 incast (hosts 16+7i -> 0)",
     "a2a16": "all-to-all among hosts 0..15",
     "perm_128n_128c": "permutation, 128 hosts (upstream .cm)",
+    "busyhost2": "busy host: h0 sends 4 MB + 16 x 64 KiB one by one, receives 5 x 2 MB",
 }
 
 
 def load(name):
+    """Messages, each flow's FCT in htsim (µs, from its own start) and htsim's paths."""
     with open(os.path.join(DATA, name + ".json")) as f:
         ref = json.load(f)
-    messages = [Message(i, s, d, size, 0) for i, s, d, size in ref["messages"]]
-    finished = {int(k): v for k, v in ref["finished_us"].items()}
+    messages = [Message(m[0], m[1], m[2], m[3], round(m[4] * 1e6) if len(m) > 4 else 0)
+                for m in ref["messages"]]
+    start = {m.msg_id: m.start_ps / 1e6 for m in messages}
+    fct = {int(k): v - start[int(k)] for k, v in ref["finished_us"].items()}
     routes = [(r[0], r[1], r[2:]) for r in ref["routes"]]
-    return ref, messages, finished, routes
+    return ref, messages, fct, routes
 
 
 def stats(values):
@@ -64,19 +68,53 @@ def stats(values):
             "mean": sum(v) / n}
 
 
-def run(messages, routes, seed):
+# --ablation: the htsim profile with one of its parts put back to the project's default
+ABLATION = {
+    "htsim profile": {},
+    "NIC round robin by activation (nic_scheduler=rr)": {"nic_scheduler": "rr"},
+    "802.1Qbb PFC (control never held, quanta)": {"pfc_model": "802.1qbb"},
+    "control ahead of data at switches": {"switch_control_priority": True},
+    "last packet partial (round_up_packets=0)": {"round_up_packets": False},
+    "ACK every 16 KiB": {"ack_every_bytes": 16 * 1024},
+    "all of them (RoceConfig(dcqcn=0, ecn=0, mtu=4150))": "plain",
+}
+
+
+def run(messages, routes, seed, overrides=None):
     topo = fat_tree(8)
-    result = run_simulation(topo, messages, "roce", roce_baseline("htsim"), seed,
-                            routes=routes)
+    if overrides == "plain":
+        cfg = RoceConfig(dcqcn=False, ecn=False, mtu=4150)
+    else:
+        cfg = roce_baseline("htsim", **(overrides or {}))
+    result = run_simulation(topo, messages, "roce", cfg, seed, routes=routes)
     if result.summary["lost"]:
         raise SystemExit("%d messages were not delivered" % result.summary["lost"])
     return {r.msg_id: (r.finish_ps - r.start_ps) / 1e6 for r in result.records}
 
 
+def ablation(name):
+    _, messages, theirs, routes = load(name)
+    small = [m.msg_id for m in messages if m.size <= 65536] or [m.msg_id for m in messages]
+
+    def med(fct):
+        v = sorted(fct[i] for i in small)
+        return v[(len(v) - 1) // 2]
+    print("%s: %d flows, median FCT of the %d flows <= 64 KiB; worst = largest |here - htsim|"
+          % (title(name), len(messages), len(small)))
+    print("  %-52s %10s %10s" % ("", "median µs", "worst µs"))
+    print("  %-52s %10.3f" % ("htsim", med(theirs)))
+    for label, overrides in ABLATION.items():
+        fct = run(messages, routes, 1, overrides)
+        print("  %-52s %10.3f %10.3f" % (label, med(fct), max(abs(fct[i] - theirs[i])
+                                                              for i in theirs)))
+    return 0
+
+
 def title(name):
     for prefix, text in TITLES.items():
         if name.startswith(prefix):
-            return "%s, %s B" % (text, name.rsplit("_", 1)[1])
+            size = name.rsplit("_", 1)[-1]
+            return "%s, %s B" % (text, size) if size.isdigit() else text
     return name
 
 
@@ -86,8 +124,14 @@ def main():
                     default=sorted(f[:-5] for f in os.listdir(DATA) if f.endswith(".json")))
     ap.add_argument("--seeds", type=int, nargs="+", default=[1],
                     help="seeds of the own-ECMP runs (routes pinned: the seed does not matter)")
+    ap.add_argument("--ablation", metavar="SCENARIO",
+                    help="instead: the htsim profile with one part at a time set back to the "
+                         "project's default, on htsim's routes; median FCT of flows <= 64 KiB "
+                         "and the worst flow (e.g. busyhost2)")
     ap.add_argument("--json", help="write every figure here")
     args = ap.parse_args()
+    if args.ablation:
+        return ablation(args.ablation)
     out = []
     print("FCT in µs; gap = here / htsim - 1; 'worst flow' = largest |here - htsim| of one "
           "flow (htsim's routes only)")

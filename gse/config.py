@@ -153,11 +153,14 @@ def _parse_value(name, text, current):
 class RoceConfig(_Config):
     """Parameters of the RoCEv2 baseline: go-back-N host, DCQCN, ECN, PFC switches.
 
-    Defaults follow ANCHORS.md: PFC on every switch ingress with htsim's thresholds (XOFF
-    62,250 B, XON 49,800 B, 415,000 B per egress), DCQCN as in its paper (g = 1/256,
-    55 us timers, 10 MB byte counter, F = 5, 40/200 Mb/s increases, CNP every 50 us per flow)
-    with RED marking at 100 KB / 400 KB / 0.2 (HPCC simulator's 100 Gb/s values).  For
-    htsim's RoCE model, turn DCQCN and ECN off: ``--set dcqcn=0 --set ecn=0``.
+    Defaults (the ``deployed`` baseline) follow ANCHORS.md: PFC on every switch ingress with
+    htsim's thresholds (XOFF 62,250 B, XON 49,800 B, 415,000 B per egress), DCQCN as in its
+    paper (g = 1/256, 55 us timers, 10 MB byte counter, F = 5, 40/200 Mb/s increases, CNP
+    at most every 50 us per flow) with RED marking at 100 KB / 400 KB / 0.2.  Those ECN
+    thresholds are the HPCC simulator's values *at 25 Gb/s*: it scales them with the link
+    rate, to 400 KB / 1,600 KB / 0.2 at 100 Gb/s (its mix/config.txt:52-54, run.py:96-98),
+    the ``hpcc-dcqcn`` baseline.  ``htsim`` reproduces htsim's RoCE model.  BASELINES and
+    docs/comparison.md give every value's source.
     """
 
     NAME = "RoCE"
@@ -281,6 +284,8 @@ class RoceConfig(_Config):
         if self.pfc_model not in PFC_MODELS:
             raise ConfigError("pfc_model must be one of %s, got %r"
                               % (", ".join(PFC_MODELS), self.pfc_model))
+        if self.pfc_model == "htsim" and not self.pfc:
+            raise ConfigError("pfc_model 'htsim' models htsim's lossless fabric: it needs pfc=1")
 
 
 # Named RoCE baselines (``--baseline``): the model of RoCEv2 that GSE is compared against.

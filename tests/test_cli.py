@@ -62,3 +62,26 @@ def test_version(capsys):
     with pytest.raises(SystemExit):
         main(["--version"])
     assert "gse" in capsys.readouterr().out
+
+
+def test_baseline_profile_switch(tmp_path, capsys):
+    """--baseline sets the RoCE profile; compare says which it ran, summaries record it."""
+    out = tmp_path / "cmp.json"
+    assert main(["compare", "--k", "4", "--traffic", "incast", "--senders", "3", "--size",
+                 "100000", "--protocols", "gse,roce", "--baseline", "htsim", "--json",
+                 str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "RoCE baseline: htsim (htsim's RoCE model" in text
+    summaries = json.loads(out.read_text())
+    assert summaries["roce"]["baseline"] == "htsim" and "baseline" not in summaries["gse"]
+    assert summaries["roce"]["config"]["mtu"] == 4150
+    assert summaries["roce"]["config"]["pfc_model"] == "htsim"
+    out = tmp_path / "sim.json"
+    assert main(["sim", "--k", "4", "--traffic", "incast", "--senders", "3", "--size",
+                 "100000", "--protocol", "roce", "--set", "mtu=2000", "--json", str(out),
+                 "--quiet"]) == 0
+    s = json.loads(out.read_text())
+    assert s["baseline"] == "deployed" and s["config"]["mtu"] == 2000
+    assert s["config"]["dcqcn"] is True
+    with pytest.raises(SystemExit):          # argparse: not one of the profiles
+        main(["sim", "--k", "4", "--protocol", "roce", "--baseline", "ns3"])

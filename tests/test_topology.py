@@ -271,3 +271,20 @@ def test_summary_and_names(ft4):
     assert ft4.tier_name(0) == "host"
     assert ft4.tier_name(ft4.node_id("core0")) == "core"
     assert ft4.host_link(5).gbps == 100.0
+
+
+def test_star_is_one_switch_with_its_hosts():
+    from topologies import star
+    from topologies.registry import build_topology, describe_topology_args
+    import argparse
+    t = star(5, link_delay_ns=1000)
+    assert len(t.hosts) == 5 and len(t.switches) == 1
+    sw = t.switches[0]
+    assert [t.next_hops[sw][h] for h in range(5)] == [(h,) for h in range(5)]
+    assert t.max_base_rtt_ps(1048, 64) == 4 * 1_000_000 + 2 * (1048 + 64) * 80
+    args = argparse.Namespace(topology="star", hosts=3, k=8, link_gbps=100.0,
+                              link_delay_ns=1000, switch_latency_ns=0)
+    assert len(build_topology(args).hosts) == 3
+    assert describe_topology_args(args)["hosts"] == 3
+    with pytest.raises(TopologyError, match="hosts must be an integer >= 2"):
+        star(1)

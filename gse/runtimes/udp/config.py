@@ -165,6 +165,10 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
         sends[m.src].append({"msg_id": m.msg_id, "dst": m.dst, "size": m.size,
                              "start_ps": m.start_ps})
         expects[m.dst].append({"src": m.src, "msg_id": m.msg_id, "size": m.size})
+    if getattr(cfg, "pfc_model", "802.1qbb") != "802.1qbb":
+        raise ConfigError("pfc_model %r is a model of the simulation runtime only; over UDP "
+                          "and Mininet PFC is 802.1Qbb's (--set pfc_model=802.1qbb)"
+                          % cfg.pfc_model)
     qc = queue_config(protocol, cfg)
     queue = {name: getattr(qc, name) for name in qc.__slots__}
     pc = pfc_config(protocol, cfg)
