@@ -14,7 +14,8 @@ from gse.cli.common import (
     until_ps,
     write_json,
 )
-from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
+from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
+                             write_observed)
 from gse.metrics.report import side_by_side, write_records
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import compare
@@ -44,7 +45,9 @@ def cmd_compare(args):
     configs = {p: gse_config_from_args(args, p) for p in protocols}
     check_outputs(args)
     results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
-                      until_ps(args), sample_ps(args), triggers=triggers)
+                      until_ps(args), sample_ps(args),
+                      {p: sim_observers(args, p, True) for p in protocols},
+                      triggers=triggers)
     for p, result in results.items():
         describe_run(result.summary, args, configs[p])
     if not args.quiet:

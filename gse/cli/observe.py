@@ -1,19 +1,32 @@
-"""Options that watch a simulated run: time series (``--sample-us``) and the progress bar.
+"""Options that watch a run: time series (``--sample-us``), pcap captures (``--pcap``).
 
 Shared by ``gse sim``, ``gse compare`` and ``gse replay`` (and the place a future
-``gse sweep`` takes them from): ``add_observe_options`` adds the options,
-``observers_for(args, label)`` builds what ``run_simulation(..., observers=...)`` takes,
-``write_observed(args, result, label, multi)`` writes what they collected.  pcap
-captures have their own options (``gse.cli.capture``).
+``gse sweep`` takes them from; ``gse run`` takes the pcap options only):
+``add_observe_options`` adds the options, ``sim_observers(args, label, multi)`` builds
+what ``run_simulation(..., observers=...)`` takes, ``write_observed(args, result, label,
+multi)`` writes what they collected.
 """
 
 import os
 
 from gse.config import PS_PER_US
+from gse.metrics.pcap import DEFAULT_BUDGET, MIN_SNAPLEN, check_options
 
 
-def add_observe_options(p, sampling=True):
+def add_observe_options(p, sampling=True, pcap=True):
     g = p.add_argument_group("observation")
+    if pcap:
+        g.add_argument("--pcap", metavar="DIR", default=None,
+                       help="write pcap captures (Ethernet/IPv4/UDP frames around the real "
+                            "datagrams; docs/pcap.md) into DIR, one file per interface")
+        g.add_argument("--pcap-ports", metavar="SPEC", default="all",
+                       help="interfaces to capture, comma-separated: all, host:N, a host's "
+                            "name, NODE:PORT, tier:KIND[:up|down] (default: all)")
+        g.add_argument("--pcap-budget", type=int, default=DEFAULT_BUDGET, metavar="N",
+                       help="packets written per capture file (default %(default)s)")
+        g.add_argument("--pcap-snaplen", type=int, default=65535, metavar="BYTES",
+                       help="bytes kept of each frame (at least %d: the headers)"
+                            % MIN_SNAPLEN)
     if sampling:
         g.add_argument("--sample-us", type=float, default=None, metavar="N",
                        help="sample queues, link utilisation, host goodput, PFC pauses and "
@@ -41,10 +54,28 @@ def sample_ps(args):
 
 
 def check_outputs(args):
-    """Fail before a long run, not after it: the format's library must be importable."""
+    """Fail before a long run, not after it: options sound, libraries importable."""
     if sample_ps(args) and args.timeseries_format == "parquet":
         from gse.metrics.columnar import pyarrow_module
         pyarrow_module()
+    if getattr(args, "pcap", None):
+        from gse.metrics.pcap import dpkt_module
+        check_options(args.pcap_budget, args.pcap_snaplen)
+        dpkt_module()
+
+
+def pcap_dir(args, label, multi):
+    return os.path.join(args.pcap, label) if multi else args.pcap
+
+
+def sim_observers(args, label, multi=False):
+    """The observers ``run_simulation(..., observers=...)`` takes for these options."""
+    out = []
+    if getattr(args, "pcap", None):
+        from gse.runtimes.sim.capture import SimCapture
+        out.append(SimCapture.factory(pcap_dir(args, label, multi), args.pcap_ports,
+                                      args.pcap_budget, args.pcap_snaplen))
+    return out
 
 
 def timeseries_dir(args, label, multi):
@@ -54,6 +85,9 @@ def timeseries_dir(args, label, multi):
 
 def write_observed(args, result, label, multi=False):
     """Write the time series a run collected; returns the paths written."""
+    if getattr(args, "pcap", None) and not getattr(args, "quiet", False):
+        print("pcap captures written to %s (tshark -X lua_script:tools/wireshark/gse.lua "
+              "-r FILE)" % pcap_dir(args, label, multi))
     ts = getattr(result, "timeseries", None)
     if ts is None:
         return []

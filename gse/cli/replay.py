@@ -16,7 +16,8 @@ import sys
 
 from gse.cli.common import (add_output_options, add_protocol_options, add_topology_options,
                             gse_config_from_args, topology_from_args, until_ps, write_json)
-from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
+from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
+                             write_observed)
 from gse.metrics.report import format_side_by_side, format_summary, write_records
 from gse.protocols import PROTOCOLS
 from gse.workloads.collectives import ALGORITHMS, Collective
@@ -200,8 +201,9 @@ def cmd_replay(args):
     for p in protocols:
         cfg = gse_config_from_args(cargs, p)
         res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts, until,
-                     args.compute_scale, sample_ps(args), compute_model=args.compute_model,
-                     programs=trace.programs)
+                     args.compute_scale, sample_ps(args),
+                     sim_observers(args, p, len(protocols) > 1),
+                     compute_model=args.compute_model, programs=trace.programs)
         res.summary["topology"] = describe_topology_args(args)
         res.summary["trace"] = trace.summary()
         res.summary["runtime"] = args.runtime

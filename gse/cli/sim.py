@@ -14,7 +14,8 @@ from gse.cli.common import (
     workload_from_args,
     until_ps,
 )
-from gse.cli.observe import add_observe_options, check_outputs, sample_ps, write_observed
+from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
+                             write_observed)
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import run_simulation
 
@@ -35,7 +36,8 @@ def cmd_sim(args):
     cfg = gse_config_from_args(args)
     check_outputs(args)
     result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
-                            args.corrupt, until_ps(args), sample_ps(args), triggers=triggers)
+                            args.corrupt, until_ps(args), sample_ps(args),
+                            sim_observers(args, args.protocol), triggers=triggers)
     summary = describe_run(result.summary, args, cfg)
     emit(summary, result.records, args)
     write_observed(args, result, args.protocol)
