@@ -18,6 +18,7 @@ import sys
 
 from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from_args,
                             topology_from_args, traffic_from_args, until_ps)
+from gse.cli.observe import add_observe_options, check_outputs, pcap_options
 from gse.config import PS_PER_US
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
                                      udp_protocols, write_node_configs)
@@ -49,7 +50,8 @@ def run_from_args(args, topo, messages, config):
     until = until_ps(args)
     result = run_udp(topo, messages, args.protocol, config, args.seed, args.loss,
                      args.corrupt, until, args.timeout_s, args.loop, args.addressing,
-                     int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire)
+                     int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire,
+                     pcap=pcap_options(args))
     return result.summary, result.records
 
 
@@ -59,6 +61,7 @@ def cmd_run(args):
     if not messages:
         raise ValueError("the traffic has no messages")
     cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
+    check_outputs(args)
     try:
         if args.runtime == "udp":
             summary, records = run_from_args(args, topo, messages, cfg)
@@ -70,6 +73,9 @@ def cmd_run(args):
         return 130
     summary = describe_run(summary, args, cfg)
     emit(summary, records, args)
+    if args.pcap and not args.quiet:
+        print("pcap captures written to %s (tshark -X lua_script:tools/wireshark/gse.lua "
+              "-r FILE)" % args.pcap)
     return 0 if summary["lost"] == 0 else 1
 
 
@@ -121,6 +127,7 @@ def add_commands(sub):
     add_run_options(p, protocols)
     p.set_defaults(**UDP_DEFAULTS)
     _udp_run_options(p)
+    add_observe_options(p, sampling=False)
 
     p = sub.add_parser("agent-configs",
                        help="write the per-node configurations of a topology and traffic")

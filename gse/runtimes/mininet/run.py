@@ -37,6 +37,7 @@ from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
 from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
 from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
+from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
 from gse.runtimes.udp.results import summarize_agent_outputs
 
@@ -97,7 +98,7 @@ def agent_env():
 def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
-                progress=None, label=None, wire="gse"):
+                progress=None, label=None, wire="gse", pcap=None):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -106,6 +107,8 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     log, counters and records (``<out_dir>/agents/``) and the network's state file;
     without it they go to a temporary folder that is removed.  ``progress(dict)`` is
     called about five times a second.  SIGTERM raises ``Terminated`` after tearing down.
+    ``pcap``: ``{"dir", "spec", "budget", "snaplen"}``: each agent captures its chosen
+    ports (``gse.runtimes.udp.capture``, docs/pcap.md).
     """
     check_protocol(protocol)
     reason = mininet_unavailable()
@@ -142,6 +145,12 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 run_opts["timeout_s"] = round(budget + timeout_s, 3)
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
                                       corrupt_rate, agents, run_opts, port, wire)
+                if pcap:
+                    os.makedirs(pcap["dir"], exist_ok=True)
+                    chosen = capture_plan(topo, pcap)
+                    for conf in confs:
+                        if conf["node"] in chosen:
+                            conf["pcap"] = chosen[conf["node"]]
                 paths = write_node_configs(confs, os.path.join(agents, "conf"))
                 run.launch(paths, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
@@ -364,6 +373,14 @@ class ProgressLine:
         self.stream.flush()
 
 
+def pcap_options(args):
+    """``--pcap`` and friends as the runtimes take them (None without ``--pcap``)."""
+    if not getattr(args, "pcap", None):
+        return None
+    return {"dir": args.pcap, "spec": args.pcap_ports, "budget": args.pcap_budget,
+            "snaplen": args.pcap_snaplen}
+
+
 def run_from_args(args, topo, messages, config):
     """The ``gse run --runtime mininet`` hook (see ``gse.cli.run``)."""
     if getattr(args, "until_us", None) is not None:
@@ -379,5 +396,6 @@ def run_from_args(args, topo, messages, config):
     result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),
-                         progress=progress, wire=getattr(args, "wire", "gse"))
+                         progress=progress, wire=getattr(args, "wire", "gse"),
+                         pcap=pcap_options(args))
     return result.summary, result.records

@@ -28,6 +28,7 @@ from gse.runtimes.udp.config import (check_node_config, load_node_config, protoc
                                      write_json_atomic)
 from gse.runtimes.udp.io import (Endpoint, Scheduler, kernel_drops, loop_name, open_udp_socket,
                                  run_async)
+from gse.runtimes.udp import capture
 from gse.runtimes.udp.node import build_node
 
 COUNTERS_FORMAT = "gse-agent-counters/1"
@@ -44,6 +45,7 @@ class Agent:
         self.sched = None
         self.endpoint = None
         self.node = None
+        self.capture = None       # --pcap: gse.runtimes.udp.capture.NodeCapture
         self.exit = None
         self.stop = None
         self.wall0 = time.perf_counter()
@@ -76,6 +78,9 @@ class Agent:
             agent_cfg = protocol_config(conf) if conf["role"] == "host" else None
             self.node = build_node(conf, self.sched, self.endpoint, agent_cfg)
             handler = self.node.datagram
+            if conf.get("pcap"):            # --pcap: this node's chosen ports
+                self.capture = capture.attach(self.node, conf["pcap"])
+                handler = self.capture.datagram
 
             def on_datagram(data, addr):
                 self.last_rx = time.monotonic()
@@ -95,6 +100,9 @@ class Agent:
             self._write()
             self.sched.close()
             await self.endpoint.close()
+            if self.capture is not None:
+                capture.close_all([self.capture], conf["pcap"]["dir"],
+                                  "captures-%s.json" % conf["name"])
         return 0 if self.complete() else 1
 
     def _start_delay_ns(self):

@@ -24,6 +24,7 @@ import time
 
 from gse.metrics.records import RunResult
 from gse.protocols import default_config
+from gse.runtimes.udp import capture
 from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
 from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, kernel_drops, loop_name,
                                  open_udp_socket, run_async)
@@ -51,7 +52,7 @@ class UdpNetwork:
 
     def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
-                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse"):
+                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None):
         check_protocol(protocol)
         self.topo = topo
         self.wire = wire
@@ -66,6 +67,10 @@ class UdpNetwork:
         self.precise = precise_timers
         self.rcvbuf = rcvbuf_bytes
         self.plan = address_plan(topo, addressing)
+        # --pcap: {"dir", "spec", "budget", "snaplen"} (gse.runtimes.udp.capture)
+        self.pcap = pcap
+        self.pcap_plan = capture.plan(topo, pcap) if pcap else {}
+        self.captures = []
         self.sched = None
         self.endpoints = []
         self.nodes = []
@@ -117,7 +122,12 @@ class UdpNetwork:
                 if conf["role"] == "host":
                     self.hosts.append(node)
             for node, ep in zip(self.nodes, self.endpoints):
-                await ep.start(node.datagram)
+                callback = node.datagram
+                if node.node in self.pcap_plan:
+                    cap = capture.attach(node, self.pcap_plan[node.node])
+                    self.captures.append(cap)
+                    callback = cap.datagram
+                await ep.start(callback)
         except BaseException:
             await self.close()
             raise
@@ -181,6 +191,9 @@ class UdpNetwork:
         await asyncio.gather(*(ep.close() for ep in self.endpoints), return_exceptions=True)
         if self.sched is not None:
             self.sched.close()          # again: datagrams handled while closing may arm
+        if self.captures:
+            captures, self.captures = self.captures, []
+            capture.close_all(captures, self.pcap["dir"])
 
     def errors(self):
         """Bugs seen while running (empty in a healthy run)."""
@@ -221,9 +234,9 @@ class UdpNetwork:
 async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
-                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse"):
+                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                     addressing, slack_ps, precise_timers, rcvbuf_bytes, wire)
+                     addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap)
     async with net:
         await net.run(until_ps, timeout_s)
     return net.result()
@@ -232,13 +245,15 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
 def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
             corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
             slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
-            wire="gse"):
+            wire="gse", pcap=None):
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
     ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
     PDS/SES headers, ``gse.wire.uet``).
 
     ``config`` is used as given; None means the protocol's defaults with the real-time
-    timers of ``gse.runtimes.udp.config.udp_profile``.  Returns a ``gse.metrics.records.RunResult``.
+    timers of ``gse.runtimes.udp.config.udp_profile``.  ``pcap``: ``{"dir", "spec",
+    "budget", "snaplen"}`` captures (docs/pcap.md).  Returns a
+    ``gse.metrics.records.RunResult``.
     """
     for m in messages:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
@@ -246,4 +261,4 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
-        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire), loop)
+        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap), loop)
