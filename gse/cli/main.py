@@ -7,6 +7,7 @@
     gse agent ...      one node of a real fabric                (gse.cli.agent)
     gse traffic ...    write generated traffic as a .cm file    (gse.cli.traffic)
     gse topo ...       describe a topology                      (gse.cli.topo)
+    gse plot ...       figures from a run's outputs             (gse.cli.plot)
     gse info           which build (compiled or pure) is active (gse.cli.info)
 
 Each command module has ``add_commands(subparsers) -> {name: handler}``.
@@ -20,7 +21,8 @@ from gse import __version__, _build
 from gse.config import ConfigError
 
 COMMANDS = ("gse.cli.sim", "gse.cli.compare", "gse.cli.replay", "gse.cli.run",
-            "gse.cli.agent", "gse.cli.traffic", "gse.cli.topo", "gse.cli.info")
+            "gse.cli.agent", "gse.cli.traffic", "gse.cli.topo", "gse.cli.plot",
+            "gse.cli.info")
 
 
 def build_parser():

@@ -75,7 +75,8 @@ def write_table(path, columns, schema, metadata=None, fmt=None):
         with open(path, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(names)
-            w.writerows(zip(*(columns[name] for name in names)))
+            for row in zip(*(columns[name] for name in names)):
+                w.writerow(["" if v is None else v for v in row])
         with open(_meta_path(path), "w") as f:
             json.dump({"schema": schema, "metadata": meta}, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -165,9 +166,9 @@ def _parse(values, typ, path, name):
         return values
     try:
         if typ == "bool":
-            return [v == "True" for v in values]
+            return [None if v == "" else v == "True" for v in values]
         if typ.startswith("int"):
-            return [int(v) for v in values]
-        return [float(v) for v in values]
+            return [None if v == "" else int(v) for v in values]
+        return [None if v == "" else float(v) for v in values]
     except ValueError as exc:
         raise ValueError("%s column %s: %s" % (path, name, exc)) from None

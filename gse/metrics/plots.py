@@ -1,8 +1,25 @@
-"""Plots of a run's results (matplotlib, optional: ``pip install 'gse-transport[plot]'``)."""
+"""Plots of a run's outputs (matplotlib, optional: ``pip install 'gse-transport[plot]'``).
+
+What ``gse plot`` draws (docs/plots.md), each from files any run writes, so a plot can be
+made long after the run and from any runtime's records:
+
+* ``queue_heatmaps``: queue occupancy over time per tier, one panel per tier and
+  direction (ToR uplinks apart from ToR downlinks), a row per port, from a time series
+  (``--sample-us``); each panel's title gives its peak beside the summary's peak for the
+  tier, so the picture and the table can be checked against each other;
+* ``goodput_over_time``: the hosts' total goodput (or chosen hosts') over time, one line
+  per run, from time series;
+* ``fct_cdf``: completion-time CDFs, one line per records file (``--records``: JSON
+  Lines, CSV or Parquet);
+* ``plot_fct_cdfs``: the CDFs of ``gse compare --plot`` from results in memory.
+
+Every axis is labelled with its unit.
+"""
+
+TIER_ORDER = ("host", "leaf", "edge", "spine", "agg", "core")
 
 
-def plot_fct_cdfs(results, path, title=None):
-    """FCT CDFs of every protocol in one figure; raises RuntimeError without matplotlib."""
+def pyplot():
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -10,21 +27,144 @@ def plot_fct_cdfs(results, path, title=None):
     except ImportError as exc:
         raise RuntimeError("plotting needs matplotlib: pip install 'gse-transport[plot]'"
                            ) from exc
+    return plt
+
+
+def _save(fig, path, plt):
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def panel_name(tier, direction):
+    if tier == "host":
+        return "host NICs (up)"
+    return "%s %slinks" % (tier, direction)
+
+
+def queue_panels(ts, column="queue_peak_bytes"):
+    """[(tier, direction, [port index], matrix rows = ports x bins)] of a TimeSeries."""
+    import numpy as np
+    values = np.asarray(ts.port_values[column] if column in ts.port_values else
+                        ts.port_table()[column], dtype=float)
+    grid = values.reshape(ts.nbins, ts.nports).T if ts.nbins else np.zeros((ts.nports, 0))
+    groups = {}
+    for i, (tier, direction) in enumerate(zip(ts.ports["tier"], ts.ports["direction"])):
+        groups.setdefault((tier, direction), []).append(i)
+    rank = {t: k for k, t in enumerate(TIER_ORDER)}
+    out = []
+    for (tier, direction), idx in sorted(groups.items(),
+                                         key=lambda kv: (rank.get(kv[0][0], 99),
+                                                         kv[0][1] != "up")):
+        out.append((tier, direction, idx, grid[idx]))
+    return out
+
+
+def window(ts, start_us=None, end_us=None):
+    """(first bin, last bin + 1) of the bins within [start_us, end_us]."""
+    times = ts.times_us()
+    lo = 0
+    hi = ts.nbins
+    if start_us is not None:
+        while lo < hi and times[lo] < start_us:
+            lo += 1
+    if end_us is not None:
+        while hi > lo and ts.edges[hi] / 1e6 > end_us:
+            hi -= 1
+    if lo >= hi:
+        raise ValueError("no bin between %s and %s us (the series covers 0..%g us)"
+                         % (start_us, end_us, ts.edges[-1] / 1e6))
+    return lo, hi
+
+
+def queue_heatmaps(ts, path, summary=None, column="queue_peak_bytes", tiers=None,
+                   title=None, start_us=None, end_us=None):
+    """One heat map per tier and direction: ports (rows) x time (columns), colour = KB."""
+    plt = pyplot()
+    lo, hi = window(ts, start_us, end_us)
+    panels = [(tier, d, idx, grid[:, lo:hi]) for tier, d, idx, grid in queue_panels(ts, column)
+              if tiers is None or tier in tiers or "%s:%s" % (tier, d) in tiers]
+    if not panels:
+        raise ValueError("no port of the tiers %s in the time series" % (tiers,))
+    t0 = ts.edges[lo] / 1e6
+    t1 = ts.edges[hi] / 1e6
+    peaks = (summary or {}).get("peak_queue_bytes", {})
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 1.2 + 1.6 * len(panels)),
+                             squeeze=False, sharex=True, layout="constrained")
+    vmax = max(float(p[3].max()) if p[3].size else 0.0 for p in panels) / 1000.0 or 1.0
+    image = None
+    for ax, (tier, direction, idx, grid) in zip(axes[:, 0], panels):
+        image = ax.imshow(grid / 1000.0, aspect="auto", interpolation="nearest",
+                          origin="lower", extent=(t0, t1, 0, len(idx)), cmap="viridis",
+                          vmin=0, vmax=vmax)
+        peak = int(grid.max()) if grid.size else 0
+        text = "%s: %d ports, peak %s B" % (panel_name(tier, direction), len(idx),
+                                            format(peak, ","))
+        if tier in peaks:
+            text += " (summary's %s peak: %s B)" % (tier, format(peaks[tier], ","))
+        ax.set_title(text, fontsize=9, loc="left")
+        ax.set_ylabel("port")
+    axes[-1, 0].set_xlabel("virtual time (us)")
+    what = {"queue_peak_bytes": "queue peak in bin (KB)",
+            "queue_bytes": "queue at bin end (KB)"}.get(column, column + " (x1000)")
+    fig.colorbar(image, ax=axes[:, 0].tolist(), label=what, fraction=0.03, pad=0.01)
+    fig.suptitle(title or "Queue occupancy over time by tier (%s, %g us bins)"
+                 % (ts.meta.get("protocol", "run"), ts.bin_ps / 1e6), fontsize=10)
+    return _save(fig, path, plt)
+
+
+def goodput_over_time(series, path, hosts=None, title=None, start_us=None, end_us=None):
+    """``series``: [(label, TimeSeries)]; total goodput of all hosts (or of ``hosts``)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    for label, ts in series:
+        lo, hi = window(ts, start_us, end_us)
+        times = ts.times_us()[lo:hi]
+        if hosts is None:
+            ax.step(times, ts.total_goodput_gbps()[lo:hi], where="post", label=label)
+        else:
+            for h in hosts:
+                ax.step(times, ts.host_goodput_gbps(h)[lo:hi], where="post",
+                        label="%s host %d" % (label, h))
+    ax.set_xlabel("virtual time (us)")
+    ax.set_ylabel("goodput, %s (Gb/s)" % ("all hosts" if hosts is None else "per host"))
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(title or "Goodput over time", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path, plt)
+
+
+def fct_cdf(curves, path, log_x=False, title=None):
+    """``curves``: [(label, [record dicts])]; the CDF of ``fct_us`` of completed ones."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for protocol, result in results.items():
-        fcts = sorted(r.fct_ps() / 1e6 for r in result.records if r.completed)
+    drawn = 0
+    for label, rows in curves:
+        fcts = sorted(r["fct_us"] for r in rows if r.get("fct_us") is not None)
         if not fcts:
             continue
         ys = [(i + 1) / len(fcts) for i in range(len(fcts))]
-        ax.step(fcts, ys, where="post", label="%s (p99 %.0f us)"
-                % (protocol, result.summary["fct_us"]["p99"]))
+        p99 = fcts[min(len(fcts), max(1, -(-99 * len(fcts) // 100))) - 1]
+        ax.step(fcts, ys, where="post", label="%s (%d msgs, p99 %.0f us)"
+                % (label, len(fcts), p99))
+        drawn += 1
+    if not drawn:
+        raise ValueError("no completed message in the records: nothing to plot")
+    if log_x:
+        ax.set_xscale("log")
     ax.set_xlabel("flow completion time (us)")
     ax.set_ylabel("fraction of messages")
     ax.set_ylim(0, 1.01)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right")
-    if title:
-        ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title or "Flow completion times", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return _save(fig, path, plt)
+
+
+def plot_fct_cdfs(results, path, title=None):
+    """FCT CDFs of every protocol of ``{protocol: RunResult}`` in one figure."""
+    curves = [(protocol, [r.as_dict() for r in result.records])
+              for protocol, result in results.items()]
+    return fct_cdf(curves, path, title=title)

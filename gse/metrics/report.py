@@ -1,6 +1,5 @@
 """Human-readable tables and per-message record files."""
 
-import csv
 import json
 
 
@@ -78,17 +77,53 @@ def side_by_side(results):
     return format_side_by_side([results[p].summary for p in labels], labels)
 
 
-def write_records(path, records):
-    """Per-message records: CSV if the name ends in .csv, else JSON Lines."""
+# Per-message records as a table (docs/records.md): the CSV and Parquet columns, in order.
+RECORD_SCHEMA = [("msg_id", "int64"), ("src", "int32"), ("dst", "int32"), ("size", "int64"),
+                 ("start_us", "float64"), ("deliver_us", "float64"), ("finish_us", "float64"),
+                 ("fct_us", "float64"), ("ideal_us", "float64"), ("slowdown", "float64"),
+                 ("goodput_gbps", "float64"), ("retransmits", "int64"),
+                 ("delivered", "bool"), ("completed", "bool")]
+
+
+def write_records(path, records, metadata=None):
+    """Per-message records: Parquet if the name ends in .parquet, CSV if in .csv, else
+    JSON Lines (docs/records.md).  A message not delivered (or not completed) has no
+    ``deliver_us`` (or ``finish_us``, ``fct_us``, ``slowdown``, ``goodput_gbps``): empty
+    in CSV, null in Parquet, absent in JSON Lines."""
     rows = [r.as_dict() for r in records]
-    if path.endswith(".csv"):
-        fields = ["msg_id", "src", "dst", "size", "start_us", "deliver_us", "finish_us", "fct_us",
-                  "ideal_us", "slowdown", "goodput_gbps", "retransmits", "delivered"]
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(rows)
+    for row, r in zip(rows, records):
+        row["completed"] = r.completed
+    lower = path.lower()
+    if lower.endswith(".parquet") or lower.endswith(".csv"):
+        from gse.metrics.columnar import write_table
+        cols = {name: [row.get(name) for row in rows] for name, _ in RECORD_SCHEMA}
+        write_table(path, cols, RECORD_SCHEMA, dict(metadata or {}, gse_records="1"))
     else:
         with open(path, "w") as f:
             for row in rows:
                 f.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def read_records(path):
+    """The records a run wrote (``--records``: .parquet, .csv or .jsonl), as dicts with
+    the columns of docs/records.md (missing values None)."""
+    lower = path.lower()
+    if lower.endswith(".parquet") or lower.endswith(".csv"):
+        from gse.metrics.columnar import read_table
+        cols, _ = read_table(path)
+        names = list(cols)
+        n = len(cols[names[0]]) if names else 0
+        return [{name: cols[name][i] for name in names} for i in range(n)]
+    out = []
+    with open(path) as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise ValueError("%s line %d: not JSON: %s" % (path, line_no, exc)) from None
+            if not isinstance(row, dict):
+                raise ValueError("%s line %d: a record is a JSON object" % (path, line_no))
+            out.append(row)
+    return out
