@@ -16,6 +16,7 @@ from gse.cli.common import (
 )
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
+from gse.cli.progress import Progress, wanted
 from gse.metrics.report import side_by_side, write_records
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import compare
@@ -44,10 +45,11 @@ def cmd_compare(args):
                              % (p, ", ".join(PROTOCOLS)))
     configs = {p: gse_config_from_args(args, p) for p in protocols}
     check_outputs(args)
-    results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
-                      until_ps(args), sample_ps(args),
-                      {p: sim_observers(args, p, True) for p in protocols},
-                      triggers=triggers)
+    with Progress(wanted(args)) as progress:
+        watch = {p: sim_observers(args, p, True) + [progress.sim(p, len(messages))]
+                 for p in protocols}
+        results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
+                          until_ps(args), sample_ps(args), watch, triggers=triggers)
     for p, result in results.items():
         describe_run(result.summary, args, configs[p])
     if not args.quiet:

@@ -18,6 +18,7 @@ from gse.cli.common import (add_output_options, add_protocol_options, add_topolo
                             gse_config_from_args, topology_from_args, until_ps, write_json)
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
+from gse.cli.progress import Progress, wanted
 from gse.metrics.report import format_side_by_side, format_summary, write_records
 from gse.protocols import PROTOCOLS
 from gse.workloads.collectives import ALGORITHMS, Collective
@@ -198,17 +199,19 @@ def cmd_replay(args):
         protocols = [args.protocol]
         cargs = args
     results = {}
-    for p in protocols:
-        cfg = gse_config_from_args(cargs, p)
-        res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts, until,
-                     args.compute_scale, sample_ps(args),
-                     sim_observers(args, p, len(protocols) > 1),
-                     compute_model=args.compute_model, programs=trace.programs)
-        res.summary["topology"] = describe_topology_args(args)
-        res.summary["trace"] = trace.summary()
-        res.summary["runtime"] = args.runtime
-        res.summary["config"] = cfg.as_dict()
-        results[p] = res
+    with Progress(wanted(args)) as progress:
+        for p in protocols:
+            cfg = gse_config_from_args(cargs, p)
+            watch = sim_observers(args, p, len(protocols) > 1)
+            watch.append(progress.sim("replay " + p, None))
+            res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts,
+                         until, args.compute_scale, sample_ps(args), watch,
+                         compute_model=args.compute_model, programs=trace.programs)
+            res.summary["topology"] = describe_topology_args(args)
+            res.summary["trace"] = trace.summary()
+            res.summary["runtime"] = args.runtime
+            res.summary["config"] = cfg.as_dict()
+            results[p] = res
     if not args.quiet:
         t = trace.summary()
         print("trace: %s, %d file(s), %d records, %d collectives over %d ranks, %d skipped%s"

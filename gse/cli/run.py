@@ -19,6 +19,7 @@ import sys
 from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from_args,
                             topology_from_args, traffic_from_args, until_ps)
 from gse.cli.observe import add_observe_options, check_outputs, pcap_options
+from gse.cli.progress import Progress, wanted
 from gse.config import PS_PER_US
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
                                      udp_protocols, write_node_configs)
@@ -48,10 +49,12 @@ def explicit_settings(args):
 def run_from_args(args, topo, messages, config):
     from gse.runtimes.udp.network import run_udp
     until = until_ps(args)
+    hook = getattr(args, "progress_hook", None)
     result = run_udp(topo, messages, args.protocol, config, args.seed, args.loss,
                      args.corrupt, until, args.timeout_s, args.loop, args.addressing,
                      int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire,
-                     pcap=pcap_options(args))
+                     pcap=pcap_options(args),
+                     progress=None if hook is None else hook(len(messages)))
     return result.summary, result.records
 
 
@@ -63,11 +66,16 @@ def cmd_run(args):
     cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
     check_outputs(args)
     try:
-        if args.runtime == "udp":
-            summary, records = run_from_args(args, topo, messages, cfg)
-        else:
-            module = importlib.import_module(RUNTIMES[args.runtime])
-            summary, records = module.run_from_args(args, topo, messages, cfg)
+        with Progress(wanted(args)) as progress:
+            label = "%s %s" % (args.runtime, args.protocol)
+            if progress.enabled:          # the runtimes' own progress, drawn here
+                args.progress_hook = (lambda total: progress.counter(label, total))
+                args.mininet_progress = progress.mininet(label)
+            if args.runtime == "udp":
+                summary, records = run_from_args(args, topo, messages, cfg)
+            else:
+                module = importlib.import_module(RUNTIMES[args.runtime])
+                summary, records = module.run_from_args(args, topo, messages, cfg)
     except KeyboardInterrupt:           # sockets and tasks are closed by then
         print("gse run: interrupted", file=sys.stderr)
         return 130

@@ -16,6 +16,7 @@ from gse.cli.common import (
 )
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
+from gse.cli.progress import Progress, wanted
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import run_simulation
 
@@ -35,9 +36,12 @@ def cmd_sim(args):
         raise ValueError("the traffic has no messages")
     cfg = gse_config_from_args(args)
     check_outputs(args)
-    result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
-                            args.corrupt, until_ps(args), sample_ps(args),
-                            sim_observers(args, args.protocol), triggers=triggers)
+    with Progress(wanted(args)) as progress:
+        watch = sim_observers(args, args.protocol)
+        watch.append(progress.sim(args.protocol, len(messages)))
+        result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
+                                args.corrupt, until_ps(args), sample_ps(args), watch,
+                                triggers=triggers)
     summary = describe_run(result.summary, args, cfg)
     emit(summary, result.records, args)
     write_observed(args, result, args.protocol)

@@ -392,7 +392,9 @@ def run_from_args(args, topo, messages, config):
               "timers, so one port keeps its emulated rate up to ~%g Gb/s (docs/mininet.md)"
               % (fastest, FAITHFUL_GBPS), file=sys.stderr)
     slack = getattr(args, "slack_us", None)
-    progress = ProgressLine() if sys.stderr.isatty() and not args.quiet else None
+    progress = getattr(args, "mininet_progress", None)     # gse run's progress bar
+    if progress is None and sys.stderr.isatty() and not args.quiet:
+        progress = ProgressLine()
     result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),

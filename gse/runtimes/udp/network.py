@@ -52,7 +52,8 @@ class UdpNetwork:
 
     def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
-                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None):
+                 precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None,
+                 progress=None):
         check_protocol(protocol)
         self.topo = topo
         self.wire = wire
@@ -71,6 +72,8 @@ class UdpNetwork:
         self.pcap = pcap
         self.pcap_plan = capture.plan(topo, pcap) if pcap else {}
         self.captures = []
+        # progress(done, status): messages completed at their sender, after each one
+        self.progress = progress
         self.sched = None
         self.endpoints = []
         self.nodes = []
@@ -145,6 +148,8 @@ class UdpNetwork:
             self._progress()
 
     def _progress(self):
+        if self.progress is not None:
+            self.progress(len(self.sender_done), "%d delivered" % len(self.delivered))
         self.outstanding -= 1
         if self.outstanding <= 0 and self.done is not None and not self.done.done():
             self.done.set_result("done")
@@ -234,9 +239,10 @@ class UdpNetwork:
 async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
-                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None):
+                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None, progress=None):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                     addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap)
+                     addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap,
+                     progress)
     async with net:
         await net.run(until_ps, timeout_s)
     return net.result()
@@ -245,14 +251,15 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
 def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
             corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
             slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
-            wire="gse", pcap=None):
+            wire="gse", pcap=None, progress=None):
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
     ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
     PDS/SES headers, ``gse.wire.uet``).
 
     ``config`` is used as given; None means the protocol's defaults with the real-time
     timers of ``gse.runtimes.udp.config.udp_profile``.  ``pcap``: ``{"dir", "spec",
-    "budget", "snaplen"}`` captures (docs/pcap.md).  Returns a
+    "budget", "snaplen"}`` captures (docs/pcap.md); ``progress(done, status)`` is called
+    as messages complete (the progress bar of ``gse run``).  Returns a
     ``gse.metrics.records.RunResult``.
     """
     for m in messages:
@@ -261,4 +268,4 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
-        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap), loop)
+        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress), loop)
