@@ -108,6 +108,11 @@ def test_frames_carry_the_simulators_packets(runs, protocol):
             udp = ip.data
             assert udp.sport == udp.dport == 47000
             assert len(buf) == 14 + ip.len and ip.len == 20 + udp.ulen
+            assert eth.type == dpkt.ethernet.ETH_TYPE_IP and ip.p == dpkt.ip.IP_PROTO_UDP
+            assert ip.v == 4 and ip.hl == 5 and ip.ttl == 64 and udp.sum == 0
+            sent = ip.sum                      # the header checksum dpkt computes
+            ip.sum = 0
+            assert dpkt.ip.IP(bytes(ip)).sum == sent
             pkt = decode(bytes(udp.data))
             assert pkt.fields() == fields
             assert ip.src == bytes((10, 0, fields[2] >> 8, fields[2] & 255))
