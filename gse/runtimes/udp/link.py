@@ -260,7 +260,8 @@ class EmulatedPort:
                  "slack", "busy_until", "wake_at", "wake_fn", "wire", "raw", "loss",
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
-                 "paused_since", "paused_ps", "pauses_received")
+                 "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
+                 "pause_expiries")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -301,6 +302,9 @@ class EmulatedPort:
         self.paused_since = -1
         self.paused_ps = 0
         self.pauses_received = 0
+        self.pause_until = -1      # when the PAUSE in force expires unless refreshed
+        self.pause_fn = self._pause_expired
+        self.pause_expiries = 0    # pauses that ended by their quanta (no RESUME came)
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -429,15 +433,34 @@ class EmulatedPort:
 
     # -- PFC ------------------------------------------------------------------------------
 
-    def set_paused(self, paused, now):
-        """A PAUSE or RESUME from the neighbour this port sends to."""
-        queue = self.queue
-        if paused:
+    def on_pfc(self, pause, quanta, now):
+        """A PAUSE (``pause`` True, holding for ``quanta`` x 512 bit times at this link's
+        rate) or a RESUME from the neighbour this port sends to.
+
+        As in 802.1Qbb and the simulator (``gse.runtimes.sim.network.LinkPort.on_pfc``), a
+        PAUSE expires unless refreshed and a PAUSE of zero quanta resumes, so a lost RESUME
+        holds a port for one pause time, not for ever."""
+        if pause and quanta > 0:
+            until = now + (quanta * 512 * 1_000_000 + self.mbps - 1) // self.mbps
+            queue = self.queue
             if not queue.paused:
                 queue.paused = True
                 self.paused_since = now
                 self.pauses_received += 1
+            if until > self.pause_until:
+                self.pause_until = until
+                self.sched.at(until, self.pause_fn, None)
             return
+        self.resume(now)
+
+    def _pause_expired(self, t, _arg):
+        if self.queue.paused and t == self.pause_until:
+            self.pause_expiries += 1
+            self.resume(self.sched.now())
+
+    def resume(self, now):
+        queue = self.queue
+        self.pause_until = -1
         if queue.paused:
             queue.paused = False
             self.paused_ps += now - self.paused_since
@@ -461,6 +484,7 @@ class EmulatedPort:
                 "counters": self.queue.counters.as_dict(), "wire_drops": self.wire_drops,
                 "wire_corrupt": self.wire_corrupt, "encode_errors": self.encode_errors,
                 "pauses_received": self.pauses_received,
+                "pause_expiries": self.pause_expiries,
                 "paused_ps": self.paused_total_ps(now)}
 
 

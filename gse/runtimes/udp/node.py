@@ -89,7 +89,7 @@ class SwitchDriver(NodeDriver):
     (``scratch``), nothing keeps it: a port copies it when it must queue it, as does the
     switch-latency path."""
 
-    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch")
+    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
@@ -98,6 +98,7 @@ class SwitchDriver(NodeDriver):
         self.latency = latency_ps
         self.pfc = pfc
         self.unroutable = 0
+        self.refresh_fn = self._refresh_pause
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, self.scratch)
@@ -115,7 +116,7 @@ class SwitchDriver(NodeDriver):
     def _route(self, pkt, data, now):
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.ports[pkt.ingress].set_paused(kind == PAUSE, now)
+            self.ports[pkt.ingress].on_pfc(kind == PAUSE, pkt.credit, now)
             return
         port = self.switch.route(pkt)
         if port < 0:
@@ -125,10 +126,21 @@ class SwitchDriver(NodeDriver):
         egress.offer(pkt, data, now, pkt is self.scratch)
 
     def send_pfc(self, port, kind, now):
-        """PAUSE or RESUME to the neighbour on ``port``, ahead of data (control class)."""
+        """PAUSE (with the configured quanta) or RESUME to the neighbour on ``port``, ahead
+        of data (control class).  As in the simulator, a PAUSE is refreshed at half its
+        time while the port stays over XOFF, so the neighbour's pause never lapses while it
+        is needed, and a lost RESUME costs at most one pause time."""
         p = self.ports[port]
-        p.offer(new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, 0, PRIO_DATA, 0,
-                           0, now, PRIO_CONTROL), None, now)
+        quanta = self.pfc.cfg.pause_quanta if kind == PAUSE else 0
+        p.offer(new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, quanta,
+                           PRIO_DATA, 0, 0, now, PRIO_CONTROL), None, now)
+        if kind == PAUSE:
+            half = self.pfc.cfg.pause_quanta * 512 * 1_000_000 // p.mbps // 2
+            self.sched.at(now + half, self.refresh_fn, port)
+
+    def _refresh_pause(self, _t, port):
+        if self.pfc is not None and self.pfc.pausing[port]:
+            self.send_pfc(port, PAUSE, self.sched.now())
 
     def counters(self, now):
         c = NodeDriver.counters(self, now)
@@ -174,7 +186,7 @@ class HostDriver(NodeDriver):
         now = self.sched.now()
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.nic.set_paused(kind == PAUSE, now)
+            self.nic.on_pfc(kind == PAUSE, pkt.credit, now)
             return
         if kind == DATA and not pkt.flags & F_TRIMMED:
             if not (payload_intact(pkt, data) if self.codec is None else verify_payload(pkt)):

@@ -67,15 +67,18 @@ def udp_totals(node_counters, kernel_drops=None):
 
 
 def pfc_totals(node_counters, paused_ps):
-    pauses = overflows = 0
+    """PAUSE frames sent, paused time, and pauses that lapsed by their quanta (a RESUME
+    that never came: lost on the wire, or a refresh that stopped)."""
+    pauses = overflows = expiries = 0
     for c in node_counters:
         pfc = c.get("pfc")
         if pfc:
             pauses += pfc["pauses_sent"]
             overflows += pfc["headroom_overflows"]
+        expiries += sum(p.get("pause_expiries", 0) for p in c.get("ports", ()))
     return {"pfc_pauses": pauses, "paused_time_us": round(sum(paused_ps) / 1e6, 3),
             "paused_time_max_port_us": round(max(paused_ps, default=0) / 1e6, 3),
-            "pfc_headroom_overflows": overflows}
+            "pfc_headroom_overflows": overflows, "pfc_pause_expiries": expiries}
 
 
 def build_summary(topo, records, ports, node_counters, host_agent_counters, config,

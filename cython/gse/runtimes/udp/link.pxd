@@ -321,6 +321,9 @@ cdef class EmulatedPort:
     cdef public long long paused_since
     cdef public long long paused_ps
     cdef public long long pauses_received
+    cdef public long long pause_until
+    cdef public object pause_fn
+    cdef public long long pause_expiries
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)
@@ -344,8 +347,13 @@ cdef class EmulatedPort:
     @cython.locals(now="long long", nxt="long long", w="long long")
     cpdef _wake(self, long long t, _arg)
 
+    @cython.locals(queue=OutputQueue, until="long long")
+    cpdef on_pfc(self, bint pause, long long quanta, long long now)
+
+    cpdef _pause_expired(self, long long t, _arg)
+
     @cython.locals(queue=OutputQueue)
-    cpdef set_paused(self, bint paused, long long now)
+    cpdef resume(self, long long now)
 
     cpdef restart(self, long long now)
 

@@ -43,6 +43,7 @@ cdef class SwitchDriver(NodeDriver):
     cdef public long long latency
     cdef public long long unroutable
     cdef public Packet scratch
+    cdef public object refresh_fn
 
     @cython.locals(pkt=Packet)
     cpdef datagram(self, data, addr)
@@ -50,8 +51,10 @@ cdef class SwitchDriver(NodeDriver):
     @cython.locals(kind="long long", port="long long", egress=EmulatedPort)
     cpdef _route(self, Packet pkt, data, long long now)
 
-    @cython.locals(p=EmulatedPort)
+    @cython.locals(p=EmulatedPort, quanta="long long", half="long long")
     cpdef send_pfc(self, long long port, long long kind, long long now)
+
+    cpdef _refresh_pause(self, long long _t, port)
 
 
 @cython.final
