@@ -57,6 +57,7 @@ class GseConfig(_Config):
         "ack_every_bytes", "ack_delay_ps", "n_entropies", "entropy_penalty",
         "entropy_suspect_ps", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
+        "max_requests_per_peer", "max_requests",
         # switch queues
         "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
         "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct", "forwarding",
@@ -88,6 +89,12 @@ class GseConfig(_Config):
         self.rto_max_ps = 1600 * PS_PER_US
         self.tlp_min_ps = 10 * PS_PER_US     # tail-loss probe: 2 x smoothed RTT, at least this
         self.request_timeout_ps = 100 * PS_PER_US  # re-REQUEST when starved of credit
+        # Messages known only from a REQUEST (no DATA yet) a receiver keeps per source and
+        # in all; a REQUEST beyond is refused (the sender asks again).  They are granted
+        # for half a request timeout at most before their data shows, and forgotten a
+        # request timeout after their first grant if it never does.
+        self.max_requests_per_peer = 8
+        self.max_requests = 256
         self.queue_bytes = self.BDP_BYTES    # per egress port; 1 BDP with trimming
         self.trim = True
         self.trim_bytes = self.BDP_BYTES     # trim DATA arriving at a data queue this full
@@ -103,7 +110,7 @@ class GseConfig(_Config):
         positive = ("mtu", "credit_bytes", "ack_every_bytes", "ack_delay_ps", "n_entropies",
                     "rto_ps", "tlp_min_ps",
                     "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
-                    "reorder_window_ps")
+                    "reorder_window_ps", "max_requests_per_peer", "max_requests")
         self._positive(positive)
         if not 0 <= self.unsched_bytes < 2 ** 32:
             raise ConfigError("unsched_bytes must be in [0, 2^32), got %r" % self.unsched_bytes)

@@ -20,13 +20,15 @@ T_PACER = 0
 T_RTO = 1
 T_REQUEST = 2
 T_TLP = 3
+T_EXPIRE = 4
 
 
 class GseHost(HostAgent):
     __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
-                 "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps")
+                 "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
+                 "unknown_grants", "expiry_at")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -49,6 +51,8 @@ class GseHost(HostAgent):
         self.retransmit_bytes = 0
         self.srtt = 0             # smoothed RTT from ACK timestamp echoes (0: no sample)
         self.tail_probes = 0
+        self.unknown_grants = 0   # GRANTs for no message of ours (late, or forged)
+        self.expiry_at = NEVER    # a T_EXPIRE timer is pending for then
         # read on every ACK: kept as plain attributes, not looked up on the config object
         self.rto_ps = config.rto_ps
         self.reorder_window_ps = config.reorder_window_ps
@@ -136,6 +140,8 @@ class GseHost(HostAgent):
                 self._on_rto(t, msg, now)
             elif kind == T_TLP:
                 self._on_tlp(msg, now)
+            elif kind == T_EXPIRE:
+                self._on_expiry(t, now)
             else:
                 self._on_request_timer(t, msg, now)
 
@@ -184,7 +190,8 @@ class GseHost(HostAgent):
     def _on_grant(self, pkt, now):
         msg = self.out.get(pkt.msg_id)
         if msg is None or msg.dst != pkt.src:
-            return                   # late grant for a finished message: nothing to do
+            self.unknown_grants += 1  # late grant for a finished message, or forged
+            return
         msg.back_entropy = pkt.entropy
         if msg.on_grant(pkt.aux) <= 0:
             return                   # stale: a later GRANT already brought this credit
@@ -209,6 +216,29 @@ class GseHost(HostAgent):
             self.control.append(grant)
         if sched.armed:
             self._push(sched.next_time, T_PACER, None)
+        elif self.receiver.granted_unproven:
+            self._arm_expiry()
+
+    def _arm_expiry(self):
+        """The pacer went idle with messages granted on their REQUEST alone: expire them
+        on time (while it runs, each grant expires what is due)."""
+        rx = self.receiver
+        t = rx.oldest_unproven_grant()
+        if t < 0:
+            return
+        t += rx.expire_ps
+        if self.expiry_at == NEVER or t < self.expiry_at:
+            self.expiry_at = t
+            self._push(t, T_EXPIRE, None)
+
+    def _on_expiry(self, t, now):
+        if t != self.expiry_at:
+            return                   # superseded
+        self.expiry_at = NEVER
+        rx = self.receiver
+        rx.expire(now)
+        if not rx.scheduler.armed:
+            self._arm_expiry()
 
     def _on_rto(self, t, msg, now):
         if msg.done or msg.rto_deadline == NEVER:
@@ -307,4 +337,6 @@ class GseHost(HostAgent):
             "retransmit_bytes": self.retransmit_bytes, "tail_probes": self.tail_probes,
             "acks": rx.acks, "nacks": rx.nacks, "grants": rx.grants_sent,
             "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
+            "unknown_grants": self.unknown_grants, "requests_refused": rx.requests_refused,
+            "requests_expired": rx.requests_expired, "grant_holds": rx.scheduler.holds,
         }

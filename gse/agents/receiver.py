@@ -4,12 +4,25 @@ Each incoming message has a receive bitmap (exactly-once delivery), an ACK coale
 counter, and a ``Demand`` in the host's credit scheduler.  A message is delivered the moment
 its last missing packet arrives; afterwards only its id is remembered, so that late
 duplicates and re-REQUESTs are answered with a final ACK instead of creating new state.
+
+A REQUEST proves nothing about its sender: a message known only from REQUESTs is
+*unproven* until its first DATA arrives.  It gets no receive bitmap until then, grants for
+half a request timeout at most (``CreditScheduler.probation_ps``), and a bounded place: at
+most ``max_requests_per_peer`` unproven messages per source and ``max_requests`` in all;
+a REQUEST beyond either is refused (dropped and counted; the sender's re-REQUEST asks
+again later).  An unproven message granted credit whose data has not come
+``request_timeout_ps`` later is forgotten (``requests_expired``): a real sender that lost
+the grant asks again, and the REQUEST, carrying absolute totals, recreates it.  A proven
+message whose granted data stops coming for ``request_timeout_ps`` is held out of the
+scheduler until its data (or a REQUEST) comes: a sender that died costs a timeout of
+grants, not the rest of its message.
 """
 
 from gse.agents.bitmap import ReceiveBitmap
 from gse.agents.scheduler import CreditScheduler, Demand
+from gse.common.fifo import Fifo
 from gse.wire.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, NACK,
-                             PRIO_CONTROL, new_packet)
+                             PRIO_CONTROL, REQUEST, new_packet)
 
 MASK32 = 0xFFFFFFFF
 
@@ -18,13 +31,14 @@ class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy")
 
-    def __init__(self, src, msg_id, size, mtu, order, now):
+    def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
         self.src = src
         self.msg_id = msg_id
         self.size = size
         self.npkts = (size + mtu - 1) // mtu
-        self.bitmap = ReceiveBitmap(self.npkts)
-        self.demand = Demand((src, msg_id), order)
+        # an unproven message (REQUEST only) has no bitmap until its first DATA
+        self.bitmap = ReceiveBitmap(self.npkts) if proven else None
+        self.demand = Demand((src, msg_id), order, proven)
         self.unacked = 0
         self.ecn = False
         self.first_ps = now
@@ -37,7 +51,8 @@ class ReceiverSide:
     __slots__ = ("addr", "mtu", "ack_every", "ack_delay", "charge_cap", "messages", "finished",
                  "scheduler", "order",
                  "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
-                 "payload_bytes")
+                 "payload_bytes", "max_per_peer", "max_unproven", "unproven_of", "unproven",
+                 "granted_unproven", "expire_ps", "requests_refused", "requests_expired")
 
     def __init__(self, addr, config, downlink_gbps):
         self.addr = addr
@@ -48,7 +63,9 @@ class ReceiverSide:
         self.messages = {}        # (src, msg_id) -> InMsg
         self.finished = {}        # (src, msg_id) -> npkts, for late packets
         self.scheduler = CreditScheduler(downlink_gbps, config.grant_rate_fraction,
-                                         config.mtu, config.credit_bytes, config.policy)
+                                         config.mtu, config.credit_bytes, config.policy,
+                                         config.request_timeout_ps,
+                                         config.request_timeout_ps // 2)
         self.order = 0
         self.delivered = []       # (src, msg_id, size, now): drained by the runtime
         self.duplicates = 0
@@ -57,17 +74,89 @@ class ReceiverSide:
         self.grants_sent = 0
         self.ecn_seen = 0
         self.payload_bytes = 0
+        self.max_per_peer = config.max_requests_per_peer
+        self.max_unproven = config.max_requests
+        self.unproven_of = {}     # src -> unproven messages from it
+        self.unproven = 0         # unproven messages in all
+        self.granted_unproven = Fifo()  # (grant time, key): unproven messages granted
+        self.expire_ps = config.request_timeout_ps
+        self.requests_refused = 0
+        self.requests_expired = 0
 
     def _message(self, pkt, key, now):
-        """The message ``key`` = (src, msg_id) of ``pkt``, created by its first packet."""
+        """The message ``key`` = (src, msg_id) of ``pkt``, created by its first packet;
+        None if the packet cannot create one (no length, or a REQUEST beyond the limits)."""
         msg = self.messages.get(key)
         if msg is None:
             if pkt.msg_len <= 0:
                 return None
+            proven = pkt.kind != REQUEST
+            if not proven:
+                src = pkt.src
+                if (self.unproven >= self.max_unproven
+                        or self.unproven_of.get(src, 0) >= self.max_per_peer):
+                    self.expire(now)
+                    if (self.unproven >= self.max_unproven
+                            or self.unproven_of.get(src, 0) >= self.max_per_peer):
+                        self.requests_refused += 1
+                        return None
+                self.unproven += 1
+                self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
             self.order += 1
-            msg = InMsg(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now)
+            msg = InMsg(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
             self.messages[key] = msg
         return msg
+
+    def _unproven_gone(self, src):
+        self.unproven -= 1
+        n = self.unproven_of[src] - 1
+        if n:
+            self.unproven_of[src] = n
+        else:
+            del self.unproven_of[src]
+
+    def _prove(self, msg, now):
+        """The first DATA of a message known only from REQUESTs: give it its bitmap.
+        Returns the time a grant falls due if its demand goes back in the queue, else -1."""
+        msg.bitmap = ReceiveBitmap(msg.npkts)
+        self._unproven_gone(msg.src)
+        return self._heard(msg, now)
+
+    def _heard(self, msg, now):
+        demand = msg.demand
+        demand.heard()
+        if not demand.queued and demand.wanted() > 0:   # it was held: queue it again
+            return self.scheduler.set_need(demand, demand.need_total, now)
+        return -1
+
+    def oldest_unproven_grant(self):
+        """Grant time of the oldest unproven message still waiting for its data, or -1
+        (records of messages proven, gone or granted again since are dropped here)."""
+        pending = self.granted_unproven
+        while pending:
+            t, key = pending[0]
+            msg = self.messages.get(key)
+            if msg is not None and msg.bitmap is None and msg.demand.owed_since == t:
+                return t
+            pending.popleft()
+        return -1
+
+    def expire(self, now):
+        """Forget unproven messages granted ``expire_ps`` ago whose data never came."""
+        pending = self.granted_unproven
+        limit = now - self.expire_ps
+        while pending:
+            t, key = pending[0]
+            if t > limit:
+                return
+            pending.popleft()
+            msg = self.messages.get(key)
+            if msg is None or msg.bitmap is not None or msg.demand.owed_since != t:
+                continue              # proven, gone, or granted again since
+            del self.messages[key]
+            self.scheduler.remove(msg.demand)
+            self._unproven_gone(msg.src)
+            self.requests_expired += 1
 
     def on_data(self, pkt, now, out):
         """A DATA packet (whole or trimmed). Control replies are appended to ``out``.
@@ -86,8 +175,14 @@ class ReceiverSide:
             return -1
         msg.entropy = pkt.entropy
         due = -1
+        if msg.bitmap is None:
+            due = self._prove(msg, now)
+        elif msg.demand.owed_since >= 0:
+            due = self._heard(msg, now)
         if pkt.flags & F_UNSCHED and not msg.charged:
-            due = self._announce(msg, msg.size - pkt.credit, now)
+            d = self._announce(msg, msg.size - pkt.credit, now)
+            if d >= 0:
+                due = d
         if pkt.flags & F_TRIMMED:     # the header says what was lost
             if msg.bitmap.has(pkt.psn):
                 return due
@@ -145,15 +240,22 @@ class ReceiverSide:
         if key in self.finished:
             out.append(self._final_ack(pkt, self.finished[key], now))
             return -1
+        if self.granted_unproven:
+            self.expire(now)
         msg = self._message(pkt, key, now)
         if msg is None:
             return -1
         msg.entropy = pkt.entropy
         demand = msg.demand
+        if pkt.aux > demand.granted_total:
+            # the sender holds more credit than this state granted: it was forgotten
+            # (expired) and recreated; count what the sender already has
+            demand.granted_total = pkt.aux
         if pkt.flags & F_RETX:
             if pkt.aux < demand.granted_total:
                 # The sender has starved for a whole timeout: grants were lost on the way.
                 demand.granted_total = pkt.aux
+                demand.owed_since = -1      # so it may be granted again
         elif not msg.charged:
             return self._announce(msg, pkt.credit, now)
         return self.scheduler.set_need(demand, pkt.credit, now)
@@ -176,10 +278,14 @@ class ReceiverSide:
 
     def grant(self, now):
         """The pacer is due: one GRANT packet, or None if nobody needs credit."""
+        if self.granted_unproven:
+            self.expire(now)
         issued = self.scheduler.grant(now)
         if issued is None:
             return None
         demand, amount = issued
+        if not demand.proven:
+            self.granted_unproven.append((now, demand.key))
         src, msg_id = demand.key
         self.grants_sent += 1
         msg = self.messages.get(demand.key)

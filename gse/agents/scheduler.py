@@ -5,6 +5,13 @@ hands out credit bounds what converges on the receiver's downlink.  Credit is co
 payload bytes; the pacing interval is the wire time of the packets that credit buys (payload
 plus one header per MTU), so grants never exceed ``rate x fraction``.
 
+A message known only from its REQUEST (``Demand.proven`` False: no DATA has come yet) is
+granted for at most ``probation_ps`` after its first grant unless its data starts
+arriving, so a REQUEST that nobody follows up (a phantom, a dead sender) costs that much of
+the downlink at most, not its whole claimed size; a proven message whose granted data stops
+arriving for ``stall_ps`` is held likewise.  A held demand leaves the queue; its next DATA
+(or a REQUEST) puts it back.
+
 Policies: ``rr`` (round robin over messages that still need credit: fair sharing),
 ``srpt`` (the message with the fewest bytes left to grant first; ties by arrival: lowest
 mean completion time) and ``fifo`` (the oldest message first: lowest maximum completion
@@ -25,14 +32,22 @@ def wire_ps(payload_bytes, mtu, mbps):
 class Demand:
     """What one message still needs from the scheduler (shared with the receiver state)."""
 
-    __slots__ = ("key", "need_total", "granted_total", "queued", "order")
+    __slots__ = ("key", "need_total", "granted_total", "queued", "order", "proven",
+                 "owed_since")
 
-    def __init__(self, key, order):
+    def __init__(self, key, order, proven=True):
         self.key = key
         self.need_total = 0
         self.granted_total = 0
         self.queued = False
         self.order = order
+        self.proven = proven      # data of this message has arrived
+        self.owed_since = -1      # first grant not yet followed by data (-1: none owed)
+
+    def heard(self):
+        """Data of the message arrived: it is proven, and nothing granted is overdue."""
+        self.proven = True
+        self.owed_since = -1
 
     def wanted(self):
         return self.need_total - self.granted_total
@@ -40,9 +55,10 @@ class Demand:
 
 class CreditScheduler:
     __slots__ = ("mbps", "mtu", "credit_bytes", "policy", "active", "next_time",
-                 "armed", "granted_bytes", "grants")
+                 "armed", "granted_bytes", "grants", "stall_ps", "probation_ps", "holds")
 
-    def __init__(self, downlink_gbps, fraction, mtu, credit_bytes, policy):
+    def __init__(self, downlink_gbps, fraction, mtu, credit_bytes, policy, stall_ps=0,
+                 probation_ps=0):
         self.mbps = max(1, int(round(downlink_gbps * fraction * 1000)))
         self.mtu = mtu
         self.credit_bytes = credit_bytes
@@ -52,6 +68,11 @@ class CreditScheduler:
         self.armed = False        # a grant is due at next_time
         self.granted_bytes = 0
         self.grants = 0
+        # hold a message granted this long without data arriving (0: never): a proven one
+        # after stall_ps, one known only from its REQUEST after probation_ps
+        self.stall_ps = stall_ps
+        self.probation_ps = probation_ps
+        self.holds = 0            # demands taken out of the queue by those rules
 
     def add_need(self, demand, nbytes, now):
         """Raise a message's demand; return the time a grant is due, or -1 if none new."""
@@ -116,6 +137,13 @@ class CreditScheduler:
             if want <= 0:
                 demand.queued = False
                 continue
+            owed = demand.owed_since
+            if owed >= 0 and self._overdue(demand, now - owed):
+                demand.queued = False     # held until its data (or a REQUEST) comes
+                self.holds += 1
+                continue
+            if owed < 0:
+                demand.owed_since = now
             amount = want if want < self.credit_bytes else self.credit_bytes
             demand.granted_total += amount
             if demand.wanted() > 0:
@@ -129,6 +157,11 @@ class CreditScheduler:
                 self.armed = True
             return demand, amount
         return None
+
+
+    def _overdue(self, demand, owed_ps):
+        limit = self.stall_ps if demand.proven else self.probation_ps
+        return limit > 0 and owed_ps >= limit
 
 
 def _fifo_key(demand):

@@ -40,6 +40,8 @@ cdef class GseHost(HostAgent):
     cdef public long long tail_probes
     cdef public long long rto_ps
     cdef public long long reorder_window_ps
+    cdef public long long unknown_grants
+    cdef public long long expiry_at
 
     cpdef start_message(self, msg_id, dst, size, now)
 
@@ -75,6 +77,12 @@ cdef class GseHost(HostAgent):
     cpdef _on_tlp(self, OutMsg msg, long long now)
 
     cpdef _on_request_timer(self, t, OutMsg msg, long long now)
+
+    @cython.locals(rx=ReceiverSide, t="long long")
+    cpdef _arm_expiry(self)
+
+    @cython.locals(rx=ReceiverSide)
+    cpdef _on_expiry(self, long long t, long long now)
 
     cpdef _send_request(self, OutMsg msg, long long now, bint retx)
 

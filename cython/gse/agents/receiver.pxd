@@ -3,6 +3,7 @@ import cython
 from gse.agents.bitmap cimport ReceiveBitmap
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
+from gse.common.fifo cimport Fifo
 
 cdef long long ACK
 cdef long long F_ECN_CE
@@ -14,6 +15,7 @@ cdef long long GRANT
 cdef long long NACK
 cdef long long PRIO_CONTROL
 cdef long long MASK32
+cdef long long REQUEST
 
 
 cdef class InMsg:
@@ -48,9 +50,31 @@ cdef class ReceiverSide:
     cdef public long long grants_sent
     cdef public long long ecn_seen
     cdef public long long payload_bytes
+    cdef public long long max_per_peer
+    cdef public long long max_unproven
+    cdef public dict unproven_of
+    cdef public long long unproven
+    cdef public Fifo granted_unproven
+    cdef public long long expire_ps
+    cdef public long long requests_refused
+    cdef public long long requests_expired
 
-    @cython.locals(msg=InMsg)
+    @cython.locals(msg=InMsg, proven=bint)
     cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
+
+    @cython.locals(n="long long")
+    cpdef _unproven_gone(self, src)
+
+    cpdef long long _prove(self, InMsg msg, long long now) except? -2
+
+    @cython.locals(demand=Demand)
+    cpdef long long _heard(self, InMsg msg, long long now) except? -2
+
+    @cython.locals(pending=Fifo, t="long long", msg=InMsg)
+    cpdef long long oldest_unproven_grant(self) except? -2
+
+    @cython.locals(pending=Fifo, limit="long long", t="long long", msg=InMsg)
+    cpdef expire(self, long long now)
 
     @cython.locals(msg=InMsg, due="long long", d="long long", old_cum="long long")
     cpdef long long on_data(self, Packet pkt, long long now, object out) except? -2

@@ -15,8 +15,12 @@ cdef class Demand:
     cdef public long long granted_total
     cdef public bint queued
     cdef public long long order
+    cdef public bint proven
+    cdef public long long owed_since
 
     cpdef long long wanted(self)
+
+    cpdef heard(self)
 
 
 cdef class CreditScheduler:
@@ -29,6 +33,9 @@ cdef class CreditScheduler:
     cdef public bint armed
     cdef public long long granted_bytes
     cdef public long long grants
+    cdef public long long stall_ps
+    cdef public long long probation_ps
+    cdef public long long holds
 
     cpdef long long add_need(self, Demand demand, long long nbytes, long long now) except? -2
 
@@ -42,5 +49,9 @@ cdef class CreditScheduler:
 
     cpdef remove(self, Demand demand)
 
-    @cython.locals(demand=Demand, want="long long", amount="long long", active=Fifo)
+    @cython.locals(demand=Demand, want="long long", amount="long long", active=Fifo,
+                   owed="long long")
     cpdef object grant(self, long long now)
+
+    @cython.locals(limit="long long")
+    cdef inline bint _overdue(self, Demand demand, long long owed_ps)
