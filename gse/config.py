@@ -57,7 +57,7 @@ class GseConfig(_Config):
         "ack_every_bytes", "ack_delay_ps", "n_entropies", "entropy_penalty",
         "entropy_suspect_ps", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
-        "max_requests_per_peer", "max_requests",
+        "max_requests_per_peer", "max_requests", "max_finished",
         # switch queues
         "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
         "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct", "forwarding",
@@ -95,6 +95,9 @@ class GseConfig(_Config):
         # request timeout after their first grant if it never does.
         self.max_requests_per_peer = 8
         self.max_requests = 256
+        # ids of delivered messages a receiver remembers (late duplicates get a final ACK),
+        # each for 4 x rto_max_ps at most; the oldest are forgotten beyond this many
+        self.max_finished = 16384
         self.queue_bytes = self.BDP_BYTES    # per egress port; 1 BDP with trimming
         self.trim = True
         self.trim_bytes = self.BDP_BYTES     # trim DATA arriving at a data queue this full
@@ -110,7 +113,8 @@ class GseConfig(_Config):
         positive = ("mtu", "credit_bytes", "ack_every_bytes", "ack_delay_ps", "n_entropies",
                     "rto_ps", "tlp_min_ps",
                     "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
-                    "reorder_window_ps", "max_requests_per_peer", "max_requests")
+                    "reorder_window_ps", "max_requests_per_peer", "max_requests",
+                    "max_finished")
         self._positive(positive)
         if not 0 <= self.unsched_bytes < 2 ** 32:
             raise ConfigError("unsched_bytes must be in [0, 2^32), got %r" % self.unsched_bytes)

@@ -155,3 +155,28 @@ def test_a_stalled_message_is_held_then_resumed_by_its_data():
     stall["on"] = False
     w.run(10 ** 11)
     assert (0, 1) in w.delivered
+
+
+def test_finished_message_ids_are_bounded_in_number_and_time():
+    """Issue 19 item 5: ``receiver.finished`` kept every delivered message's id for ever
+    (20,000 entries after a 20,000-message run)."""
+    from gse.agents.receiver import FINISHED_HOLD
+    cfg = GseConfig(max_finished=50)
+    w = Wire(config=cfg)
+    rx = w.hosts[1].receiver
+    for i in range(200):
+        w.start(0, i, 1, 1000)
+        w.run(w.now + 5_000_000)
+    assert len(w.delivered) == 200
+    assert len(rx.finished) == len(rx.finished_order) == 50
+    assert (0, 199) in rx.finished and (0, 0) not in rx.finished   # the oldest forgotten
+    # a late duplicate of a remembered message still gets its final ACK, not a delivery
+    late = Packet(DATA, 0, 1, msg_id=199, psn=0, payload_len=1000, msg_len=1000,
+                  prio=PRIO_DATA)
+    w.hosts[1].receive(late, w.now)
+    assert rx.duplicates == 1 and not rx.delivered and not rx.messages
+    # time: once 4 x rto_max has passed, the next delivery forgets them all
+    w.now += FINISHED_HOLD * cfg.rto_max_ps + 1
+    w.start(0, 1000, 1, 1000)
+    w.run(w.now + 5_000_000)
+    assert list(rx.finished) == [(0, 1000)]

@@ -126,3 +126,47 @@ def test_known_addresses_come_back_as_the_same_tuple():
             await b.close()
 
     run_async(main, "asyncio")
+
+
+def test_datagrams_from_many_addresses_do_not_grow_the_address_caches():
+    """Issue 19 item 5: the compiled endpoint cached every sender's (ip, port) for ever
+    (230 B per address: 500,000 addresses took a switch agent from 31 to 146 MB).  Now a
+    neighbour's address stays cached and others only up to ``ADDR_CACHE_MAX``."""
+    import socket
+
+    from gse.runtimes.udp import io
+    n = io.ADDR_CACHE_MAX + 500
+
+    async def main():
+        b = Endpoint(open_udp_socket("127.0.0.1", 0), "b")
+        neighbour = Endpoint(open_udp_socket("127.0.0.1", 0), "n")
+        mine = (neighbour.addr[0], neighbour.addr[1])
+        b.know(mine)
+        got = []
+        try:
+            await b.start(lambda data, addr: got.append(addr))
+            for i in range(n):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.bind(("127.2.%d.%d" % (i // 250, i % 250 + 1), 0))
+                s.sendto(b"x", b.addr)
+                s.close()
+                if i % 100 == 99:
+                    await asyncio.sleep(0)
+            neighbour.send(b"y", b.addr)
+            for _ in range(400):
+                await asyncio.sleep(0.005)
+                if len(got) >= n + 1:
+                    break
+            assert len(got) == n + 1 and len(set(got)) == n + 1
+            assert got[-1] == mine
+            if b.c4:
+                assert got[-1] is mine                 # the neighbour's own tuple
+            assert len(b.addr_cache) <= io.ADDR_CACHE_MAX
+            for i in range(n):                         # and sending to many addresses
+                b.send(b"z", ("127.4.%d.%d" % (i // 250, i % 250 + 1), 9))
+            assert len(b.sockaddr_cache) <= io.ADDR_CACHE_MAX
+        finally:
+            await b.close()
+            await neighbour.close()
+
+    run_async(main, "asyncio")

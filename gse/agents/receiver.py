@@ -4,6 +4,9 @@ Each incoming message has a receive bitmap (exactly-once delivery), an ACK coale
 counter, and a ``Demand`` in the host's credit scheduler.  A message is delivered the moment
 its last missing packet arrives; afterwards only its id is remembered, so that late
 duplicates and re-REQUESTs are answered with a final ACK instead of creating new state.
+Those ids are kept ``FINISHED_HOLD`` x ``rto_max_ps`` (a sender whose final ACK was lost
+probes again within one ``rto_max_ps``), and at most ``max_finished`` of them, the oldest
+forgotten first: a long-running receiver's memory does not grow with every message.
 
 A REQUEST proves nothing about its sender: a message known only from REQUESTs is
 *unproven* until its first DATA arrives.  It gets no receive bitmap until then, grants for
@@ -25,6 +28,7 @@ from gse.wire.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED
                              PRIO_CONTROL, REQUEST, new_packet)
 
 MASK32 = 0xFFFFFFFF
+FINISHED_HOLD = 4     # a finished message's id is remembered this many maximum RTOs
 
 
 class InMsg:
@@ -52,7 +56,8 @@ class ReceiverSide:
                  "scheduler", "order",
                  "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
                  "payload_bytes", "max_per_peer", "max_unproven", "unproven_of", "unproven",
-                 "granted_unproven", "expire_ps", "requests_refused", "requests_expired")
+                 "granted_unproven", "expire_ps", "requests_refused", "requests_expired",
+                 "finished_order", "finished_hold", "max_finished")
 
     def __init__(self, addr, config, downlink_gbps):
         self.addr = addr
@@ -62,6 +67,9 @@ class ReceiverSide:
         self.charge_cap = config.unsched_charge_cap_bytes
         self.messages = {}        # (src, msg_id) -> InMsg
         self.finished = {}        # (src, msg_id) -> npkts, for late packets
+        self.finished_order = Fifo()  # (finish ps, (src, msg_id)), oldest first
+        self.finished_hold = FINISHED_HOLD * config.rto_max_ps
+        self.max_finished = config.max_finished
         self.scheduler = CreditScheduler(downlink_gbps, config.grant_rate_fraction,
                                          config.mtu, config.credit_bytes, config.policy,
                                          config.request_timeout_ps,
@@ -214,6 +222,11 @@ class ReceiverSide:
         key = (msg.src, msg.msg_id)
         del self.messages[key]
         self.finished[key] = msg.npkts
+        order = self.finished_order
+        order.append((now, key))
+        limit = now - self.finished_hold
+        while order and (order[0][0] <= limit or len(order) > self.max_finished):
+            del self.finished[order.popleft()[1]]
         self.scheduler.remove(msg.demand)
         self.delivered.append((msg.src, msg.msg_id, msg.size, now))
 

@@ -58,6 +58,9 @@ cdef class ReceiverSide:
     cdef public long long expire_ps
     cdef public long long requests_refused
     cdef public long long requests_expired
+    cdef public Fifo finished_order
+    cdef public long long finished_hold
+    cdef public long long max_finished
 
     @cython.locals(msg=InMsg, proven=bint)
     cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
@@ -79,6 +82,7 @@ cdef class ReceiverSide:
     @cython.locals(msg=InMsg, due="long long", d="long long", old_cum="long long")
     cpdef long long on_data(self, Packet pkt, long long now, object out) except? -2
 
+    @cython.locals(order=Fifo, limit="long long")
     cpdef _finish(self, InMsg msg, long long now)
 
     @cython.locals(bitmap=ReceiveBitmap, base="long long", flags="long long")

@@ -48,6 +48,10 @@ SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accur
 MAX_ERRORS_KEPT = 20
 DRAIN_BATCH = 64                   # datagrams read per wake-up of a socket
 RECV_MAX = 65536
+# Addresses an endpoint keeps parsed (compiled build): its neighbours' (seeded by ``know``)
+# and the first others that write to it; datagrams from further addresses are served
+# without caching, so a flood from many source addresses costs no memory.
+ADDR_CACHE_MAX = 1024
 
 LOOPS = ("auto", "asyncio", "uvloop")
 
@@ -233,7 +237,7 @@ class Endpoint:
         # the sender's (ip, port) tuple built once per address (addr_cache)
         handler = self.handler
         for i in range(DRAIN_BATCH):
-            item = gse_recv4(self.fd, self.recv_size, self.addr_cache)
+            item = gse_recv4(self.fd, self.recv_size, self.addr_cache, ADDR_CACHE_MAX)
             if item is None:
                 return
             if item is False:          # e.g. an ICMP error reported on the socket
@@ -248,7 +252,7 @@ class Endpoint:
 
     def send(self, data, addr):
         if self.c4 and type(data) is bytes:
-            r = gse_send4(self.fd, data, addr, self.sockaddr_cache)
+            r = gse_send4(self.fd, data, addr, self.sockaddr_cache, ADDR_CACHE_MAX)
             if r == 0:
                 self.sent += 1
             elif r == 1:

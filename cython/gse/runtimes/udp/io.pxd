@@ -50,8 +50,12 @@ cdef extern from *:
     #endif
 
     /* One datagram from a non-blocking IPv4 socket: (data, (ip, port)); None if none is
-       waiting; False on a socket error (e.g. an ICMP error); NULL on a Python error. */
-    GSE_HELPER PyObject *gse_recv4(int fd, Py_ssize_t size, PyObject *cache) {
+       waiting; False on a socket error (e.g. an ICMP error); NULL on a Python error.
+       A sender's (ip, port) is kept in ``cache`` while it holds fewer than ``max``
+       entries; beyond, a new sender's tuple is built for its datagram and not kept (a
+       flood from many addresses must not grow the cache without bound). */
+    GSE_HELPER PyObject *gse_recv4(int fd, Py_ssize_t size, PyObject *cache,
+                                   Py_ssize_t max) {
         struct sockaddr_in sa;
         socklen_t salen = sizeof(sa);
         ssize_t n;
@@ -80,17 +84,20 @@ cdef extern from *:
                 return NULL;
             }
             addr = Py_BuildValue("(si)", ip, (int)ntohs(sa.sin_port));
-            if (addr == NULL || PyDict_SetItem(cache, key, addr) < 0) {
-                Py_XDECREF(addr); Py_DECREF(key); return NULL;
+            if (addr == NULL) { Py_DECREF(key); return NULL; }
+            if (PyDict_GET_SIZE(cache) < max) {
+                if (PyDict_SetItem(cache, key, addr) < 0) {
+                    Py_DECREF(addr); Py_DECREF(key); return NULL;
+                }
             }
-            Py_DECREF(addr);              /* the cache holds it */
+        } else {
+            Py_INCREF(addr);              /* a new reference either way */
         }
         Py_DECREF(key);
         data = PyBytes_FromStringAndSize(gse_rbuf, n);
-        if (data == NULL) return NULL;
+        if (data == NULL) { Py_DECREF(addr); return NULL; }
         out = PyTuple_New(2);
-        if (out == NULL) { Py_DECREF(data); return NULL; }
-        Py_INCREF(addr);
+        if (out == NULL) { Py_DECREF(data); Py_DECREF(addr); return NULL; }
         PyTuple_SET_ITEM(out, 0, data);
         PyTuple_SET_ITEM(out, 1, addr);
         return out;
@@ -123,8 +130,10 @@ cdef extern from *:
 
     /* sendto(2) of bytes ``data`` to the IPv4 (ip, port) ``addr``: 0 sent, 1 the socket
        buffer is full, 2 another socket error, 3 an address this does not handle (the
-       caller uses the socket module); -1 on a Python error. */
-    GSE_HELPER int gse_send4(int fd, PyObject *data, PyObject *addr, PyObject *cache) {
+       caller uses the socket module); -1 on a Python error.  The parsed address is kept
+       in ``cache`` while it holds fewer than ``max`` entries. */
+    GSE_HELPER int gse_send4(int fd, PyObject *data, PyObject *addr, PyObject *cache,
+                             Py_ssize_t max) {
         PyObject *sa = PyDict_GetItemWithError(cache, addr);
         ssize_t n;
         if (sa == NULL) {
@@ -147,14 +156,18 @@ cdef extern from *:
             if (inet_pton(AF_INET, ips, &s.sin_addr) != 1) return 3;   /* e.g. a name */
             sa = PyBytes_FromStringAndSize((const char *)&s, sizeof(s));
             if (sa == NULL) return -1;
-            if (PyDict_SetItem(cache, addr, sa) < 0) { Py_DECREF(sa); return -1; }
-            Py_DECREF(sa);                /* the cache holds it */
+            if (PyDict_GET_SIZE(cache) < max && PyDict_SetItem(cache, addr, sa) < 0) {
+                Py_DECREF(sa); return -1;
+            }
+        } else {
+            Py_INCREF(sa);                /* a new reference either way */
         }
         do {                              /* EINTR: again, as the socket module does */
             n = sendto(fd, PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data),
                        MSG_DONTWAIT, (const struct sockaddr *)PyBytes_AS_STRING(sa),
                        (socklen_t)PyBytes_GET_SIZE(sa));
         } while (n < 0 && errno == EINTR);
+        Py_DECREF(sa);
         if (n >= 0) return 0;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return 1;   /* BlockingIOError */
         return 2;                                                /* another OSError */
@@ -162,8 +175,8 @@ cdef extern from *:
     """
     bint GSE_UDP_C_IO
     long long gse_monotonic_ns()
-    object gse_recv4(int fd, Py_ssize_t size, dict cache)
-    int gse_send4(int fd, bytes data, object addr, dict cache) except -1
+    object gse_recv4(int fd, Py_ssize_t size, dict cache, Py_ssize_t max)
+    int gse_send4(int fd, bytes data, object addr, dict cache, Py_ssize_t max) except -1
     int gse_know4(object addr, dict cache) except -1
     int gse_epoll_ready(int epfd)
     int gse_epoll_fd(int i)
