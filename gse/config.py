@@ -4,6 +4,8 @@ Every field can be overridden (CLI ``--set name=value``, or keyword arguments). 
 integers in bytes and picoseconds so that the event order never depends on float rounding.
 """
 
+import math
+
 PS_PER_US = 1_000_000
 PS_PER_NS = 1_000
 
@@ -14,6 +16,22 @@ PFC_MODELS = ("802.1qbb", "htsim")
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used; the message names the field."""
+
+
+def fault_rates_error(loss, corrupt, loss_name="--loss", corrupt_name="--corrupt"):
+    """What is wrong with a link's loss and corruption probabilities, or None.
+
+    Each must be in [0, 1) and so must their sum: a packet is lost with probability
+    ``loss`` and corrupted with ``corrupt``, so at 1 nothing ever arrives intact and a run
+    would retransmit for ever."""
+    for name, value in ((loss_name, loss), (corrupt_name, corrupt)):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0.0 <= value < 1.0):
+            return "%s must be a probability in [0, 1), got %r" % (name, value)
+    if loss + corrupt >= 1.0:
+        return ("%s + %s must be below 1 (got %r + %r): no packet would arrive intact"
+                % (loss_name, corrupt_name, loss, corrupt))
+    return None
 
 
 class _Config:
@@ -30,6 +48,7 @@ class _Config:
         current = getattr(self, name, None)
         if isinstance(value, str) and not isinstance(current, str):
             value = _parse_value(name, value, current)
+        value = _check_type(name, value, current)
         setattr(self, name, value)
 
     def _apply(self, overrides):
@@ -140,6 +159,30 @@ class GseConfig(_Config):
         if self.rto_max_ps < self.rto_ps:
             raise ConfigError("rto_max_ps must be >= rto_ps")
 
+
+
+def _check_type(name, value, current):
+    """``value`` for a field whose default is ``current``: of the same kind (an integer for
+    an integer, a finite number for a float, a boolean -- or 0/1 -- for a flag), so that a
+    wrong type is a ConfigError naming the field, not a TypeError later."""
+    if isinstance(current, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ConfigError("parameter %s must be true or false, got %r" % (name, value))
+    if isinstance(current, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError("parameter %s must be an integer, got %r" % (name, value))
+    if isinstance(current, float):
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value)):
+            return value
+        raise ConfigError("parameter %s must be a finite number, got %r" % (name, value))
+    if isinstance(current, str) and not isinstance(value, str):
+        raise ConfigError("parameter %s must be a string, got %r" % (name, value))
+    return value
 
 
 def _parse_value(name, text, current):

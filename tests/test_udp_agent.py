@@ -171,7 +171,7 @@ def test_node_configs_describe_a_fat_tree():
 @pytest.mark.parametrize("mutate, message", [
     (lambda c: c.pop("bind"), "missing field 'bind'"),
     (lambda c: c.update(role="router"), "'role' must be"),
-    (lambda c: c["ports"][0].update(gbps=0), "'gbps' must be > 0"),
+    (lambda c: c["ports"][0].update(gbps=0), "'gbps' must be a finite number >= 0.001"),
     (lambda c: c["ports"][0].update(peer_addr=["1.2.3.4"]), "address must be [ip, port]"),
     (lambda c: c["run"].update(speed=3), "unknown run option 'speed'"),
     (lambda c: c["next_hops"].__setitem__(0, [9]), "next_hops[0]"),

@@ -54,7 +54,14 @@ def sample_ps(args):
 
 
 def check_outputs(args):
-    """Fail before a long run, not after it: options sound, libraries importable."""
+    """Fail before a long run, not after it: options sound, libraries importable, and the
+    directories of ``--json``, ``--records`` and ``--plot`` exist."""
+    for opt in ("json", "records", "plot"):
+        path = getattr(args, opt, None)
+        if path:
+            d = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(d):
+                raise ValueError("--%s %s: directory %s does not exist" % (opt, path, d))
     if sample_ps(args) and args.timeseries_format == "parquet":
         from gse.metrics.columnar import pyarrow_module
         pyarrow_module()

@@ -90,7 +90,8 @@ def apply_algorithms(collectives, specs):
     if not want:
         return list(collectives)
     return [Collective(c.id, c.op, c.ranks, c.size, want.get(c.op, c.algo), c.root, c.after,
-                       c.start_ps, c.dtype, c.tag, c.chunk_bytes) for c in collectives]
+                       c.start_ps, c.dtype, c.tag, c.chunk_bytes, c.where)
+            for c in collectives]
 
 
 def rank_map(spec, ranks):

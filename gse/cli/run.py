@@ -20,7 +20,7 @@ from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from
                             topology_from_args, traffic_from_args, until_ps)
 from gse.cli.observe import add_observe_options, check_outputs, pcap_options
 from gse.cli.progress import Progress, wanted
-from gse.config import PS_PER_US
+from gse.config import PS_PER_US, fault_rates_error
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
                                      udp_protocols, write_node_configs)
 from gse.runtimes.udp.io import LOOPS
@@ -59,6 +59,9 @@ def run_from_args(args, topo, messages, config):
 
 
 def cmd_run(args):
+    problem = fault_rates_error(args.loss, args.corrupt)
+    if problem:
+        raise ValueError(problem)
     topo = topology_from_args(args)
     messages = traffic_from_args(args, topo)
     if not messages:

@@ -60,6 +60,9 @@ ROOTED = ("broadcast", "reduce", "gather", "scatter")
 
 DEFAULT_CHUNK_BYTES = 128 * 1024
 
+MAX_RANK = 1 << 20             # ranks are 0..MAX_RANK-1 (a million NICs is plenty)
+MAX_FLOW_BYTES = 2 ** 32 - 1   # a flow is one message, whose length is a 32-bit wire field
+
 
 def bus_factor(op, n):
     """The nccl-tests factor from algorithm bandwidth to bus bandwidth over n ranks."""
@@ -78,14 +81,16 @@ class Collective:
     """One collective call (see the module docstring).  Plain data, compared by value.
 
     ``after`` is a tuple of ``(collective id, lag_ps)`` (a plain id means lag 0); ``dtype``
-    and ``tag`` are carried for reports only.  Times are integer picoseconds.
+    and ``tag`` are carried for reports only.  Times are integer picoseconds.  ``where``
+    is the file and record it was read from (None when made in code): every error about
+    it, here or when it is replayed, names that place.
     """
 
     __slots__ = ("id", "op", "ranks", "size", "algo", "root", "after", "start_ps", "dtype",
-                 "tag", "chunk_bytes")
+                 "tag", "chunk_bytes", "where")
 
     def __init__(self, id, op, ranks, size, algo=None, root=0, after=(), start_ps=0,
-                 dtype=None, tag=None, chunk_bytes=None):
+                 dtype=None, tag=None, chunk_bytes=None, where=None):
         self.id = id
         self.op = op
         self.ranks = tuple(ranks)
@@ -98,10 +103,16 @@ class Collective:
         self.dtype = dtype
         self.tag = tag
         self.chunk_bytes = chunk_bytes
+        self.where = where
         self.check()
 
-    def check(self):
+    def describe(self):
+        """"collective ID" and, if known, the file and record it came from."""
         what = "collective %r" % (self.id,)
+        return what if self.where is None else "%s: %s" % (self.where, what)
+
+    def check(self):
+        what = self.describe()
         if isinstance(self.id, bool) or not isinstance(self.id, int) or self.id < 0:
             raise CollectiveError("%s: id must be an integer >= 0" % what)
         if self.op not in OPS:
@@ -110,8 +121,9 @@ class Collective:
             raise CollectiveError("%s: %s has no algorithm %r (known: %s)"
                                   % (what, self.op, self.algo, ", ".join(ALGORITHMS[self.op])))
         for r in self.ranks:
-            if isinstance(r, bool) or not isinstance(r, int) or r < 0:
-                raise CollectiveError("%s: ranks must be integers >= 0, got %r" % (what, r))
+            if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < MAX_RANK:
+                raise CollectiveError("%s: ranks must be integers in 0..%d, got %r"
+                                      % (what, MAX_RANK - 1, r))
         if len(set(self.ranks)) != len(self.ranks):
             raise CollectiveError("%s: a rank appears twice in %r" % (what, list(self.ranks)))
         if not self.ranks:
@@ -135,6 +147,31 @@ class Collective:
         if self.chunk_bytes is not None and (not isinstance(self.chunk_bytes, int)
                                              or self.chunk_bytes <= 0):
             raise CollectiveError("%s: chunk_bytes must be a positive integer" % what)
+        n = len(self.ranks)
+        if self.op == "all_reduce" and self.algo == "hd" and n & (n - 1):
+            raise CollectiveError("%s: halving-doubling needs a power-of-two number of ranks, "
+                                  "got %d (use the ring)" % (what, n))
+        flow = self.largest_flow()
+        if flow > MAX_FLOW_BYTES:
+            raise CollectiveError("%s: %s of %d bytes over %d ranks makes a flow of %d bytes, "
+                                  "above a message's %d" % (what, self.op, self.size, n, flow,
+                                                            MAX_FLOW_BYTES))
+
+    def largest_flow(self):
+        """Bytes of the largest flow ``expand`` makes of this collective (without making
+        them: an all-to-all over thousands of ranks has millions)."""
+        n, size, op = len(self.ranks), self.size, self.op
+        if n == 1:
+            return 0
+        if op == "send" or (op == "broadcast" and self.algo == "tree"):
+            return size
+        if op == "all_reduce" and self.algo == "hd":
+            return -(-size // 2)
+        if op in ("broadcast", "reduce"):
+            chunk = self.chunk_bytes or DEFAULT_CHUNK_BYTES
+            pieces = max(1, -(-size // chunk))
+            return -(-size // pieces)
+        return -(-size // n)
 
     def key(self):
         """What makes two collectives the same call (ids included, dtype and tag not)."""

@@ -166,11 +166,12 @@ class Replayer:
         for r in ranks:
             h = rank_hosts.get(r)
             if h is None:
-                raise ValueError("rank %d has no host (the rank map covers %d ranks)"
-                                 % (r, len(rank_hosts)))
+                raise ValueError("%s: rank %d has no host (the rank map covers %d ranks)"
+                                 % (_first_with(colls, r), r, len(rank_hosts)))
             if not 0 <= h < n_hosts:
-                raise ValueError("rank %d maps to host %d but %r has hosts 0..%d (give a bigger "
-                                 "topology or a rank map)" % (r, h, topo.name, n_hosts - 1))
+                raise ValueError("%s: rank %d maps to host %d but %r has hosts 0..%d (give a "
+                                 "bigger topology or a rank map)"
+                                 % (_first_with(colls, r), r, h, topo.name, n_hosts - 1))
         used = [rank_hosts[r] for r in ranks]
         if len(set(used)) != len(used):
             raise ValueError("two ranks map to the same host; each rank needs its own NIC")
@@ -349,6 +350,11 @@ class Replayer:
         ts = None if sampler is None else sampler.result({"protocol": self.protocol,
                                                           "seed": self.seed})
         return ReplayResult(summary, results, self.records, net, ts)
+
+
+def _first_with(colls, rank):
+    """The first collective over ``rank``, described with the file and line it came from."""
+    return next(c.describe() for c in colls if rank in c.ranks)
 
 
 def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,

@@ -19,6 +19,7 @@ Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
 
 import random
 
+from gse.config import ConfigError, fault_rates_error
 from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.pfc import PfcState
@@ -315,9 +316,9 @@ class Network:
     def __init__(self, topo, agent_factory, queue_config, forwarding, seed,
                  loss_rate=0.0, corrupt_rate=0.0, pfc_config=None, switch_node=None,
                  classes=None):
-        if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
-            raise ValueError("loss and corruption rates must be in [0, 1), got %r, %r"
-                             % (loss_rate, corrupt_rate))
+        problem = fault_rates_error(loss_rate, corrupt_rate)
+        if problem:
+            raise ConfigError(problem)
         self.topo = topo
         # (switch node, switch port, host port) classes: another model of the same parts
         # (gse.runtimes.sim.htsim_model) may stand in for these

@@ -24,8 +24,8 @@ import sys
 import time
 
 from gse.config import ConfigError
-from gse.runtimes.udp.config import (check_node_config, load_node_config, protocol_config,
-                                     write_json_atomic)
+from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node_config,
+                                     protocol_config, write_json_atomic)
 from gse.runtimes.udp.io import (Endpoint, Scheduler, kernel_drops, loop_name, open_udp_socket,
                                  run_async)
 from gse.runtimes.udp import capture
@@ -188,6 +188,7 @@ class _Msg:
 def run_agent(conf, loop=None):
     """Run one node from a configuration dict (checked here); returns the exit code."""
     conf = check_node_config(conf)
+    check_outputs(conf)
     agent = Agent(conf)
     return run_async(agent.main, loop or conf["run"]["loop"])
 
@@ -204,6 +205,7 @@ def add_arguments(p):
 def cmd_agent(args):
     try:
         conf = load_node_config(args.config)
+        check_outputs(conf, args.config)
     except ConfigError as exc:
         print("gse agent: error: %s" % exc, file=sys.stderr)
         return 2

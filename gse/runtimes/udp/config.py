@@ -12,18 +12,14 @@ import json
 import os
 
 from gse import protocols
-from gse.config import PS_PER_US, ConfigError
+from gse.config import PS_PER_US, ConfigError, fault_rates_error
 from gse.protocols import PROTOCOLS, default_config, pfc_config, queue_config
+from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS,  # noqa: F401
+                                           check_node_config, check_outputs,
+                                           load_node_config, protocol_config)
 from gse.wire import WIRE_PROFILES, uet
 from gse.wire.packet import HEADER_BYTES
 from switchmodel.switch import tier_salt
-
-FORMAT = "gse-agent-config/1"
-
-# Protocols whose switches are the plain switch agent (Switch, OutputQueue, PFC), which is
-# what a UDP node runs.  gse-fabric's leaves run a scheduler of their own
-# (gse.runtimes.sim.fabric_nodes) that has no UDP node yet.
-UDP_PROTOCOLS = ("gse", "roce")
 
 
 def udp_protocols():
@@ -54,19 +50,6 @@ UDP_TIMERS = {
     "tlp_min_ps": 5_000 * PS_PER_US,        # tail-loss probe no sooner than this
     "ack_delay_ps": 2_000 * PS_PER_US,      # longest an ACK is held for coalescing
 }
-
-RUN_DEFAULTS = {
-    "timeout_s": 60.0,         # wall-clock bound: the agent exits (and writes) by then
-    "linger_s": 1.0,           # host: stay this long after its work is done and quiet
-    "idle_exit_s": None,       # any node: exit after this long without a datagram
-    "start_delay_s": 0.5,      # time 0 is this long after start-up ...
-    "start_at_unix": None,     # ... or at this wall-clock instant (shared by all agents)
-    "loop": "auto",            # auto | asyncio | uvloop
-    "precise_timers": False,   # True: poll for sub-millisecond timers (a busy core)
-    "rcvbuf_bytes": 4 * 1024 * 1024,
-    "slack_ps": 20 * PS_PER_US,
-}
-
 
 def udp_profile(config, keep=()):
     """Set the real-time protocol timers (``UDP_TIMERS``) on ``config`` in place, except
@@ -144,9 +127,9 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
     check_wire(wire, protocol, cfg.mtu)
-    if not 0.0 <= loss_rate < 1.0 or not 0.0 <= corrupt_rate < 1.0:
-        raise ConfigError("loss and corruption rates must be in [0, 1), got %r, %r"
-                          % (loss_rate, corrupt_rate))
+    problem = fault_rates_error(loss_rate, corrupt_rate)
+    if problem:
+        raise ConfigError(problem)
     if address_of is None:
         address_of = loopback_addresses(topo)
     run_opts = dict(RUN_DEFAULTS)
@@ -186,7 +169,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                           "loss": loss_rate, "corrupt": corrupt_rate,
                           "faces_host": topo.nodes[peer].kind == "host"})
         conf = {"format": FORMAT, "node": nid, "name": node.name, "kind": node.kind,
-                "role": "host" if node.kind == "host" else "switch",
+                "role": "host" if node.kind == "host" else "switch", "hosts": n_hosts,
                 "bind": addrs[nid], "ports": ports, "seed": seed, "queue": queue,
                 "run": dict(run_opts), "output": {"counters": None, "records": None},
                 "max_datagram": max_datagram(wire, cfg.mtu), "wire": wire}
@@ -206,7 +189,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
             conf["salt"] = tier_salt(seed, node.kind)
             conf["switch_latency_ps"] = topo.switch_latency_ps
             conf["pfc"] = pfc
-        out.append(conf)
+        out.append(check_node_config(conf, "node %s" % node.name))
     return out
 
 
@@ -228,142 +211,3 @@ def write_json_atomic(path, obj):
         f.write("\n")
     os.replace(tmp, path)
 
-
-def load_node_config(path):
-    """Read and check one node's configuration; ``ConfigError`` names the file and field."""
-    try:
-        with open(path) as f:
-            conf = json.load(f)
-    except OSError as exc:
-        raise ConfigError("%s: cannot read: %s" % (path, exc.strerror or exc)) from None
-    except ValueError as exc:
-        raise ConfigError("%s: not JSON: %s" % (path, exc)) from None
-    return check_node_config(conf, path)
-
-
-def _need(conf, key, types, where, optional=False):
-    if key not in conf:
-        if optional:
-            return None
-        raise ConfigError("%s: missing field %r" % (where, key))
-    value = conf[key]
-    if not isinstance(value, types) or isinstance(value, bool) and bool not in _tuple(types):
-        raise ConfigError("%s: field %r must be %s, got %r"
-                          % (where, key, _type_names(types), value))
-    return value
-
-
-def _tuple(types):
-    return types if isinstance(types, tuple) else (types,)
-
-
-def _type_names(types):
-    return " or ".join(t.__name__ for t in _tuple(types))
-
-
-def _addr(value, where):
-    if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
-            or not isinstance(value[1], int) or not 0 <= value[1] <= 65535):
-        raise ConfigError("%s: address must be [ip, port], got %r" % (where, value))
-
-
-def check_node_config(conf, where="config"):
-    """Check the structure of a node configuration; fill run defaults.  Returns ``conf``."""
-    if not isinstance(conf, dict):
-        raise ConfigError("%s: a node configuration is a JSON object" % where)
-    fmt = conf.get("format")
-    if fmt != FORMAT:
-        raise ConfigError("%s: field 'format' must be %r, got %r" % (where, FORMAT, fmt))
-    _need(conf, "node", int, where)
-    name = _need(conf, "name", str, where)
-    where = "%s (node %r)" % (where, name)
-    role = _need(conf, "role", str, where)
-    if role not in ("host", "switch"):
-        raise ConfigError("%s: field 'role' must be 'host' or 'switch', got %r" % (where, role))
-    _need(conf, "kind", str, where)
-    _addr(_need(conf, "bind", list, where), where + " field 'bind'")
-    _need(conf, "seed", (int, str), where)
-    _need(conf, "queue", dict, where)
-    wire = conf.setdefault("wire", "gse")
-    if wire not in WIRE_PROFILES:
-        raise ConfigError("%s: field 'wire' must be one of %s, got %r"
-                          % (where, ", ".join(WIRE_PROFILES), wire))
-    if not HEADER_BYTES <= _need(conf, "max_datagram", int, where) <= 65535:
-        raise ConfigError("%s: field 'max_datagram' must be %d..65535, got %r"
-                          % (where, HEADER_BYTES, conf["max_datagram"]))
-    ports = _need(conf, "ports", list, where)
-    if not ports or (role == "host" and len(ports) != 1):
-        raise ConfigError("%s: a %s needs %s port(s), got %d"
-                          % (where, role, "exactly 1" if role == "host" else ">= 1",
-                             len(ports)))
-    for i, p in enumerate(ports):
-        pw = "%s port %d" % (where, i)
-        if not isinstance(p, dict):
-            raise ConfigError("%s: a port is a JSON object" % pw)
-        if _need(p, "port", int, pw) != i:
-            raise ConfigError("%s: ports must be listed in order, found port %r"
-                              % (pw, p["port"]))
-        _need(p, "peer", int, pw)
-        _need(p, "peer_port", int, pw)
-        _addr(_need(p, "peer_addr", list, pw), pw + " field 'peer_addr'")
-        if not _need(p, "gbps", (int, float), pw) > 0:
-            raise ConfigError("%s: field 'gbps' must be > 0" % pw)
-        if _need(p, "delay_ps", int, pw) < 0:
-            raise ConfigError("%s: field 'delay_ps' must be >= 0" % pw)
-        for key in ("loss", "corrupt"):
-            v = _need(p, key, (int, float), pw, optional=True)
-            if v is not None and not 0 <= v < 1:
-                raise ConfigError("%s: field %r must be in [0, 1), got %r" % (pw, key, v))
-        _need(p, "faces_host", bool, pw)
-    run = conf.setdefault("run", {})
-    if not isinstance(run, dict):
-        raise ConfigError("%s: field 'run' must be an object" % where)
-    for key in run:
-        if key not in RUN_DEFAULTS:
-            raise ConfigError("%s: unknown run option %r (known: %s)"
-                              % (where, key, ", ".join(sorted(RUN_DEFAULTS))))
-    for key, value in RUN_DEFAULTS.items():
-        run.setdefault(key, value)
-    out = conf.setdefault("output", {})
-    if not isinstance(out, dict):
-        raise ConfigError("%s: field 'output' must be an object" % where)
-    if role == "host":
-        agent = _need(conf, "agent", dict, where)
-        _need(agent, "protocol", str, where + " field 'agent'")
-        _need(agent, "params", dict, where + " field 'agent'")
-        _need(conf, "mtu_wire_bytes", int, where)
-        for i, m in enumerate(_need(conf, "messages", list, where)):
-            mw = "%s message %d" % (where, i)
-            for key in ("msg_id", "dst", "size", "start_ps"):
-                _need(m, key, int, mw)
-        for i, m in enumerate(_need(conf, "expect", list, where)):
-            for key in ("src", "msg_id", "size"):
-                _need(m, key, int, "%s expected message %d" % (where, i))
-    else:
-        hops = _need(conf, "next_hops", list, where)
-        for h, row in enumerate(hops):
-            if (not isinstance(row, list) or
-                    not all(isinstance(x, int) and not isinstance(x, bool)
-                            and 0 <= x < len(ports) for x in row)):
-                raise ConfigError("%s: next_hops[%d] must list local ports 0..%d, got %r"
-                                  % (where, h, len(ports) - 1, row))
-            if not row:
-                raise ConfigError("%s: next_hops[%d] is empty: host %d is unreachable from "
-                                  "this switch (list at least one local port)"
-                                  % (where, h, h))
-        _need(conf, "forwarding", str, where)
-        _need(conf, "salt", int, where)
-        pfc = conf.get("pfc")
-        if pfc is not None and not isinstance(pfc, dict):
-            raise ConfigError("%s: field 'pfc' must be an object or null" % where)
-    return conf
-
-
-def protocol_config(conf):
-    """The host agent's config object (GseConfig, RoceConfig) from a host's ``agent``."""
-    agent = conf["agent"]
-    cfg = default_config(agent["protocol"])
-    for name, value in agent["params"].items():
-        cfg.set(name, value)
-    cfg.validate()
-    return cfg

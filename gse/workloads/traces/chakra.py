@@ -41,7 +41,8 @@ from gse.workloads.collectives import ALGORITHMS, ROOTED, check_trace
 from gse.workloads.traces.chakra_schema import (COLL, COMM_TYPE_OF, COMM_TYPES, COMP, NODE_TYPES,
                                                 RECV, SCHEMA_VERSION, SEND, attr_record,
                                                 metadata_record, node_record, read_et)
-from gse.workloads.traces.common import Call, Tally, Trace, TraceError, ranks_for_files
+from gse.workloads.traces.common import (Call, Tally, Trace, TraceError, check_rank_files,
+                                         ranks_for_files)
 from gse.workloads.traces.program import COMM, COMPUTE, PASS, Op, Program, assemble_programs
 from gse.workloads.traces.sources import expand_sources
 
@@ -326,6 +327,9 @@ def read_chakra(sources, world_size=None):
                      "2023-10)" % (", ".join(sorted(set(schemas) - set(known))),
                                    SCHEMA_VERSION))
     world = range(world_size) if world_size is not None else None
+    if world is None:                  # the groups are the files: all of them, no more
+        check_rank_files({r: [op.call for op in p.ops if op.kind == COMM]
+                          for r, p in programs.items()})
     if not any(op.kind == COMM for p in programs.values() for op in p.ops):
         raise TraceError(names[0], None, "no communication nodes in %d file(s) (%d nodes "
                          "skipped)" % (len(names), tally.skipped_total()))

@@ -177,6 +177,44 @@ def ranks_for_files(paths):
     return dict(zip(paths, ranks))
 
 
+NPUS = re.compile(r"(?<![0-9])([0-9]+)npus(?![a-z])")
+
+
+def check_rank_files(calls_by_rank):
+    """A trace of one file per rank (Chakra) must hold every rank's file, and only those.
+
+    Its collectives name no group: the group of a call is the ranks whose files hold it,
+    so a missing or extra file would silently change every collective's size.  Refused:
+    rank numbers that are not 0..N-1 (a gap is a missing file), and a file count that
+    disagrees with the NPU count the trace's own node names state (ASTRA-sim's
+    microbenchmarks name theirs ``all_reduce_8npus_1MB``)."""
+    ranks = sorted(calls_by_rank)
+    path = next((c.path for r in ranks for c in calls_by_rank[r]), None) or "(trace)"
+    for i, r in enumerate(ranks):
+        if r != i:
+            raise TraceError(path, None, "the rank files are ranks %s but rank %d has none; "
+                             "give the file of every rank, 0..N-1"
+                             % (_span(ranks), i))
+    stated = {}
+    for r in ranks:
+        for c in calls_by_rank[r]:
+            m = NPUS.search(c.tag or "")
+            if m:
+                stated.setdefault(int(m.group(1)), (c.path, c.where, c.tag))
+    if len(stated) == 1:
+        npus, (p, where, tag) = next(iter(stated.items()))
+        if npus != len(ranks):
+            raise TraceError(p, where, "node %r says %d NPUs but %d rank files were given "
+                             "(ranks %s); give exactly the files of one run"
+                             % (tag, npus, len(ranks), _span(ranks)))
+
+
+def _span(ranks):
+    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return "%d..%d" % (ranks[0], ranks[-1])
+    return ", ".join(map(str, ranks))
+
+
 class Call:
     """One rank's record of one collective call, before the ranks are matched."""
 
@@ -288,7 +326,8 @@ def assemble(calls_by_rank, fmt, need_all_ranks):
                 ids[key], c0.op, groups[key], c0.size, algo=c0.algo,
                 root=c0.root if c0.root is not None else groups[key][0],
                 after=sorted((ids[dk], lag) for dk, lag in deps[key].items()),
-                start_ps=max(c.start_ps for _, _, c in seen), dtype=c0.dtype, tag=c0.tag))
+                start_ps=max(c.start_ps for _, _, c in seen), dtype=c0.dtype, tag=c0.tag,
+                where="%s: %s" % (c0.path, c0.where)))
         except CollectiveError as exc:
             raise TraceError(c0.path, c0.where, str(exc)) from None
     return colls

@@ -19,8 +19,8 @@ collective in ``after`` is done (``[id, lag_us]`` adds compute time after that o
 
 import json
 
-from gse.workloads.collectives import (ALGORITHMS, OPS, ROOTED, Collective, CollectiveError,
-                                       check_trace)
+from gse.workloads.collectives import (ALGORITHMS, MAX_RANK, OPS, ROOTED, Collective,
+                                       CollectiveError, check_trace)
 from gse.workloads.traces.common import Trace, TraceError, dtype_bytes
 
 FORMAT_VERSION = 1
@@ -63,8 +63,8 @@ def _int(text, where):
         v = int(text)
     except ValueError:
         raise ValueError("%s: %r is not a rank number" % (where, text)) from None
-    if v < 0:
-        raise ValueError("%s: rank %d < 0" % (where, v))
+    if not 0 <= v < MAX_RANK:
+        raise ValueError("%s: rank %d is not in 0..%d" % (where, v, MAX_RANK - 1))
     return v
 
 
@@ -196,6 +196,7 @@ def read_jsonl(path):
             rid = obj.get("id") if isinstance(obj, dict) else None
             raise TraceError(path, where + ("" if rid is None else " (id %r)" % (rid,)),
                              str(exc)) from None
+        c.where = "%s: line %d" % (path, lineno)     # for errors found when it runs
         seen[c.id] = lineno
         colls.append(c)
     if not colls:

@@ -1,0 +1,308 @@
+"""Reading and checking a node configuration (``docs/agent-config.md``) before anything runs.
+
+A node that starts with a value it cannot use fails later, far from the cause: an infinite
+link rate overflows the serialiser, a message to itself or to a host that does not exist
+waits out the whole timeout, a negative node id fails to encode every packet, a missing
+output directory is found when the results are written.  ``check_node_config`` refuses
+all of these at start-up with one ``ConfigError`` naming the file, the node and the field;
+``check_outputs`` makes sure the result files can be written.  The schema's constants
+(``FORMAT``, ``RUN_DEFAULTS``, ``UDP_PROTOCOLS``) live here and are re-exported by
+``gse.runtimes.udp.config``, which builds the configurations.
+"""
+
+import json
+import math
+import os
+
+from gse.config import PS_PER_US, ConfigError, fault_rates_error
+from gse.protocols import default_config
+from gse.runtimes.udp.io import LOOPS
+from gse.wire import WIRE_PROFILES
+from gse.wire.packet import HEADER_BYTES
+from switchmodel.pfc import PfcConfig
+from switchmodel.queue import QueueConfig
+
+FORMAT = "gse-agent-config/1"
+
+# Protocols whose switches are the plain switch agent (Switch, OutputQueue, PFC), which is
+# what a UDP node runs.  gse-fabric's leaves run a scheduler of their own
+# (gse.runtimes.sim.fabric_nodes) that has no UDP node yet.
+UDP_PROTOCOLS = ("gse", "roce")
+
+RUN_DEFAULTS = {
+    "timeout_s": 60.0,         # wall-clock bound: the agent exits (and writes) by then
+    "linger_s": 1.0,           # host: stay this long after its work is done and quiet
+    "idle_exit_s": None,       # any node: exit after this long without a datagram
+    "start_delay_s": 0.5,      # time 0 is this long after start-up ...
+    "start_at_unix": None,     # ... or at this wall-clock instant (shared by all agents)
+    "loop": "auto",            # auto | asyncio | uvloop
+    "precise_timers": False,   # True: poll for sub-millisecond timers (a busy core)
+    "rcvbuf_bytes": 4 * 1024 * 1024,
+    "slack_ps": 20 * PS_PER_US,
+}
+
+MAX_ID = 2 ** 32 - 1           # ids and sizes are 32-bit fields on the wire
+MIN_GBPS = 0.001               # the emulated links count in Mb/s
+
+
+def load_node_config(path):
+    """Read and check one node's configuration; ``ConfigError`` names the file and field."""
+    try:
+        with open(path) as f:
+            conf = json.load(f)
+    except OSError as exc:
+        raise ConfigError("%s: cannot read: %s" % (path, exc.strerror or exc)) from None
+    except ValueError as exc:
+        raise ConfigError("%s: not JSON: %s" % (path, exc)) from None
+    return check_node_config(conf, path)
+
+
+def _need(conf, key, types, where, optional=False):
+    if key not in conf:
+        if optional:
+            return None
+        raise ConfigError("%s: missing field %r" % (where, key))
+    value = conf[key]
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in _tuple(types):
+        raise ConfigError("%s: field %r must be %s, got %r"
+                          % (where, key, _type_names(types), value))
+    return value
+
+
+def _tuple(types):
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _type_names(types):
+    return " or ".join(t.__name__ for t in _tuple(types))
+
+
+def _int(conf, key, where, lo, hi=MAX_ID, optional=False):
+    """An integer field in [lo, hi] (JSON true/false are not integers)."""
+    value = _need(conf, key, int, where, optional)
+    if value is not None and not lo <= value <= hi:
+        raise ConfigError("%s: field %r must be an integer in %d..%d, got %r"
+                          % (where, key, lo, hi, value))
+    return value
+
+
+def _real(conf, key, where, lo, hi=math.inf, lo_open=False, optional=False):
+    """A finite number in [lo, hi] (or (lo, hi] with ``lo_open``)."""
+    value = _need(conf, key, (int, float), where, optional)
+    if value is None:
+        return None
+    if not math.isfinite(value) or value > hi or value < lo or (lo_open and value == lo):
+        raise ConfigError("%s: field %r must be a finite number %s %g%s, got %r"
+                          % (where, key, ">" if lo_open else ">=", lo,
+                             "" if hi == math.inf else " and <= %g" % hi, value))
+    return value
+
+
+def _addr(value, where):
+    if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
+            or not isinstance(value[1], int) or isinstance(value[1], bool)
+            or not 0 <= value[1] <= 65535):
+        raise ConfigError("%s: address must be [ip, port], got %r" % (where, value))
+
+
+def check_node_config(conf, where="config"):
+    """Check a node configuration completely; fill run defaults.  Returns ``conf``."""
+    if not isinstance(conf, dict):
+        raise ConfigError("%s: a node configuration is a JSON object" % where)
+    fmt = conf.get("format")
+    if fmt != FORMAT:
+        raise ConfigError("%s: field 'format' must be %r, got %r" % (where, FORMAT, fmt))
+    nid = _int(conf, "node", where, 0)
+    name = _need(conf, "name", str, where)
+    where = "%s (node %r)" % (where, name)
+    role = _need(conf, "role", str, where)
+    if role not in ("host", "switch"):
+        raise ConfigError("%s: field 'role' must be 'host' or 'switch', got %r" % (where, role))
+    n_hosts = _int(conf, "hosts", where, 1, optional=True)   # absent in older files
+    if role == "host" and n_hosts is not None and nid >= n_hosts:
+        raise ConfigError("%s: field 'node' of a host must be in 0..%d (hosts: %d), got %d"
+                          % (where, n_hosts - 1, n_hosts, nid))
+    _need(conf, "kind", str, where)
+    _addr(_need(conf, "bind", list, where), where + " field 'bind'")
+    _need(conf, "seed", (int, str), where)
+    _check_object(QueueConfig, _need(conf, "queue", dict, where), where + " field 'queue'")
+    wire = conf.setdefault("wire", "gse")
+    if wire not in WIRE_PROFILES:
+        raise ConfigError("%s: field 'wire' must be one of %s, got %r"
+                          % (where, ", ".join(WIRE_PROFILES), wire))
+    if not HEADER_BYTES <= _need(conf, "max_datagram", int, where) <= 65535:
+        raise ConfigError("%s: field 'max_datagram' must be %d..65535, got %r"
+                          % (where, HEADER_BYTES, conf["max_datagram"]))
+    _check_ports(conf, role, where)
+    _check_run(conf, where)
+    out = conf.setdefault("output", {})
+    if not isinstance(out, dict):
+        raise ConfigError("%s: field 'output' must be an object" % where)
+    for key in ("counters", "records"):
+        path = out.get(key)
+        if path is not None and not isinstance(path, str):
+            raise ConfigError("%s: field 'output.%s' must be a path or null, got %r"
+                              % (where, key, path))
+    if role == "host":
+        _check_host(conf, nid, n_hosts, where)
+    else:
+        _check_switch(conf, n_hosts, where)
+    return conf
+
+
+def _check_object(cls, fields, where):
+    """Fields that construct ``cls`` (QueueConfig, PfcConfig) without complaint."""
+    try:
+        cls(**fields)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("%s: %s" % (where, exc)) from None
+
+
+def _check_ports(conf, role, where):
+    ports = _need(conf, "ports", list, where)
+    if not ports or (role == "host" and len(ports) != 1):
+        raise ConfigError("%s: a %s needs %s port(s), got %d"
+                          % (where, role, "exactly 1" if role == "host" else ">= 1",
+                             len(ports)))
+    for i, p in enumerate(ports):
+        pw = "%s port %d" % (where, i)
+        if not isinstance(p, dict):
+            raise ConfigError("%s: a port is a JSON object" % pw)
+        if _need(p, "port", int, pw) != i:
+            raise ConfigError("%s: ports must be listed in order, found port %r"
+                              % (pw, p["port"]))
+        _int(p, "peer", pw, 0)
+        _int(p, "peer_port", pw, 0)
+        _addr(_need(p, "peer_addr", list, pw), pw + " field 'peer_addr'")
+        _real(p, "gbps", pw, MIN_GBPS)
+        _int(p, "delay_ps", pw, 0, 2 ** 63 - 1)
+        loss = _real(p, "loss", pw, 0.0, 1.0, optional=True) or 0.0
+        corrupt = _real(p, "corrupt", pw, 0.0, 1.0, optional=True) or 0.0
+        problem = fault_rates_error(loss, corrupt, "'loss'", "'corrupt'")
+        if problem:
+            raise ConfigError("%s: %s" % (pw, problem))
+        _need(p, "faces_host", bool, pw)
+
+
+def _check_run(conf, where):
+    run = conf.setdefault("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError("%s: field 'run' must be an object" % where)
+    for key in run:
+        if key not in RUN_DEFAULTS:
+            raise ConfigError("%s: unknown run option %r (known: %s)"
+                              % (where, key, ", ".join(sorted(RUN_DEFAULTS))))
+    for key, value in RUN_DEFAULTS.items():
+        run.setdefault(key, value)
+    rw = where + " field 'run'"
+    _real(run, "timeout_s", rw, 0.0, lo_open=True)
+    _real(run, "linger_s", rw, 0.0)
+    _real(run, "start_delay_s", rw, 0.0)
+    if run["idle_exit_s"] is not None:
+        _real(run, "idle_exit_s", rw, 0.0, lo_open=True)
+    if run["start_at_unix"] is not None:
+        _real(run, "start_at_unix", rw, 0.0)
+    if run["loop"] not in LOOPS:
+        raise ConfigError("%s: option 'loop' must be one of %s, got %r"
+                          % (rw, ", ".join(LOOPS), run["loop"]))
+    _need(run, "precise_timers", bool, rw)
+    _int(run, "rcvbuf_bytes", rw, 0, 2 ** 31 - 1)
+    _int(run, "slack_ps", rw, 0, 2 ** 63 - 1)
+
+
+def _check_host(conf, nid, n_hosts, where):
+    agent = _need(conf, "agent", dict, where)
+    aw = where + " field 'agent'"
+    protocol = _need(agent, "protocol", str, aw)
+    if protocol not in UDP_PROTOCOLS:
+        raise ConfigError("%s: protocol %r is not one the UDP runtime runs (%s)"
+                          % (aw, protocol, ", ".join(UDP_PROTOCOLS)))
+    _need(agent, "params", dict, aw)
+    try:
+        protocol_config(conf)
+    except ConfigError as exc:
+        raise ConfigError("%s: field 'agent.params': %s" % (where, exc)) from None
+    _int(conf, "mtu_wire_bytes", where, HEADER_BYTES + 1, 65535)
+    top = MAX_ID if n_hosts is None else n_hosts - 1
+    seen = {}
+    for i, m in enumerate(_need(conf, "messages", list, where)):
+        mw = "%s message %d" % (where, i)
+        if not isinstance(m, dict):
+            raise ConfigError("%s: a message is a JSON object" % mw)
+        mid = _int(m, "msg_id", mw, 0)
+        _int(m, "dst", mw, 0, top)
+        if m["dst"] == nid:
+            raise ConfigError("%s: field 'dst' is this host itself (%d)" % (mw, nid))
+        _int(m, "size", mw, 1)
+        _int(m, "start_ps", mw, 0, 2 ** 63 - 1)
+        if mid in seen:
+            raise ConfigError("%s: field 'msg_id' %d is also message %d's" % (mw, mid, seen[mid]))
+        seen[mid] = i
+    seen = {}
+    for i, m in enumerate(_need(conf, "expect", list, where)):
+        ew = "%s expected message %d" % (where, i)
+        if not isinstance(m, dict):
+            raise ConfigError("%s: an expected message is a JSON object" % ew)
+        _int(m, "src", ew, 0, top)
+        if m["src"] == nid:
+            raise ConfigError("%s: field 'src' is this host itself (%d)" % (ew, nid))
+        key = (m["src"], _int(m, "msg_id", ew, 0))
+        _int(m, "size", ew, 1)
+        if key in seen:
+            raise ConfigError("%s: (src, msg_id) %r is also expected message %d's"
+                              % (ew, key, seen[key]))
+        seen[key] = i
+
+
+def _check_switch(conf, n_hosts, where):
+    ports = conf["ports"]
+    hops = _need(conf, "next_hops", list, where)
+    if n_hosts is not None and len(hops) != n_hosts:
+        raise ConfigError("%s: field 'next_hops' needs a row per host (%d), got %d"
+                          % (where, n_hosts, len(hops)))
+    for h, row in enumerate(hops):
+        if (not isinstance(row, list) or
+                not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(ports)
+                        for x in row)):
+            raise ConfigError("%s: next_hops[%d] must list local ports 0..%d, got %r"
+                              % (where, h, len(ports) - 1, row))
+        if not row:
+            raise ConfigError("%s: next_hops[%d] is empty: host %d is unreachable from "
+                              "this switch (list at least one local port)"
+                              % (where, h, h))
+    if _need(conf, "forwarding", str, where) not in ("spray", "ecmp"):
+        raise ConfigError("%s: field 'forwarding' must be 'spray' or 'ecmp', got %r"
+                          % (where, conf["forwarding"]))
+    _int(conf, "salt", where, 0)
+    _int(conf, "switch_latency_ps", where, 0, 2 ** 63 - 1, optional=True)
+    pfc = conf.get("pfc")
+    if pfc is not None:
+        if not isinstance(pfc, dict):
+            raise ConfigError("%s: field 'pfc' must be an object or null" % where)
+        _check_object(PfcConfig, pfc, where + " field 'pfc'")
+
+
+def check_outputs(conf, where="config"):
+    """The result files of ``conf`` can be written: their directories exist and are
+    writable.  Checked at start-up, not discovered when the results are due."""
+    for key in ("counters", "records"):
+        path = (conf.get("output") or {}).get(key)
+        if not path:
+            continue
+        d = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(d):
+            raise ConfigError("%s: field 'output.%s': directory %s does not exist"
+                              % (where, key, d))
+        if not os.access(d, os.W_OK):
+            raise ConfigError("%s: field 'output.%s': directory %s is not writable"
+                              % (where, key, d))
+
+
+def protocol_config(conf):
+    """The host agent's config object (GseConfig, RoceConfig) from a host's ``agent``."""
+    agent = conf["agent"]
+    cfg = default_config(agent["protocol"])
+    for name, value in agent["params"].items():
+        cfg.set(name, value)
+    cfg.validate()
+    return cfg
