@@ -244,11 +244,16 @@ def sockets_of(pid):
     return n
 
 
-def test_gse_run_interrupted_by_sigint_exits_cleanly():
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_gse_run_stopped_by_a_signal_writes_its_partial_summary(sig, code, tmp_path):
+    """Issue 19 item 7: a run stopped by SIGINT or SIGTERM exited without writing anything;
+    now it writes what was delivered so far, marked incomplete, and exits 128 + signal."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out, rec = tmp_path / "partial.json", tmp_path / "partial.csv"
     proc = subprocess.Popen([sys.executable, "-m", "gse", "run", "--link-gbps", "0.01",
-                             "--size", "5000000", "--timeout-s", "60", "--quiet"],
+                             "--size", "5000000", "--timeout-s", "60", "--quiet",
+                             "--json", str(out), "--records", str(rec)],
                             cwd=root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -256,11 +261,22 @@ def test_gse_run_interrupted_by_sigint_exits_cleanly():
         while time.time() < deadline and proc.poll() is None and sockets_of(proc.pid) < 36:
             time.sleep(0.05)
         time.sleep(0.3)                    # traffic flowing
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "interrupted" in err and "Traceback" not in err
+    s = json.loads(out.read_text())
+    assert s["complete"] is False and s["udp"]["end"] == "signal"
+    assert s["udp"]["signal"] == sig.name
+    assert s["messages"] == 16 and s["delivered"] < 16 and s["runtime"] == "udp"
+    assert len(rec.read_text().splitlines()) == 17          # every message, done or not
+
+
+def test_a_completed_run_is_marked_complete():
+    topo = fat_tree(4, link_gbps=0.2)
+    msgs = [Message(1, 0, 15, 20_000)]
+    assert run_udp(topo, msgs, timeout_s=TIMEOUT_S).summary["complete"] is True

@@ -14,6 +14,7 @@ that is installed adds its own choice (Mininet: ``gse.runtimes.mininet.run``, pr
 
 import importlib
 import importlib.util
+import signal
 import sys
 
 from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from_args,
@@ -87,6 +88,12 @@ def cmd_run(args):
     if args.pcap and not args.quiet:
         print("pcap captures written to %s (tshark -X lua_script:tools/wireshark/gse.lua "
               "-r FILE)" % args.pcap)
+    stopped_by = summary.get("udp", {}).get("signal")
+    if stopped_by:                      # a partial summary, marked "complete": false
+        print("gse run: interrupted by %s: partial results (%d of %d messages delivered)%s"
+              % (stopped_by, summary["delivered"], summary["messages"],
+                 " written to %s" % args.json if args.json else ""), file=sys.stderr)
+        return 128 + getattr(signal, stopped_by)
     return 0 if summary["lost"] == 0 else 1
 
 

@@ -47,6 +47,10 @@ def format_summary(s):
         ("events / wall s / events/s", "%d / %s / %s" % (s["events"], _fmt(s["wall_s"]),
                                                           _fmt(s["events_per_s"]))),
     ]
+    if s.get("complete") is False:      # a real-network run stopped early
+        udp = s.get("udp", {})
+        rows.insert(1, ("complete", "NO: stopped by %s (partial results)"
+                        % (udp.get("signal") or udp.get("end") or "?")))
     width = max(len(r[0]) for r in rows)
     return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)
 

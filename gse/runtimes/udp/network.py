@@ -20,6 +20,8 @@ cancel mid-run) ``UdpNetwork`` is an async context manager:
 """
 
 import asyncio
+import signal
+import threading
 import time
 
 from gse.metrics.records import RunResult
@@ -89,6 +91,7 @@ class UdpNetwork:
         self.kernel_drops = None
         self.loop_name = None
         self.opened = False
+        self.signal = None         # the signal that stopped the run, by name
 
     async def __aenter__(self):
         await self.open()
@@ -158,14 +161,28 @@ class UdpNetwork:
         if not self.done.done():
             self.done.set_result("until")
 
-    async def run(self, until_ps=-1, timeout_s=60.0):
+    def _on_signal(self, sig):
+        if self.done is not None and not self.done.done():
+            self.signal = signal.Signals(sig).name
+            self.done.set_result("signal")
+
+    async def run(self, until_ps=-1, timeout_s=60.0, stop_signals=()):
         """Start the messages and wait until every one is delivered and acknowledged, the
-        clock passes ``until_ps``, or ``timeout_s`` of wall time pass.  Returns why it
-        stopped: "done", "until" or "timeout"."""
+        clock passes ``until_ps``, ``timeout_s`` of wall time pass, or one of
+        ``stop_signals`` arrives (e.g. SIGINT, SIGTERM: the run stops as at a timeout, and
+        ``result()`` is what was delivered so far).  Returns why it stopped: "done",
+        "until", "timeout" or "signal"."""
         if not self.nodes:
             raise RuntimeError("UdpNetwork.run before open()")
         loop = asyncio.get_running_loop()
         self.done = loop.create_future()
+        installed = []
+        for sig in stop_signals:
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass                    # not the main thread: the caller handles signals
         self.outstanding = 2 * len(self.messages)
         sched = self.sched
         sched.start_clock()
@@ -180,6 +197,8 @@ class UdpNetwork:
             finished, _ = await asyncio.wait({self.done}, timeout=timeout_s)
             self.end = self.done.result() if finished else "timeout"
         finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
             self.elapsed_ps = sched.now()
             self.wall_s = time.perf_counter() - wall0
             if not self.done.done():
@@ -223,7 +242,7 @@ class UdpNetwork:
         counters = self.node_counters()
         udp = udp_totals(counters, self.kernel_drops or 0)
         udp.update({"loop": self.loop_name, "addressing": self.addressing, "wire": self.wire,
-                    "end": self.end,
+                    "end": self.end, "signal": self.signal,
                     "nodes": len(self.nodes), "timer_events": self.sched.fired,
                     "timer_late": self.sched.lateness(),
                     "slack_us": self.slack_ps / 1e6, "precise_timers": self.precise,
@@ -233,18 +252,21 @@ class UdpNetwork:
         summary = build_summary(self.topo, records, ports, counters,
                                 [h.agent.counters() for h in self.hosts], cfg,
                                 self.elapsed_ps, self.wall_s, extra, udp)
+        # a run stopped early (timeout, signal, --until-us) is a partial result: say so
+        summary["complete"] = self.end == "done"
         return RunResult(summary, records, self)
 
 
 async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
-                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None, progress=None):
+                        rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None, progress=None,
+                        stop_signals=()):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
                      addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap,
                      progress)
     async with net:
-        await net.run(until_ps, timeout_s)
+        await net.run(until_ps, timeout_s, stop_signals)
     return net.result()
 
 
@@ -261,11 +283,17 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
     "budget", "snaplen"}`` captures (docs/pcap.md); ``progress(done, status)`` is called
     as messages complete (the progress bar of ``gse run``).  Returns a
     ``gse.metrics.records.RunResult``.
+    In the main thread SIGINT and SIGTERM stop the run the way a timeout does: the result
+    holds what was delivered so far, with ``summary["complete"]`` False and
+    ``summary["udp"]["end"]`` "signal" (``["signal"]`` names it).
     """
     for m in messages:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
             raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
+    signals = ((signal.SIGINT, signal.SIGTERM)
+               if threading.current_thread() is threading.main_thread() else ())
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
-        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress), loop)
+        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress, signals),
+        loop)
