@@ -77,6 +77,7 @@ class GseConfig(_Config):
         "entropy_suspect_ps", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
         "max_requests_per_peer", "max_requests", "max_finished",
+        "max_inbound_per_peer", "max_inbound", "max_reassembly_bytes",
         # switch queues
         "queue_bytes", "trim", "trim_bytes", "control_queue_bytes",
         "ecn", "ecn_kmin_bytes", "ecn_kmax_bytes", "ecn_pmax_pct", "forwarding",
@@ -117,6 +118,13 @@ class GseConfig(_Config):
         # ids of delivered messages a receiver remembers (late duplicates get a final ACK),
         # each for 4 x rto_max_ps at most; the oldest are forgotten beyond this many
         self.max_finished = 16384
+        # messages a receiver reassembles at once, per source and in all, and the bytes
+        # of state they may hold (bitmaps plus 512 B each: a 4 GB message's bitmap is
+        # 128 KiB); DATA of a new message beyond is dropped and counted (the sender
+        # retransmits); state idle for 4 x rto_max_ps goes first
+        self.max_inbound_per_peer = 256
+        self.max_inbound = 4096
+        self.max_reassembly_bytes = 32 * 1024 * 1024
         self.queue_bytes = self.BDP_BYTES    # per egress port; 1 BDP with trimming
         self.trim = True
         self.trim_bytes = self.BDP_BYTES     # trim DATA arriving at a data queue this full
@@ -133,7 +141,8 @@ class GseConfig(_Config):
                     "rto_ps", "tlp_min_ps",
                     "rto_max_ps", "request_timeout_ps", "queue_bytes", "control_queue_bytes",
                     "reorder_window_ps", "max_requests_per_peer", "max_requests",
-                    "max_finished")
+                    "max_finished", "max_inbound_per_peer", "max_inbound",
+                    "max_reassembly_bytes")
         self._positive(positive)
         if not 0 <= self.unsched_bytes < 2 ** 32:
             raise ConfigError("unsched_bytes must be in [0, 2^32), got %r" % self.unsched_bytes)
@@ -229,6 +238,7 @@ class RoceConfig(_Config):
         "pfc_pause_quanta", "switch_buffer_bytes", "forwarding",
         # htsim's RoCE model (docs/comparison.md): framing, NIC and PFC semantics
         "round_up_packets", "nic_scheduler", "pfc_model", "switch_control_priority",
+        "max_inbound_per_peer", "max_inbound", "max_finished",
     )
 
     def __init__(self, **overrides):
@@ -290,10 +300,16 @@ class RoceConfig(_Config):
         # switch egress: True serves control (ACK, NACK, CNP) ahead of data; False one FIFO
         # for every packet (htsim's LosslessOutputQueue)
         self.switch_control_priority = True
+        # incoming flows a host keeps at once, per source and in all (DATA of a new flow
+        # beyond is dropped and counted), and finished flows' ids (4 x rto_max_ps at most)
+        self.max_inbound_per_peer = 256
+        self.max_inbound = 4096
+        self.max_finished = 16384
         self._apply(overrides)
 
     def validate(self):
         self._positive(("mtu", "ack_every_bytes", "rto_ps", "rto_max_ps",
+                        "max_inbound_per_peer", "max_inbound", "max_finished",
                         "dcqcn_alpha_timer_ps", "dcqcn_increase_timer_ps",
                         "queue_bytes", "pfc_xoff_bytes", "dcqcn_decrease_period_ps",
                         "switch_buffer_bytes", "dcqcn_min_rate_mbps"))

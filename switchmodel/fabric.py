@@ -49,24 +49,15 @@ from heapq import heappop, heappush
 from gse.wire.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL, REQUEST,
                              RESUME, Packet)
 from switchmodel.fabric_config import FabricConfig
+from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
 from switchmodel.switch import Switch, mix32
 
 __all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32", "wire_time_ps"]
 
 MASK32 = 0xFFFFFFFF
-NEVER = -1
 T_PACER = 0
 T_REQUEST = 1
-T_HOLE = 2
 MAX_BACKOFF = 16
-
-
-def unwrap32(wire, ref):
-    """The counter value nearest ``ref`` whose low 32 bits are ``wire`` (RFC 1982)."""
-    d = (wire - ref) & MASK32
-    if d >= 0x80000000:
-        d -= 0x100000000
-    return ref + d
 
 
 def wire_time_ps(nbytes, mbps):
@@ -153,21 +144,7 @@ class Downlink:
         self.log = [] if log else None   # (time, bytes) of every grant of new credit
 
 
-class Reorder:
-    """Destination side: fabric packets of one (source leaf, host) pair held for order."""
-
-    __slots__ = ("key", "expected", "held", "bytes", "deadline", "armed")
-
-    def __init__(self, key, expected):
-        self.key = key
-        self.expected = expected
-        self.held = {}            # seq -> packet
-        self.bytes = 0
-        self.deadline = NEVER
-        self.armed = NEVER
-
-
-class FabricLeaf:
+class FabricLeaf(LeafReorder):
     """One leaf's fabric scheduling (see the module docstring)."""
 
     def __init__(self, node, cfg, switch, host_ports, host_gbps, leaf_of):
@@ -203,7 +180,7 @@ class FabricLeaf:
         self.requests = self.rerequests = self.grants = self.regrants = 0
         self.stale_grants = self.hole_skips = self.skipped = self.late = 0
         self.duplicates = self.pauses_sent = self.bad_frames = self.stray = 0
-        self.unroutable = 0
+        self.unroutable = self.reorder_drops = 0
 
     # -- runtime interface ----------------------------------------------------------------
 
@@ -266,7 +243,8 @@ class FabricLeaf:
                 "hole_skips": self.hole_skips, "skipped_packets": self.skipped,
                 "late_packets": self.late, "duplicates": self.duplicates,
                 "host_pauses": self.pauses_sent, "bad_frames": self.bad_frames,
-                "stray": self.stray, "unroutable": self.unroutable}
+                "stray": self.stray, "unroutable": self.unroutable,
+                "reorder_drops": self.reorder_drops}
 
     # -- source side ----------------------------------------------------------------------
 
@@ -420,7 +398,10 @@ class FabricLeaf:
 
     def _request_pkt(self, pkt, now):
         host = pkt.msg_id
-        if host not in self.downlinks:
+        hops = self.switch.next_hops
+        if host not in self.downlinks or not 0 <= pkt.src < len(hops) or not hops[pkt.src]:
+            # (a source no GRANT could reach: forged, and per-source state is bounded by
+            # the nodes of the fabric)
             self.stray += 1
             return
         key = (pkt.src, host)
@@ -504,83 +485,6 @@ class FabricLeaf:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(Packet(GRANT, self.node, src_leaf, host, 0, self.entropy, 0, 0, 0,
                            total & MASK32, 0, 0, 0, now, PRIO_CONTROL))
-
-    # -- destination side: order ----------------------------------------------------------
-
-    def _arrive(self, pkt, now):
-        if not self.reorder_at_leaf:
-            self._deliver(pkt)
-            return
-        key = (self.leaf_of[pkt.src], pkt.dst)
-        rb = self.reorders.get(key)
-        expected = rb.expected if rb is not None else self.rtails.get(key, 1)
-        seq = unwrap32(pkt.aux, expected)
-        if seq == expected:
-            self._deliver(pkt)
-            if rb is None:
-                self.rtails[key] = expected + 1
-            else:
-                rb.expected = expected + 1
-                self._release(rb, now)
-        elif seq > expected:
-            if rb is None:
-                rb = self.reorders[key] = Reorder(key, expected)
-                self.rtails.pop(key, None)
-            if seq in rb.held:
-                self.duplicates += 1
-                return
-            rb.held[seq] = pkt
-            rb.bytes += pkt.size
-            self.reorder_bytes += pkt.size
-            if self.reorder_bytes > self.reorder_peak:
-                self.reorder_peak = self.reorder_bytes
-            if rb.deadline == NEVER:
-                rb.deadline = now + self.cfg.reorder_timeout_ps
-                self._arm_hole(rb)
-        else:
-            self.late += 1               # after its hole was skipped: the host decides
-            self._deliver(pkt)
-
-    def _release(self, rb, now):
-        held = rb.held
-        expected = rb.expected
-        while expected in held:
-            pkt = held.pop(expected)
-            rb.bytes -= pkt.size
-            self.reorder_bytes -= pkt.size
-            self._deliver(pkt)
-            expected += 1
-        rb.expected = expected
-        if not held:
-            del self.reorders[rb.key]
-            self.rtails[rb.key] = expected
-        else:
-            rb.deadline = now + self.cfg.reorder_timeout_ps
-            self._arm_hole(rb)
-
-    def _arm_hole(self, rb):
-        if rb.armed == NEVER:
-            rb.armed = rb.deadline
-            self._push(rb.deadline, T_HOLE, rb)
-
-    def _hole_timer(self, rb, now):
-        rb.armed = NEVER
-        if self.reorders.get(rb.key) is not rb:
-            return
-        if now < rb.deadline:
-            self._arm_hole(rb)
-            return
-        first = min(rb.held)
-        self.hole_skips += 1
-        self.skipped += first - rb.expected
-        rb.expected = first
-        self._release(rb, now)
-
-    def _deliver(self, pkt):
-        pkt.entropy = pkt.sack_base      # the host sees its own header again
-        pkt.sack_base = 0
-        pkt.aux = 0
-        self.out.append((self.host_ports[pkt.dst], pkt))
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -14,11 +14,13 @@ class FabricConfig(_Config):
     NAME = "GSE fabric"
     __slots__ = (
         # plain host (gse.agents.plain_host)
-        "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps",
+        "mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "max_inbound_per_peer",
+        "max_inbound", "max_finished",
         # leaf scheduling
         "reorder", "reorder_timeout_ps", "spray", "container_packets", "grant_bytes",
         "grant_rate_fraction", "request_bytes", "request_timeout_ps", "voq_buffer_bytes",
         "paths", "host_xoff_bytes", "host_xon_bytes", "pause_quanta", "log_grants",
+        "reorder_buffer_bytes",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -31,6 +33,9 @@ class FabricConfig(_Config):
         self.ack_every_bytes = 16 * 1024
         self.rto_ps = 1000 * PS_PER_US       # the RoCE NIC's go-back-N backstop, unchanged
         self.rto_max_ps = 16000 * PS_PER_US
+        self.max_inbound_per_peer = 256      # the host's bounded state, as RoceConfig's
+        self.max_inbound = 4096
+        self.max_finished = 16384
         self.reorder = "leaf"                # "leaf": the destination leaf restores order
         # a hole this old is lost: two full 1-BDP queues of skew between sprayed paths
         self.reorder_timeout_ps = 30 * PS_PER_US
@@ -48,6 +53,9 @@ class FabricConfig(_Config):
         self.host_xon_bytes = 3 * 1024 * 1024
         self.pause_quanta = 65535
         self.log_grants = False              # keep every grant (tests of the pacer)
+        # packets a leaf holds for reordering, in all (beyond: dropped and counted; the
+        # hole timer then skips past them and the host resends)
+        self.reorder_buffer_bytes = 32 * 1024 * 1024
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming, no ECN
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -60,7 +68,8 @@ class FabricConfig(_Config):
         self._positive(("mtu", "ack_every_bytes", "rto_ps", "rto_max_ps", "reorder_timeout_ps",
                         "container_packets", "grant_bytes", "request_bytes",
                         "request_timeout_ps", "voq_buffer_bytes", "queue_bytes",
-                        "control_queue_bytes", "leaf_queue_bytes"))
+                        "control_queue_bytes", "leaf_queue_bytes", "max_inbound_per_peer",
+                        "max_inbound", "max_finished", "reorder_buffer_bytes"))
         if self.reorder not in ("leaf", "host"):
             raise ConfigError("reorder must be 'leaf' or 'host', got %r" % self.reorder)
         if self.spray not in ("packet", "container"):

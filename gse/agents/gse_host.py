@@ -339,4 +339,5 @@ class GseHost(HostAgent):
             "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
             "unknown_grants": self.unknown_grants, "requests_refused": rx.requests_refused,
             "requests_expired": rx.requests_expired, "grant_holds": rx.scheduler.holds,
+            "inbound_refused": rx.inbound_refused, "inbound_expired": rx.inbound_expired,
         }

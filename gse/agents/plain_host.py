@@ -47,6 +47,8 @@ class PlainHost(RoceHost):
             return
         flow = self.incoming.get(key)
         if flow is None:
+            if not self._admit(pkt):
+                return
             flow = self.incoming[key] = HeldRecvFlow(pkt.msg_len, self.config.mtu)
         psn = pkt.psn
         if psn < flow.expected or psn in flow.held or psn >= flow.npkts:
@@ -79,8 +81,7 @@ class PlainHost(RoceHost):
         flow.nak_for = -1
         flow.hole_since = now if held else -1
         if expected == flow.npkts:
-            del self.incoming[key]
-            self.finished[key] = flow.npkts
+            self._done_in(key, flow.npkts, now)
             self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
             self._ack(pkt, flow.npkts)
         elif flow.unacked >= self.config.ack_every_bytes:

@@ -29,11 +29,18 @@ from gse.wire.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED
 
 MASK32 = 0xFFFFFFFF
 FINISHED_HOLD = 4     # a finished message's id is remembered this many maximum RTOs
+IDLE_HOLD = 4         # reassembly state with no DATA for this many maximum RTOs may go
+INMSG_BYTES = 512     # what one message's state costs besides its bitmap (accounting)
+
+
+def reassembly_cost(npkts):
+    """Bytes of reassembly state a message of ``npkts`` packets holds (accounting)."""
+    return INMSG_BYTES + (npkts + 7) // 8 + 8
 
 
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
-                 "ecn", "first_ps", "charged", "last_ack", "entropy")
+                 "ecn", "first_ps", "charged", "last_ack", "entropy", "heard")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
         self.src = src
@@ -49,6 +56,7 @@ class InMsg:
         self.charged = False      # its unscheduled window was accounted in the pacer
         self.last_ack = now
         self.entropy = 0          # of the sender's latest packet: GRANTs go back on it
+        self.heard = now          # when its latest DATA arrived
 
 
 class ReceiverSide:
@@ -57,6 +65,9 @@ class ReceiverSide:
                  "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
                  "payload_bytes", "max_per_peer", "max_unproven", "unproven_of", "unproven",
                  "granted_unproven", "expire_ps", "requests_refused", "requests_expired",
+                 "max_inbound_per_peer", "max_inbound", "max_reassembly", "inbound_of",
+                 "inbound", "reassembly", "idle_ps", "next_idle_sweep", "inbound_refused",
+                 "inbound_expired",
                  "finished_order", "finished_hold", "max_finished")
 
     def __init__(self, addr, config, downlink_gbps):
@@ -90,6 +101,16 @@ class ReceiverSide:
         self.expire_ps = config.request_timeout_ps
         self.requests_refused = 0
         self.requests_expired = 0
+        self.max_inbound_per_peer = config.max_inbound_per_peer
+        self.max_inbound = config.max_inbound
+        self.max_reassembly = config.max_reassembly_bytes
+        self.inbound_of = {}      # src -> messages with reassembly state from it
+        self.inbound = 0          # such messages in all
+        self.reassembly = 0       # and the bytes they hold (``reassembly_cost``)
+        self.idle_ps = IDLE_HOLD * config.rto_max_ps
+        self.next_idle_sweep = 0
+        self.inbound_refused = 0  # DATA of a new message beyond those limits, dropped
+        self.inbound_expired = 0  # messages forgotten after idle_ps without DATA
 
     def _message(self, pkt, key, now):
         """The message ``key`` = (src, msg_id) of ``pkt``, created by its first packet;
@@ -99,7 +120,10 @@ class ReceiverSide:
             if pkt.msg_len <= 0:
                 return None
             proven = pkt.kind != REQUEST
-            if not proven:
+            if proven:
+                if not self._admit(pkt.src, (pkt.msg_len + self.mtu - 1) // self.mtu, now):
+                    return None
+            else:
                 src = pkt.src
                 if (self.unproven >= self.max_unproven
                         or self.unproven_of.get(src, 0) >= self.max_per_peer):
@@ -114,6 +138,50 @@ class ReceiverSide:
             msg = InMsg(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
             self.messages[key] = msg
         return msg
+
+    def _admit(self, src, npkts, now):
+        """Room for the reassembly state of one more message from ``src`` (per-peer and
+        global counts, bytes): taken and True, or False after counting the refusal.  At
+        a limit, messages idle for ``idle_ps`` (a sender that died, forged state) go
+        first."""
+        cost = reassembly_cost(npkts)
+        if (self.inbound >= self.max_inbound
+                or self.inbound_of.get(src, 0) >= self.max_inbound_per_peer
+                or self.reassembly + cost > self.max_reassembly):
+            self._forget_idle(now)
+            if (self.inbound >= self.max_inbound
+                    or self.inbound_of.get(src, 0) >= self.max_inbound_per_peer
+                    or self.reassembly + cost > self.max_reassembly):
+                self.inbound_refused += 1
+                return False
+        self.inbound += 1
+        self.inbound_of[src] = self.inbound_of.get(src, 0) + 1
+        self.reassembly += cost
+        return True
+
+    def _inbound_gone(self, msg):
+        src = msg.src
+        self.inbound -= 1
+        self.reassembly -= reassembly_cost(msg.npkts)
+        n = self.inbound_of[src] - 1
+        if n:
+            self.inbound_of[src] = n
+        else:
+            del self.inbound_of[src]
+
+    def _forget_idle(self, now):
+        """Drop messages with reassembly state but no DATA for ``idle_ps`` (at most one
+        scan per quarter of it: this runs only when a limit is reached)."""
+        if now < self.next_idle_sweep:
+            return
+        self.next_idle_sweep = now + self.idle_ps // 4
+        limit = now - self.idle_ps
+        for key, msg in list(self.messages.items()):
+            if msg.bitmap is not None and msg.heard <= limit:
+                del self.messages[key]
+                self.scheduler.remove(msg.demand)
+                self._inbound_gone(msg)
+                self.inbound_expired += 1
 
     def _unproven_gone(self, src):
         self.unproven -= 1
@@ -177,13 +245,21 @@ class ReceiverSide:
                 self.duplicates += 1
                 out.append(self._final_ack(pkt, self.finished[key], now))
                 return -1
+            if pkt.msg_len <= 0:
+                self.duplicates += 1  # inconsistent: nothing to deliver
+                return -1
             msg = self._message(pkt, key, now)
-        if msg is None or pkt.psn >= msg.npkts:
+            if msg is None:
+                return -1             # beyond the limits: refused and counted
+        if pkt.psn >= msg.npkts:
             self.duplicates += 1      # inconsistent with what we know: nothing to deliver
             return -1
         msg.entropy = pkt.entropy
+        msg.heard = now
         due = -1
         if msg.bitmap is None:
+            if not self._admit(msg.src, msg.npkts, now):
+                return -1
             due = self._prove(msg, now)
         elif msg.demand.owed_since >= 0:
             due = self._heard(msg, now)
@@ -221,6 +297,7 @@ class ReceiverSide:
     def _finish(self, msg, now):
         key = (msg.src, msg.msg_id)
         del self.messages[key]
+        self._inbound_gone(msg)
         self.finished[key] = msg.npkts
         order = self.finished_order
         order.append((now, key))

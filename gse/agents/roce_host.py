@@ -46,6 +46,7 @@ T_RTO = 1
 T_DCQCN = 2
 T_GEN = 3       # nic_scheduler "htsim": a flow's line-rate pacer
 T_CNP = 4       # cnp_pacing "grid": a receiving flow's CNP tick
+FINISHED_HOLD = 4     # a finished flow's id is remembered this many maximum RTOs
 
 
 class RoceFlow:
@@ -112,7 +113,8 @@ class RoceHost(HostAgent):
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
                  "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
-                 "payload_bytes",
+                 "payload_bytes", "finished_order", "finished_hold", "max_finished",
+                 "incoming_of", "max_inbound_per_peer", "max_inbound", "inbound_refused",
                  "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
                  "nic_paused", "rate_log", "round_up", "cnp_grid")
 
@@ -127,7 +129,14 @@ class RoceHost(HostAgent):
         self.timers = []
         self.tseq = 0
         self.incoming = {}        # (src, msg_id) -> RoceRecvFlow
-        self.finished = {}        # (src, msg_id) -> npkts
+        self.finished = {}        # (src, msg_id) -> npkts, for late packets ...
+        self.finished_order = Fifo()  # ... (finish ps, key), oldest first: kept for
+        self.finished_hold = FINISHED_HOLD * config.rto_max_ps  # this long
+        self.max_finished = config.max_finished                  # and at most this many
+        self.incoming_of = {}     # src -> its flows in self.incoming
+        self.max_inbound_per_peer = config.max_inbound_per_peer
+        self.max_inbound = config.max_inbound
+        self.inbound_refused = 0  # DATA of a new flow beyond those limits, dropped
         self.delivered = []
         self.sent_done = []
         self.receiver = self      # the runtime drains ``agent.receiver.delivered``
@@ -324,6 +333,8 @@ class RoceHost(HostAgent):
                 self.duplicates += 1
                 self._ack(pkt, self.finished[key])
                 return
+            if not self._admit(pkt):
+                return
             flow = self.incoming[key] = RoceRecvFlow(pkt.msg_len, self.config.mtu)
             if self.cnp_grid:
                 flow.src = pkt.src
@@ -348,8 +359,7 @@ class RoceHost(HostAgent):
             self.payload_bytes += pkt.payload_len
             if flow.expected == flow.npkts:
                 flow.done = True
-                del self.incoming[key]
-                self.finished[key] = flow.npkts
+                self._done_in(key, flow.npkts, now)
                 self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
                 self._ack(pkt, flow.npkts)
             elif flow.unacked >= self.ack_every:
@@ -366,6 +376,37 @@ class RoceHost(HostAgent):
         else:
             self.duplicates += 1
             self._ack(pkt, flow.expected)
+
+    def _admit(self, pkt):
+        """Room for a new incoming flow (it has a length; per-source and global limits):
+        True, or False after counting the refusal (the sender retransmits)."""
+        src = pkt.src
+        if pkt.msg_len <= 0:
+            self.duplicates += 1          # inconsistent: nothing to deliver
+            return False
+        if (len(self.incoming) >= self.max_inbound
+                or self.incoming_of.get(src, 0) >= self.max_inbound_per_peer):
+            self.inbound_refused += 1
+            return False
+        self.incoming_of[src] = self.incoming_of.get(src, 0) + 1
+        return True
+
+    def _done_in(self, key, npkts, now):
+        """An incoming flow is complete: its id is remembered, for a bounded time and
+        number, so that a late duplicate gets its final ACK instead of a new flow."""
+        del self.incoming[key]
+        src = key[0]
+        n = self.incoming_of[src] - 1
+        if n:
+            self.incoming_of[src] = n
+        else:
+            del self.incoming_of[src]
+        self.finished[key] = npkts
+        order = self.finished_order
+        order.append((now, key))
+        limit = now - self.finished_hold
+        while order and (order[0][0] <= limit or len(order) > self.max_finished):
+            del self.finished[order.popleft()[1]]
 
     def _ack(self, pkt, cum):
         self.acks_sent += 1
@@ -521,5 +562,5 @@ class RoceHost(HostAgent):
             "retransmits": self.retransmits, "retransmit_bytes": self.retransmit_bytes,
             "acks": self.acks_sent, "nacks": self.naks_sent, "cnps": self.cnps_sent,
             "cnps_received": self.cnps_received, "duplicates": self.duplicates,
-            "ooo_discarded": self.ooo_discarded,
+            "ooo_discarded": self.ooo_discarded, "inbound_refused": self.inbound_refused,
         }

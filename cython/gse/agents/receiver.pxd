@@ -31,6 +31,7 @@ cdef class InMsg:
     cdef public bint charged
     cdef public long long last_ack
     cdef public long long entropy
+    cdef public long long heard
 
 
 cdef class ReceiverSide:
@@ -61,9 +62,28 @@ cdef class ReceiverSide:
     cdef public Fifo finished_order
     cdef public long long finished_hold
     cdef public long long max_finished
+    cdef public long long max_inbound_per_peer
+    cdef public long long max_inbound
+    cdef public long long max_reassembly
+    cdef public dict inbound_of
+    cdef public long long inbound
+    cdef public long long reassembly
+    cdef public long long idle_ps
+    cdef public long long next_idle_sweep
+    cdef public long long inbound_refused
+    cdef public long long inbound_expired
 
     @cython.locals(msg=InMsg, proven=bint)
     cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
+
+    @cython.locals(cost="long long")
+    cpdef bint _admit(self, src, long long npkts, long long now) except -1
+
+    @cython.locals(n="long long")
+    cpdef _inbound_gone(self, InMsg msg)
+
+    @cython.locals(limit="long long", msg=InMsg)
+    cpdef _forget_idle(self, long long now)
 
     @cython.locals(n="long long")
     cpdef _unproven_gone(self, src)

@@ -104,8 +104,20 @@ cdef class RoceHost(HostAgent):
     cdef public dict rate_log
     cdef public bint round_up
     cdef public bint cnp_grid
+    cdef public Fifo finished_order
+    cdef public long long finished_hold
+    cdef public long long max_finished
+    cdef public dict incoming_of
+    cdef public long long max_inbound_per_peer
+    cdef public long long max_inbound
+    cdef public long long inbound_refused
 
     cpdef start_message(self, msg_id, dst, size, now)
+
+    cpdef bint _admit(self, Packet pkt) except -1
+
+    @cython.locals(n="long long", order=Fifo, limit="long long")
+    cpdef _done_in(self, tuple key, long long npkts, long long now)
 
     cpdef bint has_work(self) except -1
 
