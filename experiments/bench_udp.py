@@ -20,6 +20,7 @@ the ratio of data datagrams/s to each floor.
 
     python experiments/bench_udp.py                    # both loops, 3 runs each
     python experiments/bench_udp.py --loops uvloop --size 8000000 --json bench.json
+    python experiments/bench_udp.py --secure domain.key      # and with authenticated packets
 """
 
 import argparse
@@ -111,7 +112,7 @@ async def floor_chain(n, window, style, timeout_s=60.0):
             s.close()
 
 
-async def gse_stream(size, gbps, settings=(), timeout_s=120.0):
+async def gse_stream(size, gbps, settings=(), timeout_s=120.0, secure_key_file=None):
     from gse.config import GseConfig
     from gse.runtimes.udp.config import udp_profile
     topo = fat_tree(4, link_gbps=gbps)
@@ -122,7 +123,8 @@ async def gse_stream(size, gbps, settings=(), timeout_s=120.0):
         name, value = item.split("=", 1)
         cfg.set(name.strip(), value.strip())
     cfg = udp_profile(cfg, keep={item.split("=", 1)[0].strip() for item in settings})
-    async with UdpNetwork(topo, [Message(1, src, dst, size)], config=cfg) as net:
+    async with UdpNetwork(topo, [Message(1, src, dst, size)], config=cfg,
+                          secure_key_file=secure_key_file) as net:
         c0 = time.process_time()
         end = await net.run(timeout_s=timeout_s)
         cpu_s = time.process_time() - c0
@@ -150,6 +152,9 @@ async def one_round(args):
     out["floor_endpoint"], out["floor_endpoint_cpu"] = await floor_chain(
         args.floor_datagrams, args.window, "endpoint")
     out["gse"] = await gse_stream(args.size, args.link_gbps, args.set or ())
+    if args.secure:                       # the same stream with authenticated packets
+        out["gse_secure"] = await gse_stream(args.size, args.link_gbps, args.set or (),
+                                             secure_key_file=args.secure)
     g = out["gse"]
     out["ratio_dgram"] = g["data_dgram_per_s"] / out["floor_dgram"]
     out["ratio_endpoint"] = g["data_dgram_per_s"] / out["floor_endpoint"]
@@ -164,6 +169,11 @@ def bench_loop(name, args):
     res = {"loop": name, "repeat": args.repeat,
            "gse": {k: round(med(r["gse"][k] for r in rounds), 2) for k in rounds[0]["gse"]},
            "rounds": rounds}
+    if "gse_secure" in rounds[0]:
+        res["gse_secure"] = {k: round(med(r["gse_secure"][k] for r in rounds), 2)
+                             for k in rounds[0]["gse_secure"]}
+        res["secure_ratio"] = round(med(r["gse_secure"]["data_dgram_per_s"]
+                                        / r["gse"]["data_dgram_per_s"] for r in rounds), 3)
     for key in ("floor_dgram", "floor_dgram_cpu", "floor_endpoint", "floor_endpoint_cpu"):
         res[key + "_per_s"] = round(med(r[key] for r in rounds))
     for key in ("ratio_dgram", "ratio_endpoint", "ratio_dgram_cpu", "ratio_endpoint_cpu"):
@@ -226,6 +236,9 @@ def main(argv=None):
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="GSE parameter of the stream (default: the defaults)")
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--secure", metavar="KEYFILE",
+                   help="also run the stream with authenticated packets (--secure), beside "
+                        "the plain one")
     p.add_argument("--incast", action="store_true",
                    help="also run a small incast in the simulator and over UDP")
     p.add_argument("--incast-only", action="store_true", help="only the incast")
@@ -250,6 +263,12 @@ def main(argv=None):
         print("%-8s ratio to floor: %.2f asyncio-dgram (%.2f per cpu-s), %.2f runtime I/O "
               "path (%.2f per cpu-s)" % (name, r["ratio_dgram"], r["ratio_dgram_cpu"],
                                          r["ratio_endpoint"], r["ratio_endpoint_cpu"]))
+        if "gse_secure" in r:
+            g = r["gse_secure"]
+            print("%-8s GSE stream, --secure: %6.0f data dgram/s (%6.0f/cpu-s), %6.1f Mb/s "
+                  "goodput, FCT %.1f ms: %.2f of the plain stream's rate"
+                  % (name, g["data_dgram_per_s"], g["data_dgram_per_cpu_s"],
+                     g["goodput_mbps"], g["fct_ms"], r["secure_ratio"]))
     incast_rows = incast(args) if (args.incast or args.incast_only) else None
     if args.json:
         with open(args.json, "w") as f:

@@ -19,8 +19,8 @@ import struct
 from gse.config import GseConfig, RoceConfig
 from gse.protocols import host_factory
 from gse.runtimes.udp.link import decode_datagram, decode_header, encode_packet
-from gse.wire.codec import WireError, decode, encode
-from gse.wire.packet import MAX_KIND, PAUSE, RESUME, Packet
+from gse.wire.codec import WireError, decode, encode, reframe
+from gse.wire.packet import F_SEC, MAX_KIND, PAUSE, RESUME, Packet
 from switchmodel.fabric import FabricConfig, FabricLeaf
 from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
@@ -89,7 +89,9 @@ def wire(data):
             continue
         assert ref is not None, fast.__name__
         assert got.fields() == ref.fields(), fast.__name__
-    if ref is not None:
+    if ref is not None and ref.flags & F_SEC:   # a secured datagram: the trailer is kept
+        assert reframe(data, ref) == data
+    elif ref is not None:
         assert encode(ref) == data
         assert encode_packet(ref) == data
 

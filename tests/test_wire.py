@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gse.wire.codec import (HEADER, MAX_DATAGRAM, REASONS, WireError, decode, encode,
                             payload_pattern, verify_payload)
-from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT,
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC, F_TRIMMED, F_UNSCHED, GRANT,
                              HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA,
                              REQUEST, RESUME, WIRE_VERSION, Packet)
 
@@ -177,11 +177,16 @@ def test_unknown_kind(kind):
     assert msg == "unknown packet kind %d" % kind
 
 
-@given(st.integers(0, 0xFFFF).filter(lambda f: f & ~KNOWN_FLAGS))
+@given(st.integers(0, 0xFFFF).filter(lambda f: f & ~(KNOWN_FLAGS | F_SEC)))
 def test_unknown_flags(flags):
-    reason, msg = reason_of(raw(kind=GRANT, flags=flags))
+    reason, msg = reason_of(raw(kind=GRANT, flags=flags & ~F_SEC))
     assert reason == "flags"
-    assert msg == "unknown flags 0x%x" % (flags & ~KNOWN_FLAGS)
+    assert msg == "unknown flags 0x%x" % (flags & ~(KNOWN_FLAGS | F_SEC))
+
+
+def test_a_secured_datagram_without_its_trailer_is_malformed():
+    reason, msg = reason_of(raw(kind=GRANT, flags=F_SEC))
+    assert reason == "length" and "trailer" in msg
 
 
 @pytest.mark.parametrize("res8,res16", [(1, 0), (0, 1), (0xFF, 0xFFFF)])

@@ -55,11 +55,15 @@ def run_from_args(args, topo, messages, config):
                      args.corrupt, until, args.timeout_s, args.loop, args.addressing,
                      int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire,
                      pcap=pcap_options(args),
-                     progress=None if hook is None else hook(len(messages)))
+                     progress=None if hook is None else hook(len(messages)),
+                     secure_key_file=args.secure)
     return result.summary, result.records
 
 
 def cmd_run(args):
+    if args.secure and args.runtime != "udp":
+        raise ValueError("--secure runs on --runtime udp (and gse agent-configs for agents "
+                         "started by hand), not on %s yet" % args.runtime)
     problem = fault_rates_error(args.loss, args.corrupt)
     if problem:
         raise ValueError(problem)
@@ -104,7 +108,8 @@ def cmd_agent_configs(args):
     addrs = loopback_addresses(topo, args.base_ip, args.port)
     run = {"timeout_s": args.timeout_s, "loop": args.loop}
     confs = node_configs(topo, messages, args.protocol, cfg, args.seed, addrs, args.loss,
-                         args.corrupt, output_dir=args.out_dir, run=run, wire=args.wire)
+                         args.corrupt, output_dir=args.out_dir, run=run, wire=args.wire,
+                         secure_key_file=args.secure)
     paths = write_node_configs(confs, args.out_dir)
     print("wrote %d node configurations (%d hosts, %d messages) to %s"
           % (len(paths), len(topo.hosts), len(messages), args.out_dir))
@@ -133,6 +138,14 @@ def _udp_run_options(p):
                    help="emulated wire times below this are not waited for")
     g.add_argument("--coarse-timers", action="store_true",
                    help="sleep >= 1 ms instead of polling for sub-millisecond timers")
+    _secure_option(g)
+
+
+def _secure_option(g):
+    g.add_argument("--secure", metavar="KEYFILE", default=None,
+                   help="authenticate every packet between hosts (AES-GCM, keys derived "
+                        "from the domain key in KEYFILE: 64 hex digits or >= 16 bytes; "
+                        "docs/hardening.md); needs the cryptography package")
 
 
 def add_commands(sub):
@@ -157,4 +170,5 @@ def add_commands(sub):
     p.add_argument("--timeout-s", type=float, default=RUN_DEFAULTS["timeout_s"])
     p.add_argument("--loop", choices=LOOPS, default="auto")
     _wire_option(p)
+    _secure_option(p)
     return {"run": cmd_run, "agent-configs": cmd_agent_configs}

@@ -16,8 +16,8 @@ with Cython.
 import struct
 import zlib
 
-from gse.wire.packet import (ACK, DATA, F_TRIMMED, HEADER_BYTES, KIND_NAMES, KNOWN_FLAGS, MAX_KIND,
-                             WIRE_VERSION, Packet)
+from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KIND_NAMES, KNOWN_FLAGS,
+                             MAX_KIND, WIRE_VERSION, Packet)
 
 # version kind flags src dst msg_id psn entropy payload_len msg_len credit aux sack_base
 # sack_bits ts prio reserved8 reserved16 checksum
@@ -26,6 +26,11 @@ CHECKSUM = struct.Struct("!I")
 CHECKSUM_OFFSET = 60
 PAYLOAD_OFFSET = HEADER_BYTES
 MAX_DATAGRAM = 65535
+# The security trailer of a datagram with F_SEC: an 8-byte packet counter and a 16-byte
+# tag over the header, then (untrimmed DATA only) a 16-byte tag over the payload.
+SEC_COUNTER = 8
+SEC_TAG = 16
+SEC_TRAILER = SEC_COUNTER + SEC_TAG
 
 # Fields of Packet.fields() after kind/flags, with their wire widths (for encode's errors).
 _FIELD_LIMITS = (
@@ -197,8 +202,14 @@ def decode(data, max_datagram=MAX_DATAGRAM):
                         % (version, WIRE_VERSION))
     if kind > MAX_KIND:
         raise WireError(R_KIND, "unknown packet kind %d" % kind)
-    carried = n - HEADER_BYTES
     carries = kind == DATA and not (flags & F_TRIMMED)
+    trailer = 0
+    if flags & F_SEC:
+        trailer = SEC_TRAILER + (SEC_TAG if carries else 0)
+        if n < HEADER_BYTES + trailer:
+            raise WireError(R_LENGTH, "secured datagram of %d bytes has no room for its "
+                            "%d-byte trailer" % (n, trailer))
+    carried = n - HEADER_BYTES - trailer
     if carries:
         if carried != payload_len:
             raise WireError(R_LENGTH, "payload length %d but datagram carries %d payload bytes"
@@ -209,13 +220,13 @@ def decode(data, max_datagram=MAX_DATAGRAM):
         raise WireError(R_LENGTH, "payload on a %s packet (%d bytes)"
                         % (KIND_NAMES[kind], carried))
     crc = zlib.crc32(view[:CHECKSUM_OFFSET])
-    if carried:
+    if n > HEADER_BYTES:
         crc = zlib.crc32(view[PAYLOAD_OFFSET:], crc)
     if crc != checksum:
         raise WireError(R_CHECKSUM, "checksum mismatch: header says 0x%08x, computed 0x%08x"
                         % (checksum, crc))
-    if flags & ~KNOWN_FLAGS:
-        raise WireError(R_FLAGS, "unknown flags 0x%x" % (flags & ~KNOWN_FLAGS))
+    if flags & ~(KNOWN_FLAGS | F_SEC):
+        raise WireError(R_FLAGS, "unknown flags 0x%x" % (flags & ~(KNOWN_FLAGS | F_SEC)))
     if res8 or res16:
         raise WireError(R_RESERVED, "non-zero reserved bytes")
     if kind == ACK and sack_base & 7:
@@ -224,7 +235,38 @@ def decode(data, max_datagram=MAX_DATAGRAM):
                  payload_len=payload_len, flags=flags, msg_len=msg_len, credit=credit,
                  aux=aux, sack_base=sack_base, sack_bits=sack_bits, ts=ts, prio=prio)
     if carries:
-        pkt.payload = view[PAYLOAD_OFFSET:].tobytes()
+        pkt.payload = view[PAYLOAD_OFFSET:PAYLOAD_OFFSET + carried].tobytes()
     elif kind == DATA:
         pkt.size = HEADER_BYTES
+    if trailer:
+        pkt.size += trailer               # the emulated links carry the whole datagram
     return pkt
+
+
+def reframe(raw, pkt):
+    """The secured datagram ``raw`` (F_SEC) after a switch changed ``pkt`` (decoded from
+    it): an ECN mark (a flag), a trim (the payload and its tag go, the counter and the
+    header's tag stay) or an emulated corruption.  The trailer is kept byte for byte: the
+    tags exclude the bits a switch may change (docs/wire-format.md), so the destination
+    still authenticates the packet."""
+    kind = pkt.kind
+    flags = pkt.flags
+    payload_len = pkt.payload_len
+    was_trimmed = raw[2] << 8 | raw[3]
+    was_trimmed &= F_TRIMMED
+    if kind == DATA and not was_trimmed:
+        if flags & F_TRIMMED:             # trimmed here: keep counter and header tag
+            body = raw[HEADER_BYTES + payload_len:HEADER_BYTES + payload_len + SEC_TRAILER]
+        else:
+            body = raw[HEADER_BYTES:]
+    else:
+        body = raw[HEADER_BYTES:]
+    buf = bytearray(HEADER_BYTES)
+    HEADER.pack_into(buf, 0, WIRE_VERSION, kind, flags, pkt.src, pkt.dst, pkt.msg_id,
+                     pkt.psn, pkt.entropy, payload_len, pkt.msg_len, pkt.credit, pkt.aux,
+                     pkt.sack_base, pkt.sack_bits, pkt.ts, pkt.prio, 0, 0, 0)
+    crc = zlib.crc32(body, zlib.crc32(memoryview(buf)[:CHECKSUM_OFFSET]))
+    if pkt.corrupt:
+        crc ^= 0xFFFFFFFF
+    CHECKSUM.pack_into(buf, CHECKSUM_OFFSET, crc)
+    return bytes(buf) + bytes(body)

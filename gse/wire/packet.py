@@ -38,6 +38,10 @@ F_LAST = 0x08        # last packet of the message
 F_UNSCHED = 0x10     # sent without credit (unscheduled first window)
 F_ECT = 0x20         # ECN-capable transport
 KNOWN_FLAGS = 0x3F
+# Set only by the transport security sublayer (gse.runtimes.udp.secure): the datagram
+# carries a security trailer after its payload (docs/wire-format.md, "Authenticated
+# packets").  Not in KNOWN_FLAGS: agents never see or set it.
+F_SEC = 0x40
 
 # Traffic classes: 0 = data, 1 = control (headers, grants, ACKs, trimmed packets).
 PRIO_DATA = 0

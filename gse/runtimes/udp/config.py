@@ -18,6 +18,7 @@ from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS, 
                                            check_node_config, check_outputs,
                                            load_node_config, protocol_config)
 from gse.wire import WIRE_PROFILES, uet
+from gse.wire.codec import SEC_TAG, SEC_TRAILER
 from gse.wire.packet import HEADER_BYTES
 from switchmodel.switch import tier_salt
 
@@ -115,18 +116,23 @@ def max_datagram(wire, mtu):
 
 
 def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of=None,
-                 loss_rate=0.0, corrupt_rate=0.0, output_dir=None, run=None, wire="gse"):
+                 loss_rate=0.0, corrupt_rate=0.0, output_dir=None, run=None, wire="gse",
+                 secure_key_file=None):
     """The configuration of every node of ``topo`` (a list indexed by node id).
 
     ``address_of`` maps a node id to its (ip, port): a callable, a list or a dict (default
     ``loopback_addresses(topo)``).  ``messages`` are split by source host (what it sends)
     and destination (what it expects).  ``output_dir`` gives every node
     ``<dir>/<name>.counters.json`` and, for hosts, ``<dir>/<name>.records.json``.
-    ``run`` overrides entries of ``RUN_DEFAULTS``.
+    ``run`` overrides entries of ``RUN_DEFAULTS``.  ``secure_key_file``: the hosts
+    authenticate their packets with the domain key in that file (``gse.runtimes.udp.secure``).
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
     check_wire(wire, protocol, cfg.mtu)
+    if secure_key_file is not None and wire != "gse":
+        raise ConfigError("--secure authenticates the gse wire profile's packets, not %r"
+                          % wire)
     problem = fault_rates_error(loss_rate, corrupt_rate)
     if problem:
         raise ConfigError(problem)
@@ -172,10 +178,13 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                 "role": "host" if node.kind == "host" else "switch", "hosts": n_hosts,
                 "bind": addrs[nid], "ports": ports, "seed": seed, "queue": queue,
                 "run": dict(run_opts), "output": {"counters": None, "records": None},
-                "max_datagram": max_datagram(wire, cfg.mtu), "wire": wire}
+                "max_datagram": max_datagram(wire, cfg.mtu) + (
+                    0 if secure_key_file is None else SEC_TRAILER + SEC_TAG), "wire": wire}
         if output_dir is not None:
             conf["output"]["counters"] = os.path.join(output_dir, node.name + ".counters.json")
         if node.kind == "host":
+            if secure_key_file is not None:
+                conf["secure"] = {"key_file": os.path.abspath(secure_key_file)}
             conf["agent"] = {"protocol": protocol, "params": cfg.as_dict()}
             conf["mtu_wire_bytes"] = cfg.mtu + HEADER_BYTES
             conf["messages"] = sorted(sends[nid], key=lambda m: (m["start_ps"], m["msg_id"]))

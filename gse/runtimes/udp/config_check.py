@@ -143,11 +143,33 @@ def check_node_config(conf, where="config"):
         if path is not None and not isinstance(path, str):
             raise ConfigError("%s: field 'output.%s' must be a path or null, got %r"
                               % (where, key, path))
+    secure = conf.get("secure")
+    if secure is not None:
+        _check_secure(secure, n_hosts, where)
+        if wire != "gse":
+            raise ConfigError("%s: field 'secure' needs the gse wire profile, not %r"
+                              % (where, wire))
     if role == "host":
         _check_host(conf, nid, n_hosts, where)
     else:
         _check_switch(conf, n_hosts, where)
     return conf
+
+
+def _check_secure(secure, n_hosts, where):
+    """``"secure": {"key_file": PATH}``: authenticated packets (gse.runtimes.udp.secure)."""
+    sw = where + " field 'secure'"
+    if not isinstance(secure, dict):
+        raise ConfigError("%s: must be an object {\"key_file\": PATH} or null" % sw)
+    path = _need(secure, "key_file", str, sw)
+    if n_hosts is None:
+        raise ConfigError("%s: needs the field 'hosts' (the hosts of the fabric)" % sw)
+    from gse.runtimes.udp.secure import _aead, load_domain_key
+    try:
+        load_domain_key(path)
+        _aead()
+    except ConfigError as exc:
+        raise ConfigError("%s: %s" % (sw, exc)) from None
 
 
 def _check_object(cls, fields, where):

@@ -38,8 +38,9 @@ import zlib
 from collections import deque
 
 from gse.runtimes.udp.io import Endpoint, record_error
-from gse.wire.codec import CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, decode, encode, payload_pattern
-from gse.wire.packet import (ACK, DATA, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
+from gse.wire.codec import (CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, decode, encode, payload_pattern,
+                            reframe)
+from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
                              PRIO_CONTROL, PRIO_DATA, RESUME, WIRE_VERSION, fill_packet, new_packet)
 from switchmodel.queue import DROPPED, ENQUEUED
 
@@ -261,7 +262,7 @@ class EmulatedPort:
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
-                 "pause_expiries")
+                 "pause_expiries", "seal")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -305,6 +306,7 @@ class EmulatedPort:
         self.pause_until = -1      # when the PAUSE in force expires unless refreshed
         self.pause_fn = self._pause_expired
         self.pause_expiries = 0    # pauses that ended by their quanta (no RESUME came)
+        self.seal = None           # a host NIC with --secure: Tss.seal(raw, corrupt)
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -332,7 +334,10 @@ class EmulatedPort:
         result = queue.enqueue(pkt)
         if result == DROPPED:
             return
-        if result == ENQUEUED:
+        if result != ENQUEUED:          # trimmed: the header is re-encoded when it goes,
+            if raw is not None and flags & F_SEC:   # a secured one keeps its trailer
+                self.raw[id(pkt)] = (raw, flags)
+        else:
             if raw is not None:
                 self.raw[id(pkt)] = (raw, flags)
             pfc = self.pfc
@@ -383,7 +388,9 @@ class EmulatedPort:
                 self.wire_corrupt += 1
                 pkt.corrupt = True
                 changed = True
-        if raw is None or changed:
+        if raw is not None and changed and pkt.flags & F_SEC:
+            raw = reframe(raw, pkt)    # secured: the switch keeps the trailer
+        elif raw is None or changed:
             if raw is not None:
                 _attach_payload(pkt, raw)
             try:
@@ -393,6 +400,8 @@ class EmulatedPort:
                 record_error(self.sched.errors, "node %d port %d: cannot encode %r: %s"
                              % (self.node, self.port, pkt, exc))
                 return
+            if self.seal is not None:
+                raw = self.seal(raw, pkt.corrupt)
         depart = done + self.delay
         if not self.wire and depart <= now + self.slack:
             if self.ep is not None:

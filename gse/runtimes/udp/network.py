@@ -55,8 +55,9 @@ class UdpNetwork:
     def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
                  precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None,
-                 progress=None):
+                 progress=None, secure_key_file=None):
         check_protocol(protocol)
+        self.secure_key_file = secure_key_file
         self.topo = topo
         self.wire = wire
         self.messages = list(messages)
@@ -117,7 +118,8 @@ class UdpNetwork:
                    "rcvbuf_bytes": self.rcvbuf}
             confs = node_configs(topo, self.messages, self.protocol, self.config, self.seed,
                                  [list(a) for a in self.addresses], self.loss_rate,
-                                 self.corrupt_rate, run=run, wire=self.wire)
+                                 self.corrupt_rate, run=run, wire=self.wire,
+                                 secure_key_file=self.secure_key_file)
             agent_cfg = None
             for conf, ep in zip(confs, self.endpoints):
                 if conf["role"] == "host" and agent_cfg is None:
@@ -243,6 +245,7 @@ class UdpNetwork:
         udp = udp_totals(counters, self.kernel_drops or 0)
         udp.update({"loop": self.loop_name, "addressing": self.addressing, "wire": self.wire,
                     "end": self.end, "signal": self.signal,
+                    "secure": self.secure_key_file is not None,
                     "nodes": len(self.nodes), "timer_events": self.sched.fired,
                     "timer_late": self.sched.lateness(),
                     "slack_us": self.slack_ps / 1e6, "precise_timers": self.precise,
@@ -261,10 +264,10 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
                         rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None, progress=None,
-                        stop_signals=()):
+                        stop_signals=(), secure_key_file=None):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
                      addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap,
-                     progress)
+                     progress, secure_key_file)
     async with net:
         await net.run(until_ps, timeout_s, stop_signals)
     return net.result()
@@ -273,7 +276,7 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
 def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
             corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
             slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
-            wire="gse", pcap=None, progress=None):
+            wire="gse", pcap=None, progress=None, secure_key_file=None):
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
     ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
     PDS/SES headers, ``gse.wire.uet``).
@@ -295,5 +298,6 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                if threading.current_thread() is threading.main_thread() else ())
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
-        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress, signals),
+        addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress, signals,
+        secure_key_file),
         loop)

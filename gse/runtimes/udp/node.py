@@ -161,7 +161,7 @@ class HostDriver(NodeDriver):
 
     __slots__ = ("agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered", "sent",
                  "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
-                 "started", "timer_fn")
+                 "started", "timer_fn", "tss")
 
     def __init__(self, node, name, sched, endpoint, agent, on_delivered=None, on_sent=None):
         NodeDriver.__init__(self, node, name, "host", sched, endpoint)
@@ -178,6 +178,7 @@ class HostDriver(NodeDriver):
         self.duplicate_deliveries = 0
         self.agent_errors = 0
         self.timer_fn = self._on_timer      # bound once: every timer of this host calls it
+        self.tss = None                     # authenticated packets (gse.runtimes.udp.secure)
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, None)    # a new packet: the agent may keep it
@@ -188,6 +189,10 @@ class HostDriver(NodeDriver):
         if kind == PAUSE or kind == RESUME:
             self.nic.on_pfc(kind == PAUSE, pkt.credit, now)
             return
+        if self.tss is not None:
+            data = self.tss.open(pkt, data)     # None: refused, counted by reason
+            if data is None:
+                return
         if kind == DATA and not pkt.flags & F_TRIMMED:
             if not (payload_intact(pkt, data) if self.codec is None else verify_payload(pkt)):
                 self.payload_errors += 1  # checksum passed but the bytes are not ours
@@ -259,6 +264,8 @@ class HostDriver(NodeDriver):
         c["duplicate_deliveries"] = self.duplicate_deliveries
         c["agent_errors"] = self.agent_errors
         c["agent"] = self.agent.counters()
+        if self.tss is not None:
+            c["secure"] = self.tss.counters()
         return c
 
     def records(self):
@@ -291,6 +298,10 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         make_host = host_factory(conf["agent"]["protocol"], protocol_config)
         agent = make_host(nid, random.Random("%s/host/%d" % (seed, nid)), link["gbps"])
         driver = HostDriver(nid, conf["name"], sched, endpoint, agent, on_delivered, on_sent)
+        secure = conf.get("secure")
+        if secure:
+            from gse.runtimes.udp.secure import Tss, load_domain_key
+            driver.tss = Tss(load_domain_key(secure["key_file"]), nid, conf["hosts"])
     else:
         switch = Switch(nid, conf["name"], [tuple(h) for h in conf["next_hops"]],
                         conf["salt"], conf["forwarding"])
@@ -321,6 +332,8 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
             port.catchup = (conf["mtu_wire_bytes"] * 8_000_000 + port.mbps - 1) // port.mbps
             port.want = False
             driver.nic = port
+            if driver.tss is not None:
+                port.seal = driver.tss.seal
         else:
             port.pfc = driver.pfc
         if addr in driver.port_of:

@@ -61,6 +61,12 @@ def udp_totals(node_counters, kernel_drops=None):
             malformed[reason] = malformed.get(reason, 0) + n
     out["malformed"] = malformed
     out["malformed_total"] = sum(malformed.values())
+    secure = {}                         # authenticated packets, by outcome
+    for c in node_counters:
+        for key, n in c.get("secure", {}).items():
+            secure[key] = secure.get(key, 0) + n
+    if secure:
+        out["secure_counters"] = secure
     out["kernel_drops"] = kernel_drops if kernel_drops is not None else sum(
         c.get("kernel_drops", 0) for c in node_counters)
     return out

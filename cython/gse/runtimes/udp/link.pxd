@@ -246,6 +246,7 @@ cdef long long DATA
 cdef long long F_TRIMMED
 cdef long long HEADER_BYTES
 cdef long long KNOWN_FLAGS
+cdef long long F_SEC
 cdef long long MAX_KIND
 cdef long long PAUSE
 cdef long long PRIO_CONTROL
@@ -324,6 +325,7 @@ cdef class EmulatedPort:
     cdef public long long pause_until
     cdef public object pause_fn
     cdef public long long pause_expiries
+    cdef public object seal
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)

@@ -72,6 +72,7 @@ cdef class HostDriver(NodeDriver):
     cdef public long long agent_errors
     cdef public dict started
     cdef public object timer_fn
+    cdef public object tss
 
     @cython.locals(pkt=Packet, now="long long", kind="long long")
     cpdef datagram(self, data, addr)
