@@ -55,6 +55,7 @@ MODULES = {
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
     "switchmodel.queue": "",
+    "switchmodel.hops": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
 }

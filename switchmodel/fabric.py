@@ -72,10 +72,10 @@ class FabricSpine(Switch):
 
     def route(self, pkt):
         dst = pkt.dst
-        if dst < 0 or dst >= len(self.next_hops):
+        hops = self.table.lookup(dst)
+        if hops is None:
             self.unroutable += 1
             return -1
-        hops = self.next_hops[dst]
         n = len(hops)
         if n == 0:
             self.unreachable += 1

@@ -18,6 +18,8 @@ error: the runtime drops the packet as it drops one for an unknown destination.
 
 import zlib
 
+from switchmodel.hops import HopTable
+
 # Named so that the compiled build keeps them as 64-bit C constants (cython/switchmodel/
 # switch.pxd): a literal above 2^31 would make Cython do the arithmetic on Python ints.
 MASK32 = 0xFFFFFFFF
@@ -45,7 +47,7 @@ def tier_salt(seed, kind):
 
 
 class Switch:
-    __slots__ = ("node", "name", "next_hops", "salt", "spray", "forwarded", "unroutable",
+    __slots__ = ("node", "name", "table", "salt", "spray", "forwarded", "unroutable",
                  "unreachable")
 
     def __init__(self, node, name, next_hops, salt, forwarding):
@@ -53,22 +55,32 @@ class Switch:
             raise ValueError("forwarding must be 'spray' or 'ecmp', got %r" % forwarding)
         self.node = node
         self.name = name
-        # dst host -> tuple of local port indices
-        self.next_hops = [tuple(hops) for hops in next_hops]
+        # dst host -> tuple of local port indices (per destination group)
+        self.table = HopTable.of(next_hops)
         self.salt = salt & 0xFFFFFFFF
         self.spray = forwarding == "spray"
         self.forwarded = 0
         self.unroutable = 0       # destination unknown (not a host of the table)
         self.unreachable = 0      # destination known, but no next hop toward it
 
+    @property
+    def next_hops(self):
+        """dst host -> tuple of local ports (a ``HopTable``; ``table[dst] = hops`` changes
+        one entry); assigning any table of port sequences replaces it."""
+        return self.table
+
+    @next_hops.setter
+    def next_hops(self, table):
+        self.table = HopTable.of(table)
+
     def route(self, pkt):
         """The local egress port for ``pkt``, or -1 if its destination is unknown or
         unreachable from here (counted in ``unroutable`` or ``unreachable``)."""
         dst = pkt.dst
-        if dst < 0 or dst >= len(self.next_hops):
+        hops = self.table.lookup(dst)
+        if hops is None:
             self.unroutable += 1
             return -1
-        hops = self.next_hops[dst]
         n = len(hops)
         if n == 1:
             self.forwarded += 1

@@ -89,7 +89,7 @@ def test_decide_on_a_tree(tmp_path):
 
 _CLASS = re.compile(r"^cdef class (\w+)(?:\((\w+)\))?\s*:")
 _METHOD = re.compile(r"^\s+c?p?def\s[^(]*?\b(\w+)\(")
-_ATTR = re.compile(r"^\s+cdef\s+(?:public\s+|readonly\s+)?[\w .*\"]+?\b(\w+)\s*$")
+_ATTR = re.compile(r"^\s+cdef\s+(?:public\s+|readonly\s+)?[\w .*\"\[\]:]+?\b(\w+)\s*$")
 
 
 def _pxd_classes(path):

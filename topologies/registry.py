@@ -9,6 +9,9 @@ and add one ``TopologySpec`` to ``TOPOLOGIES`` (and its options to
 The size options of the seed's topologies (``--servers``, ``--groups``, ``--spines``,
 ...) default to None, so each builder applies its own defaults; they are read with
 ``getattr`` so that a Namespace built by hand for the fat-tree still works.
+
+``PRESETS`` are fixed sizes by name: the seed's 10k-GPU fabrics and the k=32 Fat-Tree
+(their sizes are in docs/scale.md; ``gse topo --topology NAME`` prints them).
 """
 
 from topologies.fattree import fat_tree
@@ -73,6 +76,41 @@ def _pod_fat_tree(args):
     return pod_fat_tree(**_pod_fat_tree_args(args), **_links(args))
 
 
+# The seed article's 10k-GPU fabrics (万卡集群), 1,280 servers x 8 NICs, and the k=32
+# Fat-Tree: fixed sizes, selectable by name (link options still apply).  A Leaf has 64
+# server ports and 64 uplinks (a 128-port switch), 1:1 everywhere.
+PRESETS = {
+    # 20 groups of 64 servers; per group 8 rail Leaves (NIC i of every server on Leaf i);
+    # 64 Spines, each Leaf one link to every Spine: 160 Leaves, 64 Spines of 160 ports,
+    # 20,480 links
+    "spine-leaf-rail-10k": ("spine_leaf_rail", dict(servers=1280, nics_per_server=8,
+                                                    groups=20, spines=64)),
+    # 20 pods of one group (8 rail Leaves, 64 servers) and 8 Spines; each Leaf 8 links to
+    # each Spine of its pod; Spine j of every pod to the 8 Cores of core group j, 8 links
+    # each: 160 Leaves, 160 Spines, 64 Cores of 160 ports, 30,720 links
+    "pod-fat-tree-10k": ("pod_fat_tree", dict(pods=20, groups_per_pod=1, servers_per_group=64,
+                                              nics_per_server=8, spines_per_pod=8,
+                                              cores_per_group=8)),
+    # 32 pods x 16 edges x 16 hosts: 8,192 hosts, 512 edges, 512 aggs, 256 cores,
+    # 24,576 links
+    "fat-tree-k32": ("fat_tree", dict(k=32)),
+}
+
+_BUILDERS = {"spine_leaf_rail": spine_leaf_rail, "pod_fat_tree": pod_fat_tree,
+             "fat_tree": fat_tree}
+
+
+def _preset(name):
+    kind, params = PRESETS[name]
+
+    def build(args):
+        return _BUILDERS[kind](**params, **_links(args))
+
+    def describe(args):
+        return dict(params, preset=name)
+    return build, describe
+
+
 TOPOLOGIES = {
     "fat-tree": TopologySpec("fat-tree", _fat_tree,
                              "k-ary Fat-Tree (--k): k^3/4 hosts, 1:1 at every tier",
@@ -94,6 +132,14 @@ TOPOLOGIES = {
         "group, Leaf-Spine full mesh in a pod, Spine j of every pod to core group j, 1:1",
         _pod_fat_tree_args),
 }
+for _name, _help in (
+        ("spine-leaf-rail-10k", "the seed's rail Spine-Leaf at 10k GPUs: 1,280 servers x 8 "
+                                "NICs = 10,240 hosts, 20 groups x 8 rail Leaves, 64 Spines"),
+        ("pod-fat-tree-10k", "the seed's pod Fat-Tree at 10k GPUs: 10,240 hosts, 20 pods of "
+                             "8 rail Leaves and 8 Spines, 8 core groups of 8 Cores"),
+        ("fat-tree-k32", "k=32 Fat-Tree: 8,192 hosts, 1,280 switches")):
+    _build, _describe = _preset(_name)
+    TOPOLOGIES[_name] = TopologySpec(_name, _build, _help, _describe)
 
 
 def add_topology_options(parser):

@@ -9,12 +9,18 @@ the metrics share.  Conventions that others rely on:
   per-host tables (message sources and destinations, ``next_hops[switch]``);
 * a node's port ``i`` is ``links[node.ports[i]]``, ports numbered in the order links were added;
 * ``next_hops[switch][host]`` is a tuple of *local port indices* in ascending order; identical
-  tuples are interned, so a k=16 fat-tree (320 switches x 1,024 hosts) holds only a few
-  hundred distinct tuples;
+  tuples are interned, and each switch's row is a ``topologies.hops.HopRow`` stored per
+  attachment group (the hosts behind one edge or leaf share their routes), so the table
+  grows with switches x groups, not switches x hosts (a k=32 fat-tree: 1,280 x 512);
+* base RTTs and bottlenecks are computed per pair of attachment switches and kept
+  (``path_profile``): a fabric's few hundred distinct switch paths, never a table of
+  host pairs;
 * times are integer picoseconds, so serialisation of a 64-byte header at 800 Gb/s is exact.
 """
 
 from collections import deque
+
+from topologies.hops import HopRow, group_table
 
 PS_PER_NS = 1_000
 
@@ -106,7 +112,7 @@ class Topology:
     """Nodes, links and equal-cost routes of one fabric (see the module docstring)."""
 
     __slots__ = ("name", "nodes", "hosts", "switches", "links", "switch_latency_ps",
-                 "next_hops", "meta", "_by_name", "_final")
+                 "next_hops", "meta", "_by_name", "_final", "_segments")
 
     def __init__(self, name, switch_latency_ps=0):
         _check_delay(switch_latency_ps, "topology %r switch_latency_ps" % (name,))
@@ -120,6 +126,7 @@ class Topology:
         self.meta = {}          # builder parameters and lookups, e.g. fat-tree k and pods
         self._by_name = {}
         self._final = False
+        self._segments = {}     # (src switch, dst switch) -> the switch part of a path
 
     # -- building -------------------------------------------------------------------------
 
@@ -230,9 +237,13 @@ class Topology:
             is_switch[s] = 1
         # per switch: [(local port, neighbour switch)] over live switch-to-switch links
         adj = [None] * n
+        max_ports = 1
         for s in self.switches:
             lst = []
-            for port, li in enumerate(nodes[s].ports):
+            ports = nodes[s].ports
+            if len(ports) > max_ports:
+                max_ports = len(ports)
+            for port, li in enumerate(ports):
                 if li in down:
                     continue
                 link = links[li]
@@ -240,21 +251,24 @@ class Topology:
                 if is_switch[v]:
                     lst.append((port, v))
             adj[s] = lst
-        groups = {}                       # attachment switch -> [(host, port at switch)]
+        attach = []                       # host -> (attachment switch, port) or None
         for h in self.hosts:
             li = nodes[h].ports[0]
             link = links[li]
-            sw, sw_port = (link.b, link.b_port) if link.a == h else (link.a, link.a_port)
             if li in down:
-                continue                  # a host cut off: no switch has a route to it
-            groups.setdefault(sw, []).append((h, sw_port))
+                attach.append(None)       # a host cut off: no switch has a route to it
+                continue
+            attach.append((link.b, link.b_port) if link.a == h else (link.a, link.a_port))
+        group_of, host_port, groups = group_table(len(self.hosts), attach, n)
+        local = [(p,) for p in range(max_ports)]
         intern = {(): ()}
+        for hops in local:
+            intern[hops] = hops
         empty = ()
-        table = [None] * n
-        n_hosts = len(self.hosts)
-        for s in self.switches:
-            table[s] = [empty] * n_hosts
-        for s, members in groups.items():
+        rows = {s: [empty] * len(groups) for s in self.switches}
+        for g, s in enumerate(groups):
+            if s is None:
+                continue                  # the cut-off hosts: () everywhere
             dist = [-1] * n
             dist[s] = 0
             q = deque((s,))
@@ -270,14 +284,11 @@ class Topology:
                     continue
                 want = dist[u] - 1
                 hops = tuple(port for port, v in adj[u] if dist[v] == want)
-                hops = intern.setdefault(hops, hops)
-                row = table[u]
-                for h, _ in members:
-                    row[h] = hops
-            row = table[s]
-            for h, port in members:
-                hops = (port,)
-                row[h] = intern.setdefault(hops, hops)
+                rows[u][g] = intern.setdefault(hops, hops)
+            rows[s][g] = None             # the group's own switch: the host's port
+        table = [None] * n
+        for s in self.switches:
+            table[s] = HopRow(group_of, host_port, rows[s], local)
         return table
 
     # -- queries --------------------------------------------------------------------------
@@ -348,22 +359,42 @@ class Topology:
         """The links along ``path(src_host, dst_host)``, in order."""
         return self._walk(src_host, dst_host)[1]
 
+    def _attachment(self, host):
+        link = self.links[self.nodes[host].ports[0]]
+        return link.b if link.a == host else link.a
+
+    def path_profile(self, src, dst):
+        """(host links, switch-to-switch links) of ``path(src, dst)``: the middle part
+        depends only on the two attachment switches, so it is computed once per pair of
+        them and kept (a fabric has few distinct switch paths; hosts never need a table
+        of pairs)."""
+        self._require_final("path")
+        self._host(src, "path: source")
+        self._host(dst, "path: destination")
+        key = (self._attachment(src), self._attachment(dst))
+        mid = self._segments.get(key)
+        if mid is None:
+            mid = self._segments[key] = tuple(self.path_links(src, dst)[1:-1])
+        return (self.host_link(src), self.host_link(dst)), mid
+
     def base_rtt_ps(self, src, dst, data_wire_bytes, ack_wire_bytes):
         """Unloaded RTT: one data packet out and one ACK back along ``path(src, dst)``.
 
         Per link: twice the propagation delay plus the serialisation of the data packet and of
         the ACK (store-and-forward at every hop); per switch: its latency in each direction.
         """
-        links = self.path_links(src, dst)
-        total = 2 * self.switch_latency_ps * (len(links) - 1)
-        for link in links:
-            total += (2 * link.delay_ps + serialisation_ps(data_wire_bytes, link.gbps)
-                      + serialisation_ps(ack_wire_bytes, link.gbps))
+        ends, mid = self.path_profile(src, dst)
+        total = 2 * self.switch_latency_ps * (len(mid) + 1)
+        for links in (ends, mid):
+            for link in links:
+                total += (2 * link.delay_ps + serialisation_ps(data_wire_bytes, link.gbps)
+                          + serialisation_ps(ack_wire_bytes, link.gbps))
         return total
 
     def bottleneck_gbps(self, src, dst):
         """The slowest link rate on ``path(src, dst)``."""
-        return min(link.gbps for link in self.path_links(src, dst))
+        ends, mid = self.path_profile(src, dst)
+        return min(link.gbps for links in (ends, mid) for link in links)
 
     def max_base_rtt_ps(self, data_wire_bytes, ack_wire_bytes, exhaustive=False):
         """The largest ``base_rtt_ps`` between two hosts.

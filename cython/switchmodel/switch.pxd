@@ -3,6 +3,7 @@
 # the low 32 bits that mix32 and route keep are exactly the reference's.
 import cython
 from gse.wire.packet cimport Packet
+from switchmodel.hops cimport HopTable
 
 cdef unsigned long long MASK32
 cdef unsigned long long MIX_C1
@@ -17,7 +18,7 @@ cpdef long long mix32(long long x)
 cdef class Switch:
     cdef public long long node
     cdef public object name
-    cdef public list next_hops
+    cdef public HopTable table
     cdef public long long salt
     cdef public bint spray
     cdef public long long forwarded
