@@ -9,6 +9,7 @@
     gse topo ...       describe a topology                      (gse.cli.topo)
     gse plot ...       figures from a run's outputs             (gse.cli.plot)
     gse info           which build (compiled or pure) is active (gse.cli.info)
+    gse sweep ...      a grid of simulations on Dask            (gse.cli.sweep)
 
 Each command module has ``add_commands(subparsers) -> {name: handler}``.
 """
@@ -22,7 +23,7 @@ from gse.config import ConfigError
 
 COMMANDS = ("gse.cli.sim", "gse.cli.compare", "gse.cli.replay", "gse.cli.run",
             "gse.cli.agent", "gse.cli.traffic", "gse.cli.topo", "gse.cli.plot",
-            "gse.cli.info")
+            "gse.cli.info", "gse.cli.sweep")
 
 
 def build_parser():

@@ -6,7 +6,8 @@ A table is ``{name: sequence}`` (all of one length) plus a ``schema``: ``[(name,
 with types ``int64``, ``int32``, ``int16``, ``float64``, ``float32``, ``bool`` or
 ``string`` (strings are dictionary-encoded in Parquet: node names and tiers repeat).
 Parquet carries the metadata (a flat ``{str: str}``) in the file; CSV writes it to a
-``.meta.json`` file beside the table.
+``.meta.json`` file beside the table.  A missing value (None) is a null in Parquet and an
+empty field in CSV.
 
 pyarrow is optional (``pip install 'gse-transport[data]'``): a Parquet path without it is
 one clear error naming the fix.  CSV needs nothing.
@@ -164,7 +165,7 @@ def read_table(path):
 def _parse(values, typ, path, name):
     if typ is None or typ == "string":
         return values
-    try:
+    try:                                # an empty field is a missing value (None)
         if typ == "bool":
             return [None if v == "" else v == "True" for v in values]
         if typ.startswith("int"):

@@ -1,0 +1,105 @@
+"""``gse sweep``: a grid of simulations (protocols x parameters x seeds x workloads) on Dask.
+
+    gse sweep grid.json                          # a local cluster of this machine's cores
+    gse sweep grid.json --workers 2 --out results/grid
+    gse sweep grid.json --scheduler tcp://10.0.0.5:8786
+    gse sweep grid.json --dry-run                # the runs, without running them
+
+The grid file is described in docs/sweeps.md (``gse.sweep.spec``); the table (one row
+per run, Parquet and CSV) in ``gse.sweep.runner``.  Run again, a sweep skips the runs
+already in its table.
+"""
+
+import sys
+
+from gse.sweep.runner import run_sweep, table_paths
+from gse.sweep.spec import load_spec
+
+
+def add_commands(sub):
+    p = sub.add_parser("sweep", help="run a grid of simulations on Dask, one table of results")
+    p.add_argument("spec", metavar="SPEC.json", help="the grid (docs/sweeps.md)")
+    p.add_argument("--out", metavar="STEM",
+                   help="table files STEM.parquet and STEM.csv (default: the spec's name "
+                        "beside it)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="an existing Dask cluster (default: a local cluster)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local cluster: worker processes (default: this machine's cores)")
+    p.add_argument("--fresh", action="store_true",
+                   help="run everything again (default: skip the runs already in the table)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and stop")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    return {"sweep": cmd_sweep}
+
+
+def _default_out(path):
+    stem = path[:-5] if path.lower().endswith(".json") else path
+    return stem
+
+
+class _Bar:
+    """Runs done out of the total: issue 14's ``gse.cli.progress`` when present, else a
+    rich bar of its own; nothing when not on a terminal or ``--quiet``."""
+
+    def __init__(self, args, total):
+        self.args = args
+        self.total = total
+        self.ctx = None
+        self.update = None
+
+    def __enter__(self):
+        quiet = self.args.quiet or not sys.stderr.isatty()
+        if quiet:
+            return self
+        try:
+            from gse.cli.progress import Progress
+            self.ctx = Progress(enabled=True)
+            self.ctx.__enter__()
+            counter = self.ctx.counter("sweep", self.total)
+            self.update = lambda done, failed: counter(
+                done, status="%d failed" % failed if failed else "")
+        except ImportError:
+            try:
+                from rich.progress import Progress as RichProgress
+            except ImportError:
+                return self
+            self.ctx = RichProgress(transient=False)
+            self.ctx.__enter__()
+            task = self.ctx.add_task("sweep", total=self.total)
+            self.update = lambda done, failed: self.ctx.update(
+                task, completed=done,
+                description="sweep (%d failed)" % failed if failed else "sweep")
+        return self
+
+    def __call__(self, done, total, failed):
+        if self.update is not None:
+            self.update(done, failed)
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
+        return False
+
+
+def cmd_sweep(args):
+    spec = load_spec(args.spec)
+    runs = spec.runs()
+    out = args.out or _default_out(args.spec)
+    if args.dry_run:
+        for run in runs:
+            print(run.run_id, " ".join(run.argv))
+        print("%d runs; table: %s" % (len(runs), ", ".join(table_paths(out))))
+        return 0
+    with _Bar(args, len(runs)) as bar:
+        result = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
+                           progress=bar, resume=not args.fresh)
+    if not args.quiet:
+        print("%s: %d runs (%d now, %d from the table), %d failed -> %s"
+              % (spec.name, len(result.rows), result.ran, result.skipped, result.failed,
+                 ", ".join(result.paths)))
+        for row in result.rows:
+            if row.get("status") != "ok":
+                labels = ", ".join("%s=%s" % (k, row.get(k)) for k, _v in spec.grid)
+                print("  failed: %s (%s): %s" % (row["run_id"], labels, row.get("error")))
+    return 0 if result.failed == 0 else 1
