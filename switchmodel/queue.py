@@ -79,7 +79,7 @@ class OutputQueue:
 
     def __init__(self, cfg, rng):
         self.cfg = cfg
-        self.rng = rng
+        self.rng = rng            # a seeded generator, or a function that makes it when needed
         self.data = Fifo()
         self.control = Fifo()
         self.data_bytes = 0
@@ -146,9 +146,14 @@ class OutputQueue:
             p = 1.0
         else:
             p = cfg.ecn_pmax * (occupied - cfg.ecn_kmin) / (cfg.ecn_kmax - cfg.ecn_kmin)
-        if p >= 1.0 or self.rng.random() < p:
-            pkt.flags |= F_ECN_CE
-            self.counters.ecn_marks += 1
+        if p < 1.0:
+            rng = self.rng
+            if callable(rng):             # made on the first draw: most ports never mark
+                rng = self.rng = rng()
+            if rng.random() >= p:
+                return
+        pkt.flags |= F_ECN_CE
+        self.counters.ecn_marks += 1
 
     def _peak(self):
         total = self.data_bytes + self.control_bytes

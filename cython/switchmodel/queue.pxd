@@ -49,7 +49,7 @@ cdef class OutputQueue:
                    occupied="long long")
     cpdef long long enqueue(self, Packet pkt) except? -1
 
-    @cython.locals(cfg=QueueConfig, p="double")
+    @cython.locals(cfg=QueueConfig, p="double", rng=object)
     cpdef _maybe_mark(self, Packet pkt, long long occupied)
 
     @cython.locals(total="long long")
