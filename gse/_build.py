@@ -40,6 +40,7 @@ MODULES = {
     "gse.runtimes.sim.eventq": "cython/gse/runtimes/sim/eventq.pyx",
     "gse.common.fifo": "cython/gse/common/fifo.pyx",
     "gse.common.bits": "cython/gse/common/bits.pyx",
+    "gse.common.timers": "cython/gse/common/timers.pyx",
     "gse.agents.bitmap": "",
     "gse.agents.entropy": "",
     "gse.agents.scheduler": "",

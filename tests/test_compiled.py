@@ -286,6 +286,35 @@ def _outcome(fn):
         return (type(exc).__name__, str(exc))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_timer_heap_twins_pop_the_same_order(seed):
+    """The agents' timer heap: the C twin pops what the reference's tuple heap pops
+    (deadline order, ties in push order), interleaving pushes and pops."""
+    from gse.common.timers import TimerHeap
+    spec = importlib.util.spec_from_file_location("_gse_timers_reference",
+                                                  _module_file("gse.common.timers"))
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    rng = random.Random(seed)
+    a, b = TimerHeap(), ref.TimerHeap()
+    out_a, out_b = [], []
+    for i in range(3000):
+        if rng.random() < 0.55 or not a:
+            t, kind, owner = rng.randrange(50), rng.randrange(4), ("o", i)
+            a.push(t, kind, owner)
+            b.push(t, kind, owner)
+        else:
+            out_a.append((a.first(), a.pop(), a.last_t, a.last_kind, len(a)))
+            out_b.append((b.first(), b.pop(), b.last_t, b.last_kind, len(b)))
+        assert a.first() == b.first() and bool(a) == bool(b)
+    while a:
+        out_a.append((a.pop(), a.last_t))
+        out_b.append((b.pop(), b.last_t))
+    assert out_a == out_b and not b and a.first() == -1
+    with pytest.raises(IndexError):
+        a.pop()
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_fifo_behaves_as_deque(seed):
     from collections import deque

@@ -8,12 +8,11 @@ NIC is free and re-arms one timer at ``next_deadline()``.  The NIC sends control
 with lazy deletion: a moved deadline is checked when its old entry pops.
 """
 
-from heapq import heappop, heappush
-
 from gse.agents.interface import HostAgent
 from gse.agents.receiver import ReceiverSide
 from gse.agents.sender import NEVER, OutMsg
 from gse.common.fifo import Fifo
+from gse.common.timers import TimerHeap
 from gse.wire.packet import ACK, DATA, F_ECN_CE, F_RETX, GRANT, NACK, REQUEST
 
 T_PACER = 0
@@ -24,7 +23,7 @@ T_EXPIRE = 4
 
 
 class GseHost(HostAgent):
-    __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers", "tseq",
+    __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers",
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
@@ -37,8 +36,7 @@ class GseHost(HostAgent):
         self.out = {}             # msg_id -> OutMsg
         self.ring = Fifo()       # messages that may have data to send
         self.control = Fifo()    # control packets, sent before data
-        self.timers = []          # heap of (deadline, seq, kind, msg)
-        self.tseq = 0
+        self.timers = TimerHeap()  # (deadline, kind, msg), lazily deleted
         self.receiver = ReceiverSide(addr, config, downlink_gbps)
         self.sent_done = []       # (msg_id, retransmits, now): drained by the runtime
         self.malformed = 0
@@ -103,7 +101,7 @@ class GseHost(HostAgent):
         return None
 
     def next_deadline(self):
-        return self.timers[0][0] if self.timers else -1
+        return self.timers.first()
 
     def receive(self, pkt, now):
         if pkt.corrupt:
@@ -132,8 +130,10 @@ class GseHost(HostAgent):
 
     def on_timer(self, now):
         timers = self.timers
-        while timers and timers[0][0] <= now:
-            t, _, kind, msg = heappop(timers)
+        t = timers.first()
+        while 0 <= t <= now:
+            msg = timers.pop()
+            kind = timers.last_kind
             if kind == T_PACER:
                 self._on_pacer(now)
             elif kind == T_RTO:
@@ -144,6 +144,7 @@ class GseHost(HostAgent):
                 self._on_expiry(t, now)
             else:
                 self._on_request_timer(t, msg, now)
+            t = timers.first()
 
     # -- sender feedback ------------------------------------------------------------------
 
@@ -325,8 +326,7 @@ class GseHost(HostAgent):
             self.ring.append(msg)
 
     def _push(self, t, kind, msg):
-        self.tseq += 1
-        heappush(self.timers, (t, self.tseq, kind, msg))
+        self.timers.push(t, kind, msg)
 
     def counters(self):
         rx = self.receiver

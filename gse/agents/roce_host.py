@@ -32,11 +32,11 @@ only control packets.
 """
 
 from bisect import bisect_left, bisect_right, insort
-from heapq import heappop, heappush
 
 from gse.agents.dcqcn import NEVER, Dcqcn
 from gse.agents.interface import HostAgent
 from gse.common.fifo import Fifo
+from gse.common.timers import TimerHeap
 from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, HEADER_BYTES, NACK,
                              PRIO_CONTROL, PRIO_DATA, new_packet)
 from switchmodel.switch import mix32
@@ -109,7 +109,7 @@ class RoceRecvFlow:
 
 class RoceHost(HostAgent):
     __slots__ = ("addr", "config", "rng", "line_mbps", "out", "ring", "control", "timers",
-                 "tseq", "incoming", "finished", "delivered", "sent_done", "malformed",
+                 "incoming", "finished", "delivered", "sent_done", "malformed",
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
                  "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
@@ -126,8 +126,7 @@ class RoceHost(HostAgent):
         self.out = {}
         self.ring = Fifo()
         self.control = Fifo()
-        self.timers = []
-        self.tseq = 0
+        self.timers = TimerHeap()  # (deadline, kind, flow), lazily deleted
         self.incoming = {}        # (src, msg_id) -> RoceRecvFlow
         self.finished = {}        # (src, msg_id) -> npkts, for late packets ...
         self.finished_order = Fifo()  # ... (finish ps, key), oldest first: kept for
@@ -287,7 +286,7 @@ class RoceHost(HostAgent):
                           flags, flow.size, 0, 0, 0, 0, now, PRIO_DATA)
 
     def next_deadline(self):
-        return self.timers[0][0] if self.timers else -1
+        return self.timers.first()
 
     def receive(self, pkt, now):
         if pkt.corrupt:
@@ -310,8 +309,10 @@ class RoceHost(HostAgent):
 
     def on_timer(self, now):
         timers = self.timers
-        while timers and timers[0][0] <= now:
-            t, _, kind, flow = heappop(timers)
+        t = timers.first()
+        while 0 <= t <= now:
+            flow = timers.pop()
+            kind = timers.last_kind
             if kind == T_RTO:
                 self._on_rto(flow, now)
             elif kind == T_DCQCN:
@@ -322,6 +323,7 @@ class RoceHost(HostAgent):
                 self._on_cnp_tick(flow, t)
             elif t == self.pace_at:
                 self.pace_at = -1   # the runtime polls the NIC after every timer
+            t = timers.first()
 
     # -- receiver -------------------------------------------------------------------------
 
@@ -553,8 +555,7 @@ class RoceHost(HostAgent):
                 self.ring.append(flow)
 
     def _push(self, t, kind, flow):
-        self.tseq += 1
-        heappush(self.timers, (t, self.tseq, kind, flow))
+        self.timers.push(t, kind, flow)
 
     def counters(self):
         return {

@@ -1,6 +1,7 @@
 # Augments gse/agents/gse_host.py.
 import cython
 from gse.common.fifo cimport Fifo
+from gse.common.timers cimport TimerHeap
 from gse.agents.interface cimport HostAgent
 from gse.wire.packet cimport Packet
 from gse.agents.receiver cimport ReceiverSide
@@ -24,8 +25,7 @@ cdef class GseHost(HostAgent):
     cdef public dict out
     cdef public Fifo ring
     cdef public Fifo control
-    cdef public list timers
-    cdef public long long tseq
+    cdef public TimerHeap timers
     cdef public ReceiverSide receiver
     cdef public list sent_done
     cdef public long long malformed

@@ -1,6 +1,7 @@
 # Augments gse/agents/roce_host.py.  NEVER is gse.agents.dcqcn's.
 import cython
 from gse.common.fifo cimport Fifo
+from gse.common.timers cimport TimerHeap
 from gse.agents.interface cimport HostAgent
 from gse.agents.dcqcn cimport Dcqcn
 from gse.wire.packet cimport Packet, new_packet
@@ -71,8 +72,7 @@ cdef class RoceHost(HostAgent):
     cdef public dict out
     cdef public Fifo ring
     cdef public Fifo control
-    cdef public list timers
-    cdef public long long tseq
+    cdef public TimerHeap timers
     cdef public dict incoming
     cdef public dict finished
     cdef public list delivered
