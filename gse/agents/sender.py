@@ -26,6 +26,8 @@ Rules, in the order the sender applies them:
 * GRANTs carry the message's cumulative credit, so a lost GRANT is made up by the next.
 """
 
+from array import array
+
 from gse.agents.entropy import EntropySelector
 from gse.common.bits import le64, lowest_bit
 from gse.common.fifo import Fifo
@@ -76,8 +78,10 @@ class OutMsg:
         self.acked = bytearray((self.npkts + 7) // 8 + 8)
         self.cum_acked = 0
         self.n_acked = 0
-        self.sent_at = [-1] * self.npkts  # last transmit time; -1 while queued for retx
-        self.sent_entropy = [0] * self.npkts  # entropy of the last transmission
+        # per psn, as flat C integers (no boxed int per packet sent): the last transmit
+        # time (-1 while queued for retransmission) and that transmission's entropy
+        self.sent_at = array("q", [-1]) * self.npkts
+        self.sent_entropy = array("i", [0]) * self.npkts
         self.inflight = Fifo()           # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
         self.retx = Fifo()

@@ -36,8 +36,8 @@ cdef class OutMsg:
     cdef public bytearray acked
     cdef public long long cum_acked
     cdef public long long n_acked
-    cdef public list sent_at
-    cdef public list sent_entropy
+    cdef public long long[::1] sent_at
+    cdef public int[::1] sent_entropy
     cdef public Fifo inflight
     cdef public long long max_acked_sent
     cdef public Fifo retx
