@@ -1,6 +1,5 @@
 # Augments switchmodel/queue.py.
 import cython
-from gse.common.fifo cimport Fifo
 from gse.wire.packet cimport Packet
 
 cdef long long DATA
@@ -34,8 +33,12 @@ cdef class PortCounters:
 cdef class OutputQueue:
     cdef public QueueConfig cfg
     cdef public object rng
-    cdef public Fifo data
-    cdef public Fifo control
+    cdef public Packet data_head
+    cdef public Packet data_tail
+    cdef public Packet control_head
+    cdef public Packet control_tail
+    cdef public long long n_data
+    cdef public long long n_control
     cdef public long long data_bytes
     cdef public long long control_bytes
     cdef public PortCounters counters

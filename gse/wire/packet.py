@@ -54,19 +54,22 @@ PRIO_CONTROL = 1
 class Packet:
     """A transport packet; field meanings per kind are in docs/wire-format.md.
 
-    ``size``, ``corrupt`` and ``ingress`` are runtime-side, not header fields: ``size`` (wire
-    bytes) is derived from the header and payload; ``corrupt`` marks a packet whose checksum
-    would fail (an emulated bit flip), which the receiving agent counts and drops like a bad
-    datagram; ``ingress`` is the port a switch received it on (PFC accounting).
+    ``size``, ``corrupt``, ``ingress`` and ``qnext`` are runtime-side, not header fields:
+    ``size`` (wire bytes) is derived from the header and payload; ``corrupt`` marks a packet
+    whose checksum would fail (an emulated bit flip), which the receiving agent counts and
+    drops like a bad datagram; ``ingress`` is the port a switch received it on (PFC
+    accounting); ``qnext`` links it to the packet behind it while it waits in a switch's
+    output queue (``switchmodel.queue``), None otherwise.
 
     In the compiled build a packet is allocated from a free list of recycled ones and is not
-    tracked by the garbage collector: its fields are integers, bytes or None, so it can
-    never be part of a reference cycle, and a simulation makes hundreds of thousands.
+    tracked by the garbage collector: its fields are integers, bytes, None or (``qnext``)
+    the next packet of an acyclic queue, so it can never be part of a reference cycle, and
+    a simulation makes hundreds of thousands.
     """
 
     __slots__ = ("kind", "flags", "src", "dst", "msg_id", "psn", "entropy", "payload_len",
                  "msg_len", "credit", "aux", "sack_base", "sack_bits", "ts", "prio",
-                 "size", "corrupt", "payload", "ingress")
+                 "size", "corrupt", "payload", "ingress", "qnext")
 
     def __init__(self, kind, src, dst, msg_id=0, psn=0, entropy=0, payload_len=0,
                  flags=0, msg_len=0, credit=0, aux=0, sack_base=0, sack_bits=0, ts=0,
@@ -91,6 +94,7 @@ class Packet:
         self.corrupt = False
         self.payload = None   # bytes over UDP; None in the simulator
         self.ingress = -1     # switch-local: the port it came in by (PFC accounting)
+        self.qnext = None     # the packet behind it in a switch queue (switchmodel.queue)
 
     def trim(self):
         """Cut the payload: the header goes on at control priority, payload_len is kept."""
@@ -149,4 +153,5 @@ def fill_packet(pkt, kind, src, dst, msg_id, psn, entropy, payload_len, flags, m
     pkt.corrupt = False
     pkt.payload = None
     pkt.ingress = -1
+    pkt.qnext = None
     return pkt

@@ -10,6 +10,7 @@ import cython
 
 @cython.final
 cdef class Packet:
+    cdef public Packet qnext          # first: on the cache line of the refcount
     cdef public long long kind
     cdef public long long flags
     cdef public long long src
