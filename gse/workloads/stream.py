@@ -37,6 +37,7 @@ the bound of an idle fabric (``ring_bound_ps``).
 import math
 import time
 from array import array
+from functools import partial
 
 from gse.metrics.records import summarize, wire_bytes
 from gse.protocols import PROTOCOLS, default_config
@@ -44,7 +45,6 @@ from gse.runtimes.sim.observe import run_observed
 from gse.runtimes.sim.run import build_network, pfc_summary
 from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import bus_factor, chunks
-from gse.workloads.traffic import Message
 from topologies.topology import serialisation_ps
 
 SHIFT = 24
@@ -232,20 +232,34 @@ class StreamRun:
             total += n * ph.sends()           # rows: host h's k-th send of phase p
         self.log = Log(total)
         self.ranks = sorted({h for ph in self.phases for grp in ph.groups for h in grp})
-        # per host, for its current phase
-        self.phase_of = array("i", [-1]) * n
-        self.entered = bytearray(n)
-        self.next_k = array("i", [0]) * n
-        self.recv = array("i", [0]) * n
-        self.acked = array("i", [0]) * n      # its sends delivered
-        self.flying = array("i", [0]) * n     # pairwise: its sends in flight
+        # per phase, read on every message: sends per rank, ring or not, and for rings each
+        # host's successor (pairwise destinations come from the group and the round)
+        self.sends = [ph.sends() for ph in self.phases]
+        self.is_ring = [ph.kind == "ring" for ph in self.phases]
+        self.succ = []
+        for p, ph in enumerate(self.phases):
+            succ = None
+            if ph.kind == "ring":
+                succ = [-1] * n
+                for members in ph.groups:
+                    for i, h in enumerate(members):
+                        succ[h] = members[(i + 1) % ph.n]
+            self.succ.append(succ)
+        # per host, for its current phase (plain lists: read on every message)
+        self.phase_of = [-1] * n
+        self.entered = [False] * n
+        self.next_k = [0] * n
+        self.recv = [0] * n
+        self.acked = [0] * n                  # its sends delivered
+        self.flying = [0] * n                 # pairwise: its sends in flight
         self.waiters = {}                     # host -> hosts whose next send waits for it
         self.enter_ps = [array("q", [-1]) * n for _ in self.phases]
         self.done_ps = [array("q", [-1]) * n for _ in self.phases]
         self.net = build_network(topo, protocol, self.cfg, seed)
         self.eq = self.net.eq
+        self.hosts = self.net.hosts
         for h, hn in enumerate(self.net.hosts):
-            hn.on_delivered = self._delivered_at(h)
+            hn.on_delivered = partial(self._on_delivered_item, h)
             hn.on_sent = self._sent
         self.mtu = self.cfg.mtu
         self.ideals = {}
@@ -255,7 +269,7 @@ class StreamRun:
     def _enter(self, h, p):
         now = self.eq.now
         self.phase_of[h] = p
-        self.entered[h] = 1
+        self.entered[h] = True
         self.next_k[h] = 0
         self.recv[h] = 0
         self.acked[h] = 0
@@ -270,31 +284,28 @@ class StreamRun:
     def _enter_event(self, h, p):
         self._enter(h, p)
 
-    def _ready(self, dst, p):
-        return self.phase_of[dst] == p and self.entered[dst]
-
     def _try_send(self, h):
         if not self.entered[h]:
             return
         p = self.phase_of[h]
-        ph = self.phases[p]
         k = self.next_k[h]
-        members = ph.groups[self.group[p][h]]
-        i = self.pos[p][h]
-        n = ph.n
-        if ph.kind == "ring":
-            if k >= ph.steps or self.recv[h] < k:
+        if self.is_ring[p]:
+            if k >= self.sends[p] or self.recv[h] < k:
                 return
-            dst = members[(i + 1) % n]
-            if not self._ready(dst, p):
+            dst = self.succ[p][h]
+            if not (self.entered[dst] and self.phase_of[dst] == p):
                 self.waiters.setdefault(dst, []).append(h)
                 return
             self.next_k[h] = k + 1
-            self._launch(h, dst, p, k, ph.chunk(i, k))
+            self._launch(h, dst, p, k, self.phases[p].chunk(self.pos[p][h], k))
             return
+        ph = self.phases[p]
+        members = ph.groups[self.group[p][h]]
+        i = self.pos[p][h]
+        n = ph.n
         while self.flying[h] < ph.window and k < n - 1:
             dst = members[(i + k + 1) % n]
-            if not self._ready(dst, p):
+            if not (self.entered[dst] and self.phase_of[dst] == p):
                 self.waiters.setdefault(dst, []).append(h)
                 return
             k += 1
@@ -303,7 +314,7 @@ class StreamRun:
             self._launch(h, dst, p, k - 1, ph.size)
 
     def _launch(self, h, dst, p, k, size):
-        row = self.base[p] + h * self.phases[p].sends() + k
+        row = self.base[p] + h * self.sends[p] + k
         mid = ((p + 1) << SHIFT) | k
         log = self.log
         now = self.eq.now
@@ -313,64 +324,65 @@ class StreamRun:
             log.ideal[row] = 1
             self.eq.at(now, self._zero_done, h, (dst, mid))
             return
-        log.ideal[row] = self._ideal(h, dst, size)
-        self.eq.at(now, self._start, h, Message.trusted(mid, h, dst, size, now))
+        if self.is_ring[p]:
+            # a ring's rank sends one or two sizes to one peer per phase: kept by an int key
+            key = (((p << 32) | size) << 24) | h
+            ideal = self.ideals.get(key)
+            if ideal is None:
+                ideal = self.ideals[key] = self._ideal_of(h, dst, size)
+        else:
+            ideal = self._ideal_of(h, dst, size)
+        log.ideal[row] = ideal
+        self.eq.at(now, self._start, h, (mid, dst, size))
 
-    def _start(self, h, msg):
-        self.net.hosts[h].start(msg, None)
+    def _start(self, h, what):
+        mid, dst, size = what
+        hn = self.hosts[h]
+        now = self.eq.now
+        hn.agent.start_message(mid, dst, size, now)    # what HostNode.start does
+        hn.after(now)
 
     def _zero_done(self, h, what):
         dst, mid = what
         self._on_delivered(dst, h, mid, self.eq.now)
 
-    def _ideal(self, src, dst, size):
-        """The message's ideal FCT (``gse.metrics.records.ideal_ps``): kept per (src, dst,
-        size) for rings, whose ranks send the same one or two sizes to one peer; pairwise
-        phases ask the topology, which keeps paths per pair of attachment switches."""
-        if self.phases[self.phase_of[src]].kind == "ring":
-            key = (src, dst, size)
-            t = self.ideals.get(key)
-            if t is None:
-                t = self.ideals[key] = self._ideal_of(src, dst, size)
-            return t
-        return self._ideal_of(src, dst, size)
-
     def _ideal_of(self, src, dst, size):
+        """The message's ideal FCT (``gse.metrics.records.ideal_ps``); the topology keeps
+        the paths per pair of attachment switches."""
         topo = self.topo
         rtt = topo.base_rtt_ps(src, dst, self.mtu + HEADER_BYTES, HEADER_BYTES)
         mbps = int(round(topo.bottleneck_gbps(src, dst) * 1000))
         return rtt + (wire_bytes(size, self.mtu) * 8_000_000 + mbps - 1) // mbps
 
-    def _delivered_at(self, h):
-        def delivered(item):
-            src, mid, _size, now = item
-            self._on_delivered(h, src, mid, now)
-        return delivered
+    def _on_delivered_item(self, dst, item):
+        src, mid, _size, now = item
+        self._on_delivered(dst, src, mid, now)
 
     def _on_delivered(self, dst, src, mid, now):
         p = (mid >> SHIFT) - 1
         k = mid & INDEX
-        ph = self.phases[p]
-        row = self.base[p] + src * ph.sends() + k
-        if self.log.deliver[row] >= 0:
+        sends = self.sends[p]
+        row = self.base[p] + src * sends + k
+        deliver = self.log.deliver
+        if deliver[row] >= 0:
             raise AssertionError("message %d->%d %d delivered twice" % (src, dst, mid))
-        self.log.deliver[row] = now
+        deliver[row] = now
         self.recv[dst] += 1
         self.acked[src] += 1
-        if ph.kind == "ring":
+        if self.is_ring[p]:
             self._try_send(dst)
         else:
             self.flying[src] -= 1
             self._try_send(src)
-        self._check_done(src, p)
-        if dst != src:
+        if self.acked[src] == sends and self.recv[src] == sends:
+            self._check_done(src, p)
+        if dst != src and self.acked[dst] == sends and self.recv[dst] == sends:
             self._check_done(dst, p)
 
     def _check_done(self, h, p):
-        ph = self.phases[p]
-        if (self.phase_of[h] == p and self.entered[h] and self.acked[h] == ph.sends()
-                and self.recv[h] == ph.sends()):
-            self.entered[h] = 0
+        if self.phase_of[h] == p and self.entered[h] and self.acked[h] == self.sends[p] \
+                and self.recv[h] == self.sends[p]:
+            self.entered[h] = False
             now = self.eq.now
             self.done_ps[p][h] = now
             if p + 1 < len(self.phases):
@@ -380,9 +392,10 @@ class StreamRun:
     def _sent(self, src, item):
         mid, retransmits, now = item
         p = (mid >> SHIFT) - 1
-        row = self.base[p] + src * self.phases[p].sends() + (mid & INDEX)
+        row = self.base[p] + src * self.sends[p] + (mid & INDEX)
         self.log.finish[row] = now
-        self.log.retx[row] = retransmits
+        if retransmits:
+            self.log.retx[row] = retransmits
 
     # -- running --------------------------------------------------------------------------
 
