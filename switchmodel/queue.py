@@ -136,7 +136,12 @@ class OutputQueue:
             if cfg.ecn and not cfg.ecn_on_dequeue and pkt.kind == DATA and pkt.flags & F_ECT \
                     and self.data_bytes + size > cfg.ecn_kmin:
                 self._maybe_mark(pkt, self.data_bytes + size)
-            self.data.append(pkt)
+            if self.data_tail is None:
+                self.data_head = pkt
+            else:
+                self.data_tail.qnext = pkt
+            self.data_tail = pkt
+            self.n_data += 1
             self.data_bytes += size
             self._peak()
             return ENQUEUED
