@@ -52,6 +52,13 @@ def _rss_mib():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def _cpu_s():
+    """CPU seconds of this process (user + system): what the run cost, whatever else the
+    shared machine was doing (its wall time is that over the share of a core it got)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return round(ru.ru_utime + ru.ru_stime, 1)
+
+
 def _topo(name, k=None):
     from topologies.registry import build_topology
     return build_topology(argparse.Namespace(topology=name, k=k or 8, link_gbps=100.0,
@@ -81,7 +88,7 @@ def child_allreduce(protocol, args):
             "fct_us": s["fct_us"], "trims": s["trims"], "drops": s["drops"],
             "pfc_pauses": s["pfc_pauses"], "phases": r.phases, "events": s["events"],
             "loop_s": s["wall_s"], "total_s": round(time.perf_counter() - t0, 1),
-            "peak_rss_mib": _rss_mib()}
+            "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib()}
 
 
 def child_moe(protocol, args):
@@ -101,7 +108,7 @@ def child_moe(protocol, args):
             "fct_us": s["fct_us"], "slowdown": s["slowdown"], "trims": s["trims"],
             "drops": s["drops"], "pfc_pauses": s["pfc_pauses"], "events": s["events"],
             "loop_s": s["wall_s"], "total_s": round(time.perf_counter() - t0, 1),
-            "peak_rss_mib": _rss_mib()}
+            "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib()}
 
 
 def _permutation(protocol, topo_name, k, seed):
@@ -118,7 +125,7 @@ def _permutation(protocol, topo_name, k, seed):
             "delivered": s["delivered"], "fct_us": s["fct_us"], "slowdown": s["slowdown"],
             "trims": s["trims"], "drops": s["drops"], "pfc_pauses": s["pfc_pauses"],
             "events": s["events"], "loop_s": s["wall_s"],
-            "total_s": round(time.perf_counter() - t0, 2), "peak_rss_mib": _rss_mib()}
+            "total_s": round(time.perf_counter() - t0, 2), "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib()}
 
 
 def child_perm32(protocol, args):
@@ -156,10 +163,11 @@ def show(r):
         return
     fct = r.get("fct_us") or {}
     line = ("%-9s %-10s done %-5s msgs %s/%s  fct p50/p99/max %s/%s/%s us  events %.1f M  "
-            "loop %.0f s  total %.0f s  RSS %.0f MiB"
+            "loop %.0f s  total %.0f s  CPU %s s  RSS %.0f MiB"
             % (r["run"], r["protocol"], r.get("done", r["delivered"] == r["messages"]),
                r["delivered"], r["messages"], fct.get("p50"), fct.get("p99"), fct.get("max"),
-               r["events"] / 1e6, r["loop_s"], r["total_s"], r["peak_rss_mib"]))
+               r["events"] / 1e6, r["loop_s"], r["total_s"], r.get("cpu_s"),
+               r["peak_rss_mib"]))
     if r["run"] == "allreduce":
         line += ("\n          time %.1f us, bytes %d of %d, busbw %s Gb/s, idle bound %.3f Gb/s "
                  "(%.1f us): %.1f%% of it" % (r["time_us"] or 0, r["bytes_delivered"],
@@ -229,23 +237,25 @@ def htsim_side_by_side(args):
         raise SystemExit("htsim: --cm FILE (htsim's perm_1024n_1024c_0u_2000000b.cm) is needed")
     out = []
     for i in range(args.repeat):
-        cmd = ["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "gse.cli.main", "sim",
+        cmd = ["/usr/bin/time", "-f", "%e %M %U", sys.executable, "-m", "gse.cli.main", "sim",
                "--k", "16", "--traffic-file", cm, "--protocol", "gse", "--quiet"]
         ours = _timed(cmd)
         theirs = None
         if args.htsim:
             log = os.path.join(os.path.dirname(os.path.abspath(args.json or "x")) or ".",
                                "htsim_k16.log")
-            theirs = _timed(["/usr/bin/time", "-f", "%e %M", args.htsim, "-tm", cm,
+            theirs = _timed(["/usr/bin/time", "-f", "%e %M %U", args.htsim, "-tm", cm,
                              "-o", log])
-        row = {"round": i + 1, "gse_s": ours[0], "gse_rss_mib": ours[1],
-               "htsim_s": theirs and theirs[0], "htsim_rss_mib": theirs and theirs[1]}
+        row = {"round": i + 1, "gse_s": ours[0], "gse_rss_mib": ours[1], "gse_user_s": ours[2],
+               "htsim_s": theirs and theirs[0], "htsim_rss_mib": theirs and theirs[1],
+               "htsim_user_s": theirs and theirs[2]}
         if theirs:
             row["ratio"] = round(ours[0] / theirs[0], 3)
-        print("k=16 permutation 2 MB, round %d: gse sim %.2f s %.0f MiB%s" % (
-            i + 1, ours[0], ours[1], "" if not theirs else
-            ";  htsim %.2f s %.0f MiB;  ratio %.3f" % (theirs[0], theirs[1], row["ratio"])),
-            flush=True)
+            row["user_ratio"] = round(ours[2] / theirs[2], 3)
+        print("k=16 permutation 2 MB, round %d: gse sim %.2f s (user %.2f) %.0f MiB%s" % (
+            i + 1, ours[0], ours[2], ours[1], "" if not theirs else
+            ";  htsim %.2f s (user %.2f) %.0f MiB;  wall ratio %.3f, user ratio %.3f"
+            % (theirs[0], theirs[2], theirs[1], row["ratio"], row["user_ratio"])), flush=True)
         out.append(row)
     return out
 
@@ -253,7 +263,7 @@ def htsim_side_by_side(args):
 def _timed(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     last = p.stderr.strip().splitlines()[-1].split()
-    return float(last[0]), round(int(last[1]) / 1024, 1)
+    return float(last[0]), round(int(last[1]) / 1024, 1), float(last[2])
 
 
 def main():
