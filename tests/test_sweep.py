@@ -107,3 +107,17 @@ def test_two_workers_match_single_runs_and_resume(tmp_path):
         assert (again.ran, again.skipped, again.failed) == (4, 4, 4)
         assert [_figures(r) for r in again.rows if r["status"] == "ok"] == \
             [_figures(r) for r in result.rows if r["status"] == "ok"]
+
+
+def test_cli_dry_run_lists_the_runs(tmp_path, capsys):
+    from gse.cli.main import main
+    spec_path = tmp_path / "grid.json"
+    spec_path.write_text(json.dumps(GRID))
+    assert main(["sweep", str(spec_path), "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 9 and out[-1].startswith("8 runs; table: ")
+    assert out[0].split()[0] == load_spec(str(spec_path)).runs()[0].run_id
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"grid": {"seed": 1}}')
+    assert main(["sweep", str(bad)]) == 2
+    assert "grid.seed" in capsys.readouterr().err

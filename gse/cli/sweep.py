@@ -10,8 +10,7 @@ per run, Parquet and CSV) in ``gse.sweep.runner``.  Run again, a sweep skips the
 already in its table.
 """
 
-import sys
-
+from gse.cli.progress import Progress, wanted
 from gse.sweep.runner import run_sweep, table_paths
 from gse.sweep.spec import load_spec
 
@@ -39,47 +38,24 @@ def _default_out(path):
 
 
 class _Bar:
-    """Runs done out of the total: issue 14's ``gse.cli.progress`` when present, else a
-    rich bar of its own; nothing when not on a terminal or ``--quiet``."""
+    """Runs done out of the total, on ``gse.cli.progress``'s counter (nothing when not on a
+    terminal or with ``--quiet``)."""
 
     def __init__(self, args, total):
-        self.args = args
+        self.progress = Progress(enabled=wanted(args))
         self.total = total
-        self.ctx = None
         self.update = None
 
     def __enter__(self):
-        quiet = self.args.quiet or not sys.stderr.isatty()
-        if quiet:
-            return self
-        try:
-            from gse.cli.progress import Progress
-            self.ctx = Progress(enabled=True)
-            self.ctx.__enter__()
-            counter = self.ctx.counter("sweep", self.total)
-            self.update = lambda done, failed: counter(
-                done, status="%d failed" % failed if failed else "")
-        except ImportError:
-            try:
-                from rich.progress import Progress as RichProgress
-            except ImportError:
-                return self
-            self.ctx = RichProgress(transient=False)
-            self.ctx.__enter__()
-            task = self.ctx.add_task("sweep", total=self.total)
-            self.update = lambda done, failed: self.ctx.update(
-                task, completed=done,
-                description="sweep (%d failed)" % failed if failed else "sweep")
+        self.progress.__enter__()
+        self.update = self.progress.counter("sweep", self.total)
         return self
 
     def __call__(self, done, total, failed):
-        if self.update is not None:
-            self.update(done, failed)
+        self.update(done, status="%d failed" % failed if failed else "")
 
     def __exit__(self, *exc):
-        if self.ctx is not None:
-            self.ctx.__exit__(*exc)
-        return False
+        return self.progress.__exit__(*exc)
 
 
 def cmd_sweep(args):
