@@ -4,7 +4,7 @@ REQUEST and GRANT used to carry entropy 0, so all of a message's control traffic
 one fixed path: with a quarter of the core links black-holed, every message whose one
 control path crossed a dead link stalled for good (41 of 128 delivered on the k=8
 permutation below), although its data entropies still had live paths.  Now a REQUEST
-takes the entropy of the newest clean ACK or GRANT (a path that just worked), a
+takes the entropy of the newest ACK or GRANT (a path that just worked), a
 GRANT echoes the entropy of the sender's latest packet, GRANTs carry the cumulative
 credit (a lost one is made up by the next), switches of one tier hash alike (an echo
 goes back along the links the data came by), and a path that lost a packet silently
@@ -160,3 +160,25 @@ def test_switches_of_a_tier_hash_alike_so_echoes_retrace_the_path():
         assert links(0, 15, entropy) == links(15, 0, entropy)
         assert links(2, 5, entropy) == links(5, 2, entropy)
     assert len({frozenset(links(0, 15, e)) for e in range(64)}) == 4   # still sprayed
+
+
+def test_timeout_suspects_every_path_still_out_and_forgets_them_as_clean():
+    """A timeout after a probe that went unanswered must not probe the same path again:
+    every packet still out is overdue, and a suspected value leaves the recycled FIFO
+    (a value acknowledged before a link died must not keep coming back)."""
+    from gse.agents.sender import OutMsg
+    cfg = GseConfig(unsched_bytes=4 * MTU)
+    msg = OutMsg(1, 0, 1, 4 * MTU, MTU, cfg.unsched_bytes, 7, cfg, 0)
+    sent = [msg.next_packet(t) for t in range(4)]
+    msg.on_ack(2, 0, 0)                               # psn 0 and 1 acked: values recycled
+    stale = sent[1].entropy
+    assert stale in msg.entropy.recycled
+    msg.back_entropy = stale
+    assert msg.on_timeout(suspect_until=10 ** 9) == 2
+    assert all(msg.entropy.is_dead(p.entropy, 50) for p in sent[2:])
+    probe = msg.next_packet(100)                      # the back path: not suspected (yet)
+    assert probe.entropy == stale
+    assert msg.on_timeout(suspect_until=10 ** 9) == 3  # unanswered: the next timeout ...
+    assert msg.entropy.is_dead(stale, 200)             # ... suspects the probe's path too
+    assert stale not in msg.entropy.recycled
+    assert msg.next_packet(200).entropy not in {p.entropy for p in sent[1:]}

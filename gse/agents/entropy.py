@@ -108,13 +108,17 @@ class EntropySelector:
 
     def suspect(self, entropy, until):
         """A packet sent with ``entropy`` was lost silently: presume its path dead until
-        ``until`` (ps)."""
+        ``until`` (ps), and forget that it was ever clean (its copies leave the FIFO, so
+        that a stale clean value cannot come back when the suspicion ends)."""
         idx = (entropy - self.base) & 0xFFFF
         if idx < self.n:
             if self.dead is None:
                 self.dead = {}
             if self.dead.get(idx, -1) < until:
                 self.dead[idx] = until
+        recycled = self.recycled
+        while entropy in recycled:
+            recycled.remove(entropy)
 
     def n_penalised(self):
         return 0 if self.penalised is None else len(self.penalised)

@@ -156,8 +156,7 @@ class GseHost(HostAgent):
         if pkt.flags & F_ECN_CE:                      # echoed congestion: steer away
             marked = pkt.entropy
             msg.entropy.penalise(marked)
-        else:
-            msg.back_entropy = pkt.entropy            # a path that works, both ways
+        msg.back_entropy = pkt.entropy                # a path that works, both ways
         sample = now - pkt.ts
         if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
@@ -168,7 +167,7 @@ class GseHost(HostAgent):
         if msg.done:
             self._finish(msg, now)
             return
-        lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now))
+        lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now, 0))
         if lost:
             self.fast_retx_bytes += lost
             msg.need_total += lost
@@ -254,7 +253,8 @@ class GseHost(HostAgent):
             msg.rto_deadline = oldest + self.rto_ps * msg.rto_backoff
             self._push(msg.rto_deadline, T_RTO, msg)
             return
-        if msg.on_timeout(self._suspect_until(now)) < 0:
+        # (suspected at least until the next timeout: a probe must not retry a dead path)
+        if msg.on_timeout(self._suspect_until(now, 4 * self.rto_ps * msg.rto_backoff)) < 0:
             msg.rto_deadline = NEVER  # nothing outstanding: the next send re-arms
             return
         self.timeouts += 1
@@ -294,7 +294,8 @@ class GseHost(HostAgent):
             return
         cfg = self.config
         if msg.starved():
-            self.control.append(msg.request(now, True, self._suspect_until(now)))
+            self.control.append(msg.request(
+                now, True, self._suspect_until(now, 4 * cfg.request_timeout_ps * msg.req_backoff)))
             self.requests_sent += 1
             if msg.req_backoff * cfg.request_timeout_ps < cfg.rto_max_ps:
                 msg.req_backoff *= 2
@@ -306,11 +307,14 @@ class GseHost(HostAgent):
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _suspect_until(self, now):
+    def _suspect_until(self, now, at_least):
         """Until when a path that lost a packet silently (RACK, RTO, an unanswered
-        REQUEST: not a trim) is presumed dead; 0 when suspicion is off."""
+        REQUEST: not a trim) is presumed dead, ``entropy_suspect_ps`` or ``at_least``;
+        0 when suspicion is off."""
         suspect = self.config.entropy_suspect_ps
-        return now + suspect if suspect else 0
+        if not suspect:
+            return 0
+        return now + (suspect if suspect > at_least else at_least)
 
     def _send_request(self, msg, now, retx):
         self.control.append(msg.request(now, retx))

@@ -17,7 +17,7 @@ Rules, in the order the sender applies them:
 * Credit starvation (a lost GRANT or REQUEST) is repaired by re-sending the REQUEST, which
   carries absolute totals so that a duplicate is harmless.
 * Control traffic is sprayed and steered like data: a REQUEST takes the entropy of the
-  newest clean ACK or GRANT, a path that just worked (the receiver's GRANTs echo the
+  newest ACK or GRANT, a path that just worked (the receiver's GRANTs echo the
   entropy it last heard from the sender);
   the entropy of a packet lost silently (found by RACK or the RTO, not trimmed) and of a
   REQUEST that brought no GRANT is suspected dead until ``suspect_until`` (the caller's
@@ -91,7 +91,7 @@ class OutMsg:
         self.req_backoff = 1
         self.req_seq = 0
         self.req_entropy = -1          # entropy of the last REQUEST
-        self.back_entropy = -1         # of the newest clean ACK or GRANT that arrived
+        self.back_entropy = -1         # of the newest ACK or GRANT that arrived
         self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty)
         self.retransmits = 0
         self.done = False
@@ -179,8 +179,8 @@ class OutMsg:
 
     def trusted_entropy(self, now, avoid):
         """The path most likely to work now, for a REQUEST or a probe: the entropy of the
-        newest clean ACK or GRANT (congested or not: it arrived), unless suspected since
-        or ``avoid``; else the selector's best guess (``EntropySelector.control``)."""
+        newest ACK or GRANT (congested or not: it arrived), unless suspected since or
+        ``avoid``; else the selector's best guess (``EntropySelector.control``)."""
         entropy = self.back_entropy
         if entropy < 0 or entropy == avoid or self.entropy.is_dead(entropy, now):
             entropy = self.entropy.control(now)
@@ -316,7 +316,14 @@ class OutMsg:
 
         Only one packet is presumed lost: the probe's ACK carries the SACK state, and any
         remaining hole is then found by the RACK rule (the probe was sent long after it),
-        so a lost tail ACK does not cost a whole window of spurious retransmissions."""
+        so a lost tail ACK does not cost a whole window of spurious retransmissions.  But
+        the paths of every packet still out, an earlier probe's included, are suspected
+        until ``suspect_until``: a whole timeout without an answer, none of them is safe
+        for the probe."""
+        if suspect_until > 0:
+            for sent, psn in self.inflight:
+                if self.sent_at[psn] == sent and not self.is_acked(psn):
+                    self.entropy.suspect(self.sent_entropy[psn] & 0xFFFF, suspect_until)
         if self.retx and self.probe == 0:
             # A retransmission waits for credit that will not come (its need was never
             # announced, or the grant was lost and the message looks satisfied): the

@@ -33,7 +33,7 @@ cdef class EntropySelector:
     @cython.locals(idx="long long")
     cpdef penalise(self, long long entropy)
 
-    @cython.locals(idx="long long")
+    @cython.locals(idx="long long", recycled=Fifo)
     cpdef suspect(self, long long entropy, long long until)
 
     cpdef Py_ssize_t n_penalised(self)

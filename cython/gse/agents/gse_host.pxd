@@ -86,7 +86,7 @@ cdef class GseHost(HostAgent):
 
     cpdef _send_request(self, OutMsg msg, long long now, bint retx)
 
-    cpdef long long _suspect_until(self, long long now) except? -1
+    cpdef long long _suspect_until(self, long long now, long long at_least) except? -1
 
     cpdef _activate(self, OutMsg msg)
 
