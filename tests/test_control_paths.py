@@ -182,3 +182,29 @@ def test_timeout_suspects_every_path_still_out_and_forgets_them_as_clean():
     assert msg.entropy.is_dead(stale, 200)             # ... suspects the probe's path too
     assert stale not in msg.entropy.recycled
     assert msg.next_packet(200).entropy not in {p.entropy for p in sent[1:]}
+
+
+def test_trim_seen_while_a_loss_is_requested_does_not_hide_the_loss():
+    """A REQUEST's total once counted the resends of trimmed packets, which the receiver
+    also counts itself as it sees the trims: a loss found by RACK, requested while the NACK
+    of a trim was still on its way back, was hidden behind the receiver's own count, and
+    the message starved for a whole request timeout at its end.  Now REQUEST totals
+    leave trims out, and no placement of the trim starves the message."""
+    from gse.wire.packet import F_RETX
+    cfg = GseConfig(unsched_bytes=0)
+    starved = []
+    for trimmed_psn in range(80, 110):          # around the packet whose ACK exposes psn 5
+        def fault(pkt, trimmed_psn=trimmed_psn):
+            if pkt.kind == DATA and not pkt.flags & F_RETX:
+                if pkt.psn == trimmed_psn:
+                    pkt.trim()
+                return pkt.psn == 5                 # lost silently: found by RACK
+            return False
+        w = Wire(config=cfg, drop=fault)
+        w.start(0, 1, 1, 160 * MTU)
+        w.run()
+        assert (0, 1) in w.delivered
+        rereq = [p for p in w.sent if p.kind == REQUEST and p.flags & F_RETX]
+        if rereq or w.hosts[0].timeouts:
+            starved.append(trimmed_psn)
+    assert starved == []

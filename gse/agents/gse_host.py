@@ -183,6 +183,7 @@ class GseHost(HostAgent):
         if msg.mark_lost(pkt.psn):
             # The receiver raised its own demand for this packet when it sent the NACK.
             msg.need_total += msg.payload_of(pkt.psn)
+            msg.nacked += msg.payload_of(pkt.psn)
             self.nack_retx += 1
             self._activate(msg)
 

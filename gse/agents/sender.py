@@ -15,7 +15,10 @@ Rules, in the order the sender applies them:
   tail-loss probe two smoothed RTTs after the last packet exposes a lost tail; the RTO,
   with backoff, is the backstop.
 * Credit starvation (a lost GRANT or REQUEST) is repaired by re-sending the REQUEST, which
-  carries absolute totals so that a duplicate is harmless.
+  carries absolute totals so that a duplicate is harmless.  The total leaves out the
+  resends of trimmed packets: the receiver adds those itself when it sees the trim, and
+  a total that counted them would hide, behind the receiver's larger count, a loss found
+  by RACK at the same time.
 * Control traffic is sprayed and steered like data: a REQUEST takes the entropy of the
   newest ACK or GRANT, a path that just worked (the receiver's GRANTs echo the
   entropy it last heard from the sender);
@@ -42,7 +45,7 @@ WRAP32 = 0x100000000
 class OutMsg:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
                  "next_new", "unsched_pkts", "unsched_payload",
-                 "credit", "credit_received", "need_total",
+                 "credit", "credit_received", "need_total", "nacked",
                  "acked", "cum_acked", "n_acked", "sent_at", "sent_entropy", "inflight",
                  "max_acked_sent", "retx", "in_retx", "probe",
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
@@ -73,6 +76,7 @@ class OutMsg:
         self.credit = 0
         self.credit_received = 0
         self.need_total = size - self.unsched_payload
+        self.nacked = 0                # of need_total: resends of trimmed packets
         self.acked = bytearray((self.npkts + 7) // 8 + 8)
         self.cum_acked = 0
         self.n_acked = 0
@@ -174,7 +178,7 @@ class OutMsg:
         entropy = self.trusted_entropy(now, self.req_entropy if retx else -1)
         self.req_entropy = entropy
         return new_packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, entropy, 0,
-                          F_RETX if retx else 0, self.size, self.need_total,
+                          F_RETX if retx else 0, self.size, self.need_total - self.nacked,
                           self.credit_received, 0, 0, now, PRIO_CONTROL)
 
     def trusted_entropy(self, now, avoid):

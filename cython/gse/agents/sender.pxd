@@ -33,6 +33,7 @@ cdef class OutMsg:
     cdef public long long credit
     cdef public long long credit_received
     cdef public long long need_total
+    cdef public long long nacked
     cdef public bytearray acked
     cdef public long long cum_acked
     cdef public long long n_acked
