@@ -208,3 +208,26 @@ def test_trim_seen_while_a_loss_is_requested_does_not_hide_the_loss():
         if rereq or w.hosts[0].timeouts:
             starved.append(trimmed_psn)
     assert starved == []
+
+
+def test_silent_loss_is_resent_on_its_own_credit():
+    """A packet the fabric lost never used the receiver's downlink: its resend needs
+    neither a REQUEST nor a new GRANT (a trimmed one is granted again, test_host)."""
+    from gse.wire.packet import F_RETX
+    cfg = GseConfig(unsched_bytes=0)
+    w = Wire(config=cfg, drop=lambda p: p.kind == DATA and p.psn == 5
+             and not p.flags & F_RETX)
+    w.start(0, 1, 1, 400 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered and w.hosts[0].fast_retx_bytes == MTU
+    assert w.hosts[0].requests_sent == 1 and w.hosts[0].timeouts == 0
+    assert sum(p.credit for p in w.sent if p.kind == GRANT) == 400 * MTU
+
+
+def test_an_answer_on_a_suspected_path_clears_it():
+    from gse.agents.entropy import EntropySelector
+    sel = EntropySelector(100, 8, penalty=2)
+    sel.suspect(101, until=10 ** 9)
+    assert sel.is_dead(101, 5)
+    sel.alive(101)                  # an ACK came back on it: the packet was only late
+    assert not sel.is_dead(101, 5) and sel.n_suspected(5) == 0

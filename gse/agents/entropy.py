@@ -120,6 +120,13 @@ class EntropySelector:
         while entropy in recycled:
             recycled.remove(entropy)
 
+    def alive(self, entropy):
+        """An ACK or GRANT came back on ``entropy``: its path works, whatever a late
+        packet made the sender suspect."""
+        dead = self.dead
+        if dead:
+            dead.pop((entropy - self.base) & 0xFFFF, None)
+
     def n_penalised(self):
         return 0 if self.penalised is None else len(self.penalised)
 

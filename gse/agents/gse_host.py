@@ -157,6 +157,7 @@ class GseHost(HostAgent):
             marked = pkt.entropy
             msg.entropy.penalise(marked)
         msg.back_entropy = pkt.entropy                # a path that works, both ways
+        msg.entropy.alive(pkt.entropy)
         sample = now - pkt.ts
         if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
@@ -170,8 +171,6 @@ class GseHost(HostAgent):
         lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now, 0))
         if lost:
             self.fast_retx_bytes += lost
-            msg.need_total += lost
-            self._send_request(msg, now, False)
         self._activate(msg)
 
     def _on_nack(self, pkt, now):
@@ -193,6 +192,7 @@ class GseHost(HostAgent):
             self.unknown_grants += 1  # late grant for a finished message, or forged
             return
         msg.back_entropy = pkt.entropy
+        msg.entropy.alive(pkt.entropy)
         if msg.on_grant(pkt.aux) <= 0:
             return                   # stale: a later GRANT already brought this credit
         msg.req_backoff = 1

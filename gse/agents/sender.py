@@ -4,7 +4,10 @@ Rules, in the order the sender applies them:
 
 * The first ``unsched`` bytes go at once without credit (the unscheduled window); the rest
   is announced with a REQUEST carrying the total credit needed, and sent only against
-  GRANTed credit.  Retransmissions also spend credit, except RTO and tail probes.
+  GRANTed credit.  Resends of trimmed packets spend credit (the receiver grants them
+  again, having seen the trim); resends of packets lost silently (RACK) and RTO and tail
+  probes do not: what the fabric lost never used the receiver's downlink, so its credit
+  is still good for the resend.
 * Every packet takes an entropy value from the message's selector: recycled from clean
   ACKs (REPS-style) or explored; values reported with ECN-CE, a trim (NACK) or a timeout
   are not recycled and are penalised.
@@ -259,8 +262,10 @@ class OutMsg:
     def detect_losses(self, window_ps, suspect_until=0):
         """SACK-based fast retransmit: a hole overtaken by a packet sent ``window_ps`` later.
 
-        Returns the payload bytes newly queued for retransmission (they need credit).
-        The holes' entropies are suspected dead until ``suspect_until``."""
+        Returns the payload bytes newly queued for retransmission; they are resent on
+        the credit they were first sent with (a packet lost in the fabric never reached
+        the receiver's downlink, so its resend does not add to what the downlink was
+        promised).  The holes' entropies are suspected dead until ``suspect_until``."""
         inflight = self.inflight
         limit = self.max_acked_sent - window_ps
         lost = 0
@@ -274,6 +279,7 @@ class OutMsg:
             inflight.popleft()
             if self.mark_lost(psn):
                 lost += self.payload_of(psn)
+                self.probe += 1          # resent on the credit it was sent with
                 self._lost_on(self.sent_entropy[psn] & 0xFFFF, suspect_until)
         return lost
 

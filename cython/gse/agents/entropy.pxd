@@ -36,4 +36,7 @@ cdef class EntropySelector:
     @cython.locals(idx="long long", recycled=Fifo)
     cpdef suspect(self, long long entropy, long long until)
 
+    @cython.locals(dead=object)
+    cpdef alive(self, long long entropy)
+
     cpdef Py_ssize_t n_penalised(self)
