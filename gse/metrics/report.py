@@ -64,11 +64,15 @@ def failure_rows(failures):
     rows = [("failure drops flight/queue/hole/gray",
              "%d / %d / %d / %d" % (d["in_flight"], d["queued"], d["black_holed"], d["gray"]))]
     for e in failures["entries"]:
-        done = e.get("affected_done_us")
-        rows.append(("  %s" % e["spec"][:36],
-                     "%d links, %d msgs hit, %d retx, last done +%s us"
-                     % (len(e["links"]), e["affected_messages"], e["retransmitted"],
-                        _fmt(done[1]) if done else "-")))
+        if "affected_messages" in e:            # the simulation attributes messages
+            done = e.get("affected_done_us")
+            text = ("%d links, %d msgs hit, %d retx, last done +%s us"
+                    % (len(e["links"]), e["affected_messages"], e["retransmitted"],
+                       _fmt(done[1]) if done else "-"))
+        else:
+            text = "%d links, %d lost on the link, %d black-holed" % (
+                len(e["links"]), e["lost_on_link"], e["black_holed"])
+        rows.append(("  %s" % e["spec"][:36], text))
     return rows
 
 

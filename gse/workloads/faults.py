@@ -46,6 +46,8 @@ import random
 import re
 from decimal import Decimal, InvalidOperation
 
+from topologies.routing import Routes
+
 UNITS_PS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "µs": 1_000_000, "ms": 1_000_000_000,
             "s": 1_000_000_000_000}
 KINDS = ("link", "switch", "tier")
@@ -211,6 +213,30 @@ class FaultSchedule:
 
     def describe(self, topo):
         return [e.describe(topo) for e in self.entries]
+
+    def route_timeline(self, topo, default_detect_ps):
+        """[(t_ps, entry index, [(switch, host, hops), ...])]: what the switches' next-hop
+        tables become, and when, as each change is learnt (``route_events``); only the
+        entries that change (``topologies.routing.Routes``), possibly none.  Every
+        runtime replays the same timeline."""
+        routes = Routes(topo)
+        holders = {}
+        out = []
+        for t, li, action, idx in self.route_events(default_detect_ps):
+            holders[li] = holders.get(li, 0) + (1 if action == DOWN else -1)
+            changes = routes.set_down([k for k, v in holders.items() if v > 0])
+            out.append((t, idx, changes))
+        return out
+
+    def port_timeline(self, topo):
+        """{(node, port): [(t_ps, action, value, entry index)]}: what happens to each end
+        of every link the schedule touches (both directions fail together)."""
+        out = {}
+        for t, li, action, value, idx in self.link_events():
+            link = topo.links[li]
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                out.setdefault((node, port), []).append((t, action, value, idx))
+        return out
 
 
 # -- parsing ------------------------------------------------------------------------------

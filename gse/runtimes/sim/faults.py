@@ -27,7 +27,6 @@ import random
 
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
 from gse.workloads.faults import DOWN, GRAY, UP, link_name
-from topologies.routing import Routes
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
 
@@ -113,8 +112,6 @@ class FaultInjector:
         self.detect_ps = detect_ps
         topo = net.topo
         self.stats = [EntryStats(e) for e in schedule.entries]
-        self.routes = Routes(topo)
-        self.known = {}                 # link -> entries the switches know hold it down
         self.by_link = {}               # link -> [PortFault, PortFault]
         faulty = set(schedule.links())
         for port in net.ports:
@@ -128,8 +125,8 @@ class FaultInjector:
         eq = net.eq
         for t, li, action, value, idx in schedule.link_events():
             eq.at(t, self._link_event, (li, action, value), idx)
-        for t, li, action, idx in schedule.route_events(detect_ps):
-            eq.at(t, self._route_event, (li, action), idx)
+        for t, idx, changes in schedule.route_timeline(topo, detect_ps):
+            eq.at(t, self._route_event, changes, idx)
 
     # -- the links ------------------------------------------------------------------------
 
@@ -171,14 +168,10 @@ class FaultInjector:
 
     # -- what the switches learn ----------------------------------------------------------
 
-    def _route_event(self, what, idx):
-        li, action = what
+    def _route_event(self, changes, idx):
+        """The switches learnt of a change: their tables take ``changes``."""
         stats = self.stats[idx]
         stats.detected_ps.append(self.net.eq.now)
-        holders = self.known.setdefault(li, 0)
-        self.known[li] = holders + 1 if action == DOWN else holders - 1
-        down = [k for k, v in self.known.items() if v > 0]
-        changes = self.routes.set_down(down)
         stats.route_changes += len(changes)
         nodes = self.net.nodes
         touched = set()

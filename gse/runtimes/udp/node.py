@@ -13,6 +13,7 @@ links themselves are in ``gse.runtimes.udp.link``.
 import random
 
 from gse.protocols import host_factory
+from gse.runtimes.udp.faults import install as install_faults
 from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
                                    decode_datagram, decode_header, decode_header_into,
@@ -89,7 +90,8 @@ class SwitchDriver(NodeDriver):
     (``scratch``), nothing keeps it: a port copies it when it must queue it, as does the
     switch-latency path."""
 
-    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn")
+    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn",
+                 "route_updates")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
@@ -99,6 +101,7 @@ class SwitchDriver(NodeDriver):
         self.pfc = pfc
         self.unroutable = 0
         self.refresh_fn = self._refresh_pause
+        self.route_updates = None   # gse.runtimes.udp.faults.RouteUpdates, when scheduled
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, self.scratch)
@@ -147,6 +150,9 @@ class SwitchDriver(NodeDriver):
         c["role"] = "switch"
         c["unroutable"] = self.unroutable
         c["unreachable"] = self.switch.unreachable
+        if self.route_updates is not None:
+            c["route_updates"] = {"applied": self.route_updates.applied,
+                                  "entries": self.route_updates.entries}
         c["forwarded"] = self.switch.forwarded
         if self.pfc is not None:
             c["pfc"] = {"pauses_sent": self.pfc.pauses_sent,
@@ -344,4 +350,5 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         know = getattr(endpoint, "know", None)
         if know is not None:
             know(addr)
+    install_faults(driver, conf)
     return driver

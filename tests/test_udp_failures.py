@@ -1,0 +1,76 @@
+"""Failures in the UDP runtime: the schedule in the node configurations (each port's
+timeline, each switch's route updates), played on real sockets.  Delivery and
+correctness only, never speed."""
+
+import random
+
+import pytest
+
+from gse.config import ConfigError, PS_PER_US
+from gse.protocols import default_config
+from gse.runtimes.udp.config import (check_node_config, loopback_addresses, node_configs,
+                                     udp_profile)
+from gse.runtimes.udp.network import run_udp
+from gse.workloads.faults import build_schedule
+from gse.workloads.traffic import permutation
+from topologies import fat_tree
+
+MS = 1000 * PS_PER_US
+
+
+def test_configs_carry_port_timelines_and_route_updates():
+    topo = fat_tree(4)
+    sched = build_schedule(topo, ["link:agg0_0-core0@5ms,restore=50ms",
+                                  "link:agg1_0-core1@1ms,gray=2%"])
+    confs = node_configs(topo, [], "gse", address_of=loopback_addresses(topo),
+                         faults=sched, detect_ps=10 * MS)
+    agg = confs[topo.node_id("agg0_0")]
+    (li,) = sched.entries[0].links
+    port = topo.nodes[agg["node"]].ports.index(li)
+    assert agg["ports"][port]["faults"] == [[5 * MS, "down", 0], [50 * MS, "up", 0]]
+    assert [t for t, _ in agg["route_updates"]] == [15 * MS, 60 * MS]
+    down_rows = dict((h, ports) for h, ports in agg["route_updates"][0][1])
+    assert all(port not in ports for ports in down_rows.values())
+    core = confs[topo.node_id("core1")]
+    assert [ev for p in core["ports"] for ev in p.get("faults", ())] == [[1 * MS, "gray", 0.02]]
+    for c in confs:
+        check_node_config(c, "%s.json" % c["name"])
+    gray_only = build_schedule(topo, ["link:agg1_0-core1@1ms,gray=2%"])
+    confs = node_configs(topo, [], "gse", address_of=loopback_addresses(topo),
+                         faults=gray_only, detect_ps=10 * MS)
+    assert not any("route_updates" in c for c in confs)           # gray: never learnt
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda c: c["ports"][3].update(faults=[[5, "off", 0]]), "faults[0]"),
+    (lambda c: c["ports"][3].update(faults=[[-1, "down", 0]]), "faults[0]"),
+    (lambda c: c.update(route_updates=[[5, [[99, [0]]]]]), "route_updates[0]"),
+    (lambda c: c.update(route_updates=[[5, [[1, [9]]]]]), "route_updates[0]"),
+    (lambda c: c.update(route_updates="soon"), "'route_updates' must be list"),
+])
+def test_fault_config_errors_name_the_field(mutate, message):
+    topo = fat_tree(4)
+    conf = node_configs(topo, [], address_of=loopback_addresses(topo))[24]   # an agg
+    mutate(conf)
+    with pytest.raises(ConfigError) as err:
+        check_node_config(conf, "agg.json")
+    assert message in str(err.value) and "agg.json" in str(err.value)
+
+
+@pytest.mark.parametrize("protocol", ["gse", "roce"])
+def test_links_fail_mid_run_over_udp_and_every_message_arrives(protocol):
+    topo = fat_tree(4, link_gbps=0.1)
+    msgs = permutation(16, 200_000, random.Random(2))     # ~17 ms of sending each
+    sched = build_schedule(topo, ["link:agg0_0-core0@5ms", "switch:agg2_1@6ms,restore=60ms",
+                                  "link:agg3_0-core1@2ms,gray=5%"])
+    cfg = udp_profile(default_config(protocol))
+    result = run_udp(topo, msgs, protocol, cfg, seed=1, timeout_s=60.0, faults=sched,
+                     detect_ps=10 * MS)
+    s = result.summary
+    assert s["udp"]["end"] == "done" and s["lost"] == 0
+    assert s["delivered"] == s["completed"] == len(msgs)
+    assert s["udp"]["duplicate_deliveries"] == 0 and s["udp"]["payload_errors"] == 0
+    f = s["failures"]
+    assert [len(e["links"]) for e in f["entries"]] == [1, 4, 1]
+    assert sum(f["drops"].values()) > 0 and f["route_updates"] > 0
+    assert f["entries"][2]["black_holed"] == 0                  # gray: never dead
