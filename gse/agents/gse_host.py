@@ -28,7 +28,7 @@ class GseHost(HostAgent):
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
-                 "unknown_grants", "expiry_at")
+                 "unknown_grants", "expiry_at", "paths")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -56,6 +56,10 @@ class GseHost(HostAgent):
         # read on every ACK: kept as plain attributes, not looked up on the config object
         self.rto_ps = config.rto_ps
         self.reorder_window_ps = config.reorder_window_ps
+        # per destination: (the base of its entropy range, {entropy: until when its path
+        # is suspected dead}), shared by the messages to it (EntropySelector.suspect):
+        # what one learnt about the paths the next need not learn again
+        self.paths = {}
 
     # -- application ----------------------------------------------------------------------
 
@@ -65,8 +69,11 @@ class GseHost(HostAgent):
         if dst == self.addr:
             raise ValueError("host %d: message %d addressed to itself" % (self.addr, msg_id))
         cfg = self.config
-        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes,
-                     self.rng.getrandbits(16), cfg, now)
+        paths = self.paths.get(dst)
+        if paths is None:             # the entropy range of dst, and its suspected values
+            paths = self.paths[dst] = (self.rng.getrandbits(16), {})
+        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0],
+                     cfg, now, paths[1], self.rng.randrange(cfg.n_entropies))
         self.out[msg_id] = msg
         if msg.need_total > 0:
             self._send_request(msg, now, False)

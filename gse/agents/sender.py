@@ -40,6 +40,8 @@ from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTRO
 
 NEVER = -1
 MASK32 = 0xFFFFFFFF
+TAIL_PKTS = 8                # the last packets of a message, sent on known paths ...
+WARY = 4                     # ... when this many paths to the destination are suspected
 AMBIGUOUS = 0x10000          # sent_entropy flag: the psn was sent more than once
 SIGN32 = 0x80000000
 WRAP32 = 0x100000000
@@ -57,7 +59,7 @@ class OutMsg:
                  "entropy", "retransmits", "done", "in_ring", "finish_ps")
 
     def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
-                 now):
+                 now, dead=None, cursor=0):
         if size <= 0 or size >= 2 ** 32:
             raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
                              % (msg_id, size))
@@ -99,7 +101,8 @@ class OutMsg:
         self.req_seq = 0
         self.req_entropy = -1          # entropy of the last REQUEST
         self.back_entropy = -1         # of the newest ACK or GRANT that arrived
-        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty)
+        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty,
+                                       dead, cursor)
         self.retransmits = 0
         self.done = False
         self.in_ring = False
@@ -154,6 +157,12 @@ class OutMsg:
         self.sent_at[psn] = sent
         self.inflight.append((sent, psn))
         if probe:                        # the last resort goes where an ACK just came from
+            entropy = self.trusted_entropy(now, -1)
+        elif ((flags & F_RETX or psn >= self.npkts - TAIL_PKTS) and not self.entropy.recycled
+              and self.entropy.dead and len(self.entropy.dead) >= WARY):
+            # while paths die (several suspected: more than random loss would make), a
+            # lost resend or tail packet is found late (nothing sent after it exposes
+            # it): no exploring for them
             entropy = self.trusted_entropy(now, -1)
         else:
             entropy = self.entropy.next(now)

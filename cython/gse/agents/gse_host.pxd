@@ -42,6 +42,7 @@ cdef class GseHost(HostAgent):
     cdef public long long reorder_window_ps
     cdef public long long unknown_grants
     cdef public long long expiry_at
+    cdef public dict paths
 
     cpdef start_message(self, msg_id, dst, size, now)
 

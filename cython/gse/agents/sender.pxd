@@ -15,6 +15,8 @@ cdef long long PRIO_CONTROL
 cdef long long REQUEST
 cdef long long MASK32
 cdef long long AMBIGUOUS
+cdef long long TAIL_PKTS
+cdef long long WARY
 cdef long long SIGN32
 cdef long long WRAP32
 
