@@ -18,10 +18,11 @@ that most ring hops cross the core (replayed with its step dependencies,
 each with the switches learning of it 10 us and 1 ms later (``--detect-us``), and a run
 without failure as the baseline.  Per run: messages lost (must be 0), FCT p50/p99/max
 (the ring: the collective's time), p99 over the baseline's p99, the goodput dip (10 us
-bins: lowest bin in the 200 us after the failure against the mean of the 20 us before
-it), recovery (extra FCT over the baseline of the first and the last message the
-failure hit to complete), and what the failure cost (packets lost on the link and
-black-holed, retransmissions of the messages it hit), PFC pauses and paused time.
+bins over the 200 us after the failure: the largest shortfall against the baseline's
+goodput in the same bin, leaving out bins where the baseline winds down), recovery
+(extra FCT over the baseline of the first and the last message the failure hit to
+complete), and what the failure cost (packets lost on the link and black-holed,
+retransmissions of the messages it hit), PFC pauses and paused time.
 
 The table goes to stdout and ``OUT/failures.md``, the rows to ``OUT/failures.json``, the
 goodput-over-time plots to ``OUT/goodput-<workload>.png`` (matplotlib).  Figures are
@@ -63,7 +64,7 @@ BIN_PS = 10 * PS_PER_US
 
 def sizes(quick):
     if quick:
-        return dict(k=4, perm=300_000, ring_ranks=8, ring=MiB, agg="agg1_0")
+        return dict(k=4, perm=1_000_000, ring_ranks=8, ring=MiB, agg="agg1_0")
     return dict(k=8, perm=2_000_000, ring_ranks=32, ring=8 * MiB, agg="agg1_0")
 
 
@@ -127,7 +128,8 @@ def row_of(workload, case, detect_us, protocol, seed, run, base):
             rec = recovery(records, base[1], stats.affected)
             row.update(recovery_first_us=rec["first_us"], recovery_last_us=rec["last_us"],
                        recovery_max_us=rec["max_us"])
-        row.update(goodput_dip(ts, FAIL_US * PS_PER_US, 20 * PS_PER_US, 200 * PS_PER_US))
+        row.update(goodput_dip(ts, FAIL_US * PS_PER_US, 20 * PS_PER_US, 200 * PS_PER_US,
+                               base[3] if base is not None else None))
     return row
 
 
@@ -204,8 +206,9 @@ def main(argv=None):
                               file=sys.stderr)
     text = ["# Failures mid-run (experiments/failures.py)", "",
             "k=%d Fat-Tree, failures at %d us; seeds %s.  p99/base: p99 FCT over the "
-            "same protocol's p99 without failure; dip: goodput's lowest 10 us bin in the "
-            "200 us after the failure against the 20 us before; rec first/last: extra FCT "
+            "same protocol's p99 without failure; dip: in the 200 us after the failure, the "
+            "largest shortfall of a 10 us bin's goodput against the same bin without "
+            "failure; rec first/last: extra FCT "
             "of the first and last message the failure hit to complete." % (
                 sz["k"], FAIL_US, ", ".join(map(str, args.seeds))), ""]
     for workload in args.only or WORKLOADS:
