@@ -25,10 +25,12 @@ retransmissions its sender makes from then on count as ``retransmitted`` for tha
 
 import random
 
+from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
 from gse.workloads.faults import DOWN, GRAY, UP, link_name
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
+HTSIM_PORTS = (HtsimHostPort, HtsimSwitchPort)
 
 
 class EntryStats:
@@ -107,6 +109,9 @@ class FaultInjector:
     """A schedule of failures played on a ``Network`` (see the module docstring)."""
 
     def __init__(self, net, schedule, detect_ps, seed=1):
+        if any(isinstance(p, HTSIM_PORTS) for p in net.ports):
+            raise ValueError("link failures are not modelled in the htsim PFC model (its "
+                             "ports and pipes are htsim's); use the default RoCE model")
         self.net = net
         self.schedule = schedule
         self.detect_ps = detect_ps

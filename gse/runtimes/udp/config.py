@@ -129,7 +129,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     ``faults`` (a ``gse.workloads.faults.FaultSchedule``) gives each switch its
     ``route_updates`` (as the switches learn of each change, ``detect_ps`` later; -1:
     never) and, with ``link_faults``, each port of a failing link its ``faults`` timeline
-    (Mininet fails the links itself and passes ``link_faults=False``).
+    (what the port sees of its link; in Mininet the runner also takes the link down for
+    real).
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
