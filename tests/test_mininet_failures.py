@@ -32,13 +32,13 @@ MS = 1_000_000_000
 def test_core_link_down_mid_run_every_message_delivered(tmp_path, protocol):
     from gse.runtimes.mininet.run import run_mininet
     topo = fat_tree(4, link_gbps=GBPS)
-    msgs = permutation(16, 200_000, random.Random(3))     # ~170 ms of sending each
-    # two core links die 300 ms into the run, while every host is sending; the
-    # switches learn of it 200 ms later
-    sched = build_schedule(topo, ["link:agg0_0-core0@300ms", "link:agg2_1-core3@300ms"])
+    msgs = permutation(16, 400_000, random.Random(3))     # >= 330 ms of sending each
+    # two core links die 150 ms into the run, while every host is sending; the
+    # switches learn of it 150 ms later
+    sched = build_schedule(topo, ["link:agg0_0-core0@150ms", "link:agg2_1-core3@150ms"])
     cfg = udp_profile(default_config(protocol))
     res = run_mininet(topo, msgs, protocol, cfg, seed=1, timeout_s=120.0,
-                      out_dir=str(tmp_path), faults=sched, detect_ps=200 * MS)
+                      out_dir=str(tmp_path), faults=sched, detect_ps=150 * MS)
     s = res.summary
     mn = s["mininet"]
     assert mn["end"] == "done", mn

@@ -107,7 +107,11 @@ class RouteUpdates:
 
 
 def install(driver, conf):
-    """Schedule the failures of ``conf``'s ports and its route updates on ``driver``."""
+    """Schedule the failures of ``conf``'s ports and its route updates on ``driver``.
+
+    Call it once the run's clock has started (``Scheduler.start_clock``): the times are
+    on that clock, and an event scheduled before it would be measured from the wrong
+    origin (it could fire while the node is still starting)."""
     sched = driver.sched
     seed = conf["seed"]
     for pc, port in zip(conf["ports"], driver.ports):

@@ -30,6 +30,7 @@ from gse.runtimes.udp import capture
 from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
 from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, kernel_drops, loop_name,
                                  open_udp_socket, run_async)
+from gse.runtimes.udp.faults import install as install_faults
 from gse.runtimes.udp.node import DEFAULT_SLACK_PS, build_node
 from gse.runtimes.udp.results import (build_summary, failure_summary, message_records,
                                       udp_totals)
@@ -96,6 +97,7 @@ class UdpNetwork:
         self.loop_name = None
         self.opened = False
         self.signal = None         # the signal that stopped the run, by name
+        self.confs = []
 
     async def __aenter__(self):
         await self.open()
@@ -125,6 +127,7 @@ class UdpNetwork:
                                  secure_key_file=self.secure_key_file,
                                  faults=self.faults, detect_ps=self.detect_ps)
             agent_cfg = None
+            self.confs = confs
             for conf, ep in zip(confs, self.endpoints):
                 if conf["role"] == "host" and agent_cfg is None:
                     agent_cfg = protocol_config(conf)
@@ -192,6 +195,8 @@ class UdpNetwork:
         self.outstanding = 2 * len(self.messages)
         sched = self.sched
         sched.start_clock()
+        for node, conf in zip(self.nodes, self.confs):
+            install_faults(node, conf)
         wall0 = time.perf_counter()
         for m in self.messages:
             sched.at(m.start_ps, self.hosts[m.src].start, m)

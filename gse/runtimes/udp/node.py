@@ -13,7 +13,6 @@ links themselves are in ``gse.runtimes.udp.link``.
 import random
 
 from gse.protocols import host_factory
-from gse.runtimes.udp.faults import install as install_faults
 from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
                                    decode_datagram, decode_header, decode_header_into,
@@ -350,5 +349,4 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         know = getattr(endpoint, "know", None)
         if know is not None:
             know(addr)
-    install_faults(driver, conf)
     return driver
