@@ -227,7 +227,8 @@ class Topology:
         per host: every host behind the same switch has the same routes, so k=16 needs 128
         BFS runs, not 1,024.  A switch with no remaining path to a host gets an empty tuple
         there (only possible with ``down_links``).  Hosts never forward, so the BFS never
-        crosses a host.
+        crosses a host.  ``topologies.routing.Routes`` keeps the distances, to recompute
+        only what a change of ``down_links`` touches (what a failure schedule uses).
         """
         down = frozenset(down_links)
         nodes, links = self.nodes, self.links

@@ -29,6 +29,7 @@ from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node
 from gse.runtimes.udp.io import (Endpoint, Scheduler, kernel_drops, loop_name, open_udp_socket,
                                  run_async)
 from gse.runtimes.udp import capture
+from gse.runtimes.udp.faults import install as install_faults
 from gse.runtimes.udp.node import build_node
 
 COUNTERS_FORMAT = "gse-agent-counters/1"
@@ -87,6 +88,7 @@ class Agent:
                 handler(data, addr)
             await self.endpoint.start(on_datagram)
             self.sched.start_clock(self._start_delay_ns())
+            install_faults(self.node, conf)      # times on the clock just started
             if conf["role"] == "host":
                 for m in conf["messages"]:
                     self.sched.at(m["start_ps"], self.node.start, _Msg(m))
