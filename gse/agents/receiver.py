@@ -24,6 +24,7 @@ grants, not the rest of its message.
 from gse.agents.bitmap import ReceiveBitmap
 from gse.agents.scheduler import CreditScheduler, Demand
 from gse.common.fifo import Fifo
+from gse.common.finished import FinishedIds
 from gse.wire.packet import (ACK, F_ECN_CE, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED, GRANT, NACK,
                              PRIO_CONTROL, REQUEST, new_packet)
 
@@ -73,7 +74,7 @@ class ReceiverSide:
                  "max_inbound_per_peer", "max_inbound", "max_reassembly", "inbound_of",
                  "inbound", "reassembly", "idle_ps", "next_idle_sweep", "inbound_refused",
                  "inbound_expired",
-                 "finished_order", "finished_hold", "max_finished")
+                 "finished_hold", "max_finished")
 
     def __init__(self, addr, config, downlink_gbps):
         self.addr = addr
@@ -82,10 +83,9 @@ class ReceiverSide:
         self.ack_delay = config.ack_delay_ps
         self.charge_cap = config.unsched_charge_cap_bytes
         self.messages = {}        # (src, msg_id) -> InMsg
-        self.finished = {}        # (src, msg_id) -> npkts, for late packets
-        self.finished_order = Fifo()  # (finish ps, (src, msg_id)), oldest first
         self.finished_hold = FINISHED_HOLD * config.rto_max_ps
         self.max_finished = config.max_finished
+        self.finished = FinishedIds(self.finished_hold, self.max_finished)  # late packets
         self.scheduler = CreditScheduler(downlink_gbps, config.grant_rate_fraction,
                                          config.mtu, config.credit_bytes, config.policy,
                                          config.request_timeout_ps,
@@ -304,12 +304,7 @@ class ReceiverSide:
         key = (msg.src, msg.msg_id)
         del self.messages[key]
         self._inbound_gone(msg)
-        self.finished[key] = msg.npkts
-        order = self.finished_order
-        order.append((now, key))
-        limit = now - self.finished_hold
-        while order and (order[0][0] <= limit or len(order) > self.max_finished):
-            del self.finished[order.popleft()[1]]
+        self.finished.add(msg.src, msg.msg_id, msg.npkts, now)
         self.scheduler.remove(msg.demand)
         self.delivered.append((msg.src, msg.msg_id, msg.size, now))
 

@@ -36,6 +36,7 @@ from bisect import bisect_left, bisect_right, insort
 from gse.agents.dcqcn import NEVER, Dcqcn
 from gse.agents.interface import HostAgent
 from gse.common.fifo import Fifo
+from gse.common.finished import FinishedIds
 from gse.common.timers import TimerHeap
 from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, HEADER_BYTES, NACK,
                              PRIO_CONTROL, PRIO_DATA, new_packet)
@@ -113,7 +114,7 @@ class RoceHost(HostAgent):
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
                  "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
-                 "payload_bytes", "finished_order", "finished_hold", "max_finished",
+                 "payload_bytes", "finished_hold", "max_finished",
                  "incoming_of", "max_inbound_per_peer", "max_inbound", "inbound_refused",
                  "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
                  "nic_paused", "rate_log", "round_up", "cnp_grid")
@@ -128,10 +129,9 @@ class RoceHost(HostAgent):
         self.control = Fifo()
         self.timers = TimerHeap()  # (deadline, kind, flow), lazily deleted
         self.incoming = {}        # (src, msg_id) -> RoceRecvFlow
-        self.finished = {}        # (src, msg_id) -> npkts, for late packets ...
-        self.finished_order = Fifo()  # ... (finish ps, key), oldest first: kept for
-        self.finished_hold = FINISHED_HOLD * config.rto_max_ps  # this long
-        self.max_finished = config.max_finished                  # and at most this many
+        self.finished_hold = FINISHED_HOLD * config.rto_max_ps  # late packets' ids kept
+        self.max_finished = config.max_finished                  # this long, this many
+        self.finished = FinishedIds(self.finished_hold, self.max_finished)
         self.incoming_of = {}     # src -> its flows in self.incoming
         self.max_inbound_per_peer = config.max_inbound_per_peer
         self.max_inbound = config.max_inbound
@@ -403,12 +403,7 @@ class RoceHost(HostAgent):
             self.incoming_of[src] = n
         else:
             del self.incoming_of[src]
-        self.finished[key] = npkts
-        order = self.finished_order
-        order.append((now, key))
-        limit = now - self.finished_hold
-        while order and (order[0][0] <= limit or len(order) > self.max_finished):
-            del self.finished[order.popleft()[1]]
+        self.finished.add(key[0], key[1], npkts, now)
 
     def _ack(self, pkt, cum):
         self.acks_sent += 1

@@ -43,7 +43,7 @@ cdef class ReceiverSide:
     cdef public long long ack_delay
     cdef public long long charge_cap
     cdef public dict messages
-    cdef public dict finished
+    cdef public object finished
     cdef public CreditScheduler scheduler
     cdef public long long order
     cdef public list delivered
@@ -61,7 +61,6 @@ cdef class ReceiverSide:
     cdef public long long expire_ps
     cdef public long long requests_refused
     cdef public long long requests_expired
-    cdef public Fifo finished_order
     cdef public long long finished_hold
     cdef public long long max_finished
     cdef public long long max_inbound_per_peer

@@ -74,7 +74,7 @@ cdef class RoceHost(HostAgent):
     cdef public Fifo control
     cdef public TimerHeap timers
     cdef public dict incoming
-    cdef public dict finished
+    cdef public object finished
     cdef public list delivered
     cdef public list sent_done
     cdef public long long malformed
@@ -104,7 +104,6 @@ cdef class RoceHost(HostAgent):
     cdef public dict rate_log
     cdef public bint round_up
     cdef public bint cnp_grid
-    cdef public Fifo finished_order
     cdef public long long finished_hold
     cdef public long long max_finished
     cdef public dict incoming_of

@@ -1,0 +1,58 @@
+"""``FinishedIds``: the compact store of finished message ids behaves as the plain
+dict-and-FIFO it replaced (hold time, count limit, oldest forgotten first)."""
+
+from collections import deque
+
+from hypothesis import given, settings, strategies as st
+
+from gse.common import finished
+from gse.common.finished import FinishedIds
+
+
+class Reference:
+    def __init__(self, hold, limit):
+        self.d, self.order, self.hold, self.limit = {}, deque(), hold, limit
+
+    def add(self, src, msg_id, npkts, now):
+        key = (src, msg_id)
+        self.d[key] = npkts
+        self.order.append((now, key))
+        while self.order and (self.order[0][0] <= now - self.hold or
+                              len(self.order) > self.limit):
+            self.d.pop(self.order.popleft()[1], None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 50), st.integers(1, 40),
+       st.lists(st.tuples(st.integers(0, (1 << 20) - 1), st.integers(0, 10),
+                          st.integers(1, 1000), st.integers(0, 7)), max_size=300))
+def test_same_as_the_dict_and_fifo_it_replaced(hold, limit, adds):
+    ids, ref = FinishedIds(hold, limit), Reference(hold, limit)
+    now = 0
+    seen = set()
+    for src, msg_id, npkts, dt in adds:
+        now += dt
+        msg_id += now * 16          # ids are not reused within a run
+        if (src, msg_id) in seen:
+            continue
+        seen.add((src, msg_id))
+        ids.add(src, msg_id, npkts, now)
+        ref.add(src, msg_id, npkts, now)
+        assert len(ids) == len(ref.d)
+        assert list(ids) == [k for _, k in ref.order if k in ref.d]
+        for key, n in ref.d.items():
+            assert key in ids and ids[key] == n
+    for key in seen - set(ref.d):
+        assert key not in ids
+
+
+def test_the_arrays_are_cut_when_their_head_is_forgotten(monkeypatch):
+    monkeypatch.setattr(finished, "COMPACT_AT", 8)
+    ids = FinishedIds(hold_ps=10, limit=1000)
+    for t in range(100):
+        ids.add(1, t, 1, t)
+    assert len(ids) == 10 and len(ids.keys) < 30
+    assert (1, 99) in ids and (1, 89) not in ids and ids[(1, 95)] == 1
+    assert ((1 << 20) - 1, 0xFFFFFFFF) not in ids
+    ids.add((1 << 20) - 1, 0xFFFFFFFF, 7, 100)
+    assert ids[((1 << 20) - 1, 0xFFFFFFFF)] == 7
