@@ -22,7 +22,7 @@ from gse.runtimes.udp.config import (FORMAT, check_node_config, load_node_config
                                      loopback_addresses, node_configs, protocol_config, udp_profile,
                                      write_node_configs)
 from gse.runtimes.udp.io import Scheduler, kernel_drops
-from gse.runtimes.udp.node import build_node
+from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.results import summarize_agent_outputs
 from gse.wire.codec import encode, payload_pattern
 from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet

@@ -29,7 +29,7 @@ from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node
 from gse.runtimes.udp.io import (Endpoint, Scheduler, kernel_drops, loop_name, open_udp_socket,
                                  run_async)
 from gse.runtimes.udp import capture
-from gse.runtimes.udp.node import build_node
+from gse.runtimes.udp.build import build_node
 
 COUNTERS_FORMAT = "gse-agent-counters/1"
 RECORDS_FORMAT = "gse-agent-records/1"

@@ -20,6 +20,8 @@ from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS, 
 from gse.wire import WIRE_PROFILES, uet
 from gse.wire.codec import SEC_TAG, SEC_TRAILER
 from gse.wire.packet import HEADER_BYTES
+from switchmodel.fabric_plan import attachments, leaf_routes
+from switchmodel.queue import QueueConfig
 from switchmodel.switch import tier_salt
 
 
@@ -50,6 +52,9 @@ UDP_TIMERS = {
     "reorder_window_ps": 10_000 * PS_PER_US,
     "tlp_min_ps": 5_000 * PS_PER_US,        # tail-loss probe no sooner than this
     "ack_delay_ps": 2_000 * PS_PER_US,      # longest an ACK is held for coalescing
+    # fabric mode: a hole at the destination leaf is skipped after this (sprayed packets
+    # through busy processes are milliseconds apart, as for reorder_window_ps)
+    "reorder_timeout_ps": 10_000 * PS_PER_US,
 }
 
 def udp_profile(config, keep=()):
@@ -163,6 +168,11 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     pc = pfc_config(protocol, cfg)
     pfc = None if pc is None else {name: getattr(pc, name) for name in pc.__slots__}
     addrs = [_address(address_of, nid, node.name) for nid, node in enumerate(topo.nodes)]
+    fabric = protocol == "gse-fabric"
+    if fabric:
+        leaf_of, leaves = attachments(topo)
+        deep = QueueConfig(cfg.leaf_queue_bytes, cfg.leaf_queue_bytes)
+        leaf_queue = {name: getattr(deep, name) for name in deep.__slots__}
     out = []
     for nid, node in enumerate(topo.nodes):
         ports = []
@@ -198,6 +208,15 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
             conf["salt"] = tier_salt(seed, node.kind)
             conf["switch_latency_ps"] = topo.switch_latency_ps
             conf["pfc"] = pfc
+            if fabric:
+                leaf = nid in leaves
+                conf["fabric"] = {
+                    "role": "leaf" if leaf else "spine", "params": cfg.as_dict(),
+                    "nodes": len(topo.nodes), "leaf_of": leaf_of,
+                    "leaf_routes": [[lf, list(ports)] for lf, ports in
+                                    sorted(leaf_routes(topo, nid, leaf_of, leaves).items())]}
+                if leaf:                  # a leaf's egress queues draw on its deep buffer
+                    conf["queue"] = leaf_queue
         out.append(check_node_config(conf, "node %s" % node.name))
     return out
 
@@ -219,4 +238,3 @@ def write_json_atomic(path, obj):
         json.dump(obj, f, indent=1, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
-

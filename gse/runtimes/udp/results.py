@@ -10,6 +10,7 @@ that ``gse agent`` processes wrote (the Mininet runtime and real machines).
 
 import json
 
+from gse.metrics.fabric import fold_fabric_counters
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.wire.codec import REASONS
 from gse.wire.packet import HEADER_BYTES
@@ -100,6 +101,11 @@ def build_summary(topo, records, ports, node_counters, host_agent_counters, conf
     summary = summarize(records, ports, host_agent_counters, base_rtt, elapsed_ps,
                         udp["datagrams"], wall_s, more)
     summary["drops"] += summary["unroutable"]
+    leaves = [c for c in node_counters if c.get("fabric")]
+    if leaves:                          # fabric mode: the leaves' figures, as gse sim's
+        fold_fabric_counters([c["fabric"] for c in leaves], summary)
+        summary["fabric"]["leaves_idle"] = sum(1 for c in leaves if c.get("fabric_idle"))
+        summary["fabric"]["leaves"] = len(leaves)
     return summary
 
 
