@@ -21,7 +21,8 @@ from gse.config import ConfigError, GseConfig
 from gse.runtimes.udp.config import (FORMAT, check_node_config, load_node_config,
                                      loopback_addresses, node_configs, protocol_config, udp_profile,
                                      write_node_configs)
-from gse.runtimes.udp.io import Scheduler, kernel_drops
+from gse.runtimes.udp.io import Scheduler
+from gse.runtimes.udp.netns import kernel_drops
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.results import summarize_agent_outputs
 from gse.wire.codec import encode, payload_pattern

@@ -34,11 +34,12 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
 """
 
 import asyncio
+import ctypes
 import importlib.util
+import os
 import select
 import signal
 import socket
-import struct
 import threading
 from heapq import heappop, heappush
 from time import monotonic_ns
@@ -378,7 +379,7 @@ class Scheduler:
     """
 
     __slots__ = ("loop", "t0_ns", "heap", "seq", "handle", "armed_at", "precise", "fired",
-                 "late_ps", "late_max_ps", "late_1ms", "errors", "closed")
+                 "late_ps", "late_max_ps", "late_1ms", "errors", "closed", "tfd")
 
     def __init__(self, loop, precise=True):
         self.loop = loop
@@ -394,6 +395,15 @@ class Scheduler:
         self.late_1ms = 0         # what the process carries (events > 1 ms late)
         self.errors = []
         self.closed = False
+        # precise: a timerfd the loop watches wakes it at the event's microsecond (Linux);
+        # elsewhere the loop sleeps to within a millisecond and polls (see the module doc)
+        self.tfd = timerfd_open() if precise else -1
+        if self.tfd >= 0:
+            try:
+                loop.add_reader(self.tfd, self._on_tfd)
+            except (NotImplementedError, RuntimeError, ValueError, OSError):
+                os.close(self.tfd)
+                self.tfd = -1
 
     def start_clock(self, delay_ns=0):
         """Time 0 is now (plus ``delay_ns``); before it ``now()`` reads 0."""
@@ -416,8 +426,13 @@ class Scheduler:
             return
         if self.handle is not None:
             self.handle.cancel()
+            self.handle = None
         self.armed_at = t
         wait_ps = t - self._clock()
+        if self.tfd >= 0 and wait_ps > 0:
+            # the timerfd at the event's time (rounded up to the ns), absolute on the clock
+            timerfd_at(self.tfd, self.t0_ns + (t + 999) // 1000)
+            return
         if wait_ps <= 0 or (self.precise and wait_ps < SPIN_PS):
             self.handle = self.loop.call_soon(self._fire)
         elif self.precise:
@@ -428,6 +443,10 @@ class Scheduler:
             if delay < 0.001:
                 delay = 0.001           # uvloop would round it to 0 and spin
             self.handle = self.loop.call_later(delay, self._fire)
+
+    def _on_tfd(self):
+        timerfd_drain(self.tfd)
+        self._fire()
 
     def _fire(self):
         self.handle = None
@@ -468,37 +487,81 @@ class Scheduler:
             self.handle.cancel()
             self.handle = None
         self.heap.clear()
+        if self.tfd >= 0:
+            if not self.loop.is_closed():
+                self.loop.remove_reader(self.tfd)
+            os.close(self.tfd)
+            self.tfd = -1
 
 
-def kernel_drops(addrs):
-    """Datagrams the kernel dropped at each bound (ip, port) in ``addrs`` (receive buffer
-    overflow), read from /proc/net/udp{,6} of this network namespace; {} where unreadable."""
-    wanted = {(ip, port) for ip, port in addrs}
-    found = {}
-    for path, v6 in (("/proc/net/udp", False), ("/proc/net/udp6", True)):
+# -- timerfd (Linux): the compiled build calls timerfd_create(2) and timerfd_settime(2)
+# from C (cython/gse/runtimes/udp/io.pxd); the pure build through ctypes.  The thread's
+# timer slack is set to 1 ns on the first use, so that the kernel does not defer a wake-up
+# by its default 50 us to batch it with others.
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
+
+
+_LIBC = []
+TFD_NONBLOCK_CLOEXEC = 0o4000 | 0o2000000
+TFD_TIMER_ABSTIME = 1
+CLOCK_MONOTONIC = 1
+PR_SET_TIMERSLACK = 29
+
+
+def _libc():
+    if not _LIBC:
         try:
-            with open(path) as f:
-                lines = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 13:
-                continue
-            hexip, hexport = fields[1].split(":")
-            try:
-                ip = _proc_ip(hexip, v6)
-            except (ValueError, OSError, struct.error):
-                continue
-            key = (ip, int(hexport, 16))
-            if key in wanted:
-                found[key] = int(fields[-1])
-    return found
+            lib = ctypes.CDLL(None, use_errno=True)
+            lib.timerfd_create        # (AttributeError where there is none)
+            lib.timerfd_settime.argtypes = [ctypes.c_int, ctypes.c_int,
+                                            ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
+        except (OSError, AttributeError):
+            lib = None
+        _LIBC.append(lib)
+    return _LIBC[0]
 
 
-def _proc_ip(hexip, v6):
-    if not v6:
-        return socket.inet_ntoa(struct.pack("<I", int(hexip, 16)))
-    raw = bytes.fromhex(hexip)
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
-    return socket.inet_ntop(socket.AF_INET6, words)
+def timerfd_open():
+    """A non-blocking CLOCK_MONOTONIC timerfd, or -1 where there is none (not Linux)."""
+    if C_IO:
+        fd = gse_timerfd_open()
+        if fd >= 0:
+            gse_timer_slack(1)
+        return fd
+    lib = _libc()
+    if lib is None or not hasattr(select, "epoll"):
+        return -1
+    fd = lib.timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK_CLOEXEC)
+    if fd >= 0:
+        lib.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
+    return fd
+
+
+def timerfd_at(fd, abs_ns):
+    """Arm ``fd`` to expire once at ``abs_ns`` on CLOCK_MONOTONIC (a past time: at once)."""
+    if abs_ns < 1:
+        abs_ns = 1                  # (zero would disarm it)
+    if C_IO:
+        gse_timerfd_at(fd, abs_ns)
+        return
+    spec = _Itimerspec()
+    spec.it_value.tv_sec = abs_ns // 1_000_000_000
+    spec.it_value.tv_nsec = abs_ns % 1_000_000_000
+    _libc().timerfd_settime(fd, TFD_TIMER_ABSTIME, ctypes.byref(spec), None)
+
+
+def timerfd_drain(fd):
+    """Consume the expiry count of ``fd`` (nothing if it has not expired)."""
+    if C_IO:
+        gse_timerfd_drain(fd)
+        return
+    try:
+        os.read(fd, 8)
+    except (BlockingIOError, InterruptedError):
+        pass

@@ -28,10 +28,11 @@ from gse.metrics.records import RunResult
 from gse.protocols import default_config
 from gse.runtimes.udp import capture
 from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
-from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, kernel_drops, loop_name,
+from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.fabric import LeafDriver
+from gse.runtimes.udp.netns import kernel_drops
 from gse.runtimes.udp.node import DEFAULT_SLACK_PS
 from gse.runtimes.udp.results import build_summary, message_records, udp_totals
 

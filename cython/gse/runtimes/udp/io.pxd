@@ -35,6 +35,29 @@ cdef extern from *:
     GSE_HELPER char gse_rbuf[65536];
 
     #if defined(__linux__)
+    #include <sys/timerfd.h>
+    #include <sys/prctl.h>
+    #include <unistd.h>
+    #include <stdint.h>
+    /* A non-blocking CLOCK_MONOTONIC timerfd (-1 on an error). */
+    GSE_HELPER int gse_timerfd_open(void) {
+        return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    }
+    /* Arm it to expire once at abs_ns on CLOCK_MONOTONIC. */
+    GSE_HELPER int gse_timerfd_at(int fd, long long abs_ns) {
+        struct itimerspec its;
+        memset(&its, 0, sizeof(its));
+        if (abs_ns < 1) abs_ns = 1;
+        its.it_value.tv_sec = (time_t)(abs_ns / 1000000000LL);
+        its.it_value.tv_nsec = (long)(abs_ns % 1000000000LL);
+        return timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+    }
+    GSE_HELPER void gse_timerfd_drain(int fd) {
+        uint64_t n;
+        ssize_t r;
+        do { r = read(fd, &n, sizeof(n)); } while (r < 0 && errno == EINTR);
+    }
+    GSE_HELPER void gse_timer_slack(long ns) { (void)prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0); }
     #include <sys/epoll.h>
     GSE_HELPER struct epoll_event gse_events[64];
     /* How many of an epoll set's descriptors are ready now (0 on an error). */
@@ -45,6 +68,10 @@ cdef extern from *:
     }
     GSE_HELPER int gse_epoll_fd(int i) { return gse_events[i].data.fd; }
     #else
+    GSE_HELPER int gse_timerfd_open(void) { return -1; }
+    GSE_HELPER int gse_timerfd_at(int fd, long long abs_ns) { (void)fd; (void)abs_ns; return -1; }
+    GSE_HELPER void gse_timerfd_drain(int fd) { (void)fd; }
+    GSE_HELPER void gse_timer_slack(long ns) { (void)ns; }
     GSE_HELPER int gse_epoll_ready(int epfd) { (void)epfd; return 0; }
     GSE_HELPER int gse_epoll_fd(int i) { (void)i; return -1; }
     #endif
@@ -180,6 +207,10 @@ cdef extern from *:
     int gse_know4(object addr, dict cache) except -1
     int gse_epoll_ready(int epfd)
     int gse_epoll_fd(int i)
+    int gse_timerfd_open()
+    int gse_timerfd_at(int fd, long long abs_ns)
+    void gse_timerfd_drain(int fd)
+    void gse_timer_slack(long ns)
 
 cdef bint C_IO
 cdef long long SPIN_PS
@@ -243,6 +274,7 @@ cdef class Scheduler:
     cdef public long long late_1ms
     cdef public list errors
     cdef public bint closed
+    cdef public int tfd
 
     @cython.locals(t="long long")
     cpdef long long now(self) except? -1
@@ -254,5 +286,7 @@ cdef class Scheduler:
 
     @cython.locals(heap=list, now="long long", t="long long", late="long long")
     cpdef _fire(self)
+
+    cpdef _on_tfd(self)
 
     cpdef long long _clock(self) except? -1
