@@ -393,7 +393,8 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
                                                 / max(1, events), 1),
                                "max_us": max((x.get("max_us", 0) for x, _ in late), default=0),
                                "over_1ms": sum(x.get("over_1ms", 0) for x, _ in late)},
-                "precise_timers": run.precise, "errors": errors[:20]})
+                "precise_timers": run.precise, "errors": errors[:20],
+                "cpu_s": round(sum(c.get("cpu_s", 0.0) for c in counters), 3)})
     codes = {}
     for p in run.procs.values():
         key = str(p.returncode)
@@ -473,5 +474,7 @@ def run_from_args(args, topo, messages, config):
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),
                          progress=progress, wire=getattr(args, "wire", "gse"),
-                         pcap=pcap_options(args))
+                         pcap=pcap_options(args),
+                         placement=getattr(args, "placement", "node"),
+                         precise_timers=getattr(args, "precise_timers", False))
     return result.summary, result.records
