@@ -2,9 +2,8 @@
 
 Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top of it.
 
-* **Loops.**  ``loop_factory("auto")`` takes uvloop when it is installed, else asyncio's
-  default loop; ``run_async`` runs one coroutine on a fresh loop and always cancels what is
-  left and closes the loop, so a run leaves no task behind even when interrupted.
+* **Loops** (``gse.runtimes.udp.loops``, re-exported here): uvloop when installed, else
+  asyncio's; ``run_async`` runs one coroutine on a fresh loop and leaves nothing behind.
 * **Endpoints.**  A node owns one UDP socket bound to its own address.  Receiving drains
   the socket, up to ``DRAIN_BATCH`` datagrams per wake-up, straight into the node's
   handler: no transport, queue, future or task per datagram, on either loop.  On Linux
@@ -12,11 +11,14 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
   single reader, so one loop callback per iteration serves every ready socket; elsewhere
   each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain non-blocking ``sendto`` on the
   same socket, because the emulated ports send from callbacks, where awaiting a coroutine
-  per datagram would cost a task switch each.  The compiled build (``cython/gse/
-  udp_io.pxd``) calls recvfrom(2) and sendto(2) itself on IPv4 sockets: an empty socket is
-  a return value instead of a ``BlockingIOError``, a sender's ``(ip, port)`` tuple is built
-  once per address and a destination's ``sockaddr`` parsed once; the pure build uses the
-  socket module.  Same datagrams, same addresses, same counters.
+  per datagram would cost a task switch each.  The compiled build (``cython/gse/runtimes/
+  udp/io.pxd``) calls recvmmsg(2) and sendmmsg(2) itself on IPv4 sockets: up to 32
+  datagrams per call, an empty socket is a return value instead of a ``BlockingIOError``,
+  a sender's ``(ip, port)`` tuple is built once per address and a destination's
+  ``sockaddr`` parsed once; what a node sends while its socket is drained, or while
+  timers fire, is held and leaves in one sendmmsg(2) per endpoint (``flush_sends``).  The
+  pure build uses the socket module, a datagram per call.  Same datagrams, same
+  addresses, same counters.
 * **Clock.**  Agents run on integer picoseconds since the run's start, read from
   ``time.monotonic_ns`` (CLOCK_MONOTONIC, read in C in the compiled build) -- the clock
   asyncio's ``loop.time()`` reads, at nanosecond resolution.  uvloop's ``loop.time()`` is
@@ -37,15 +39,15 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
 """
 
 import asyncio
-import ctypes
-import importlib.util
 import os
 import select
-import signal
 import socket
-import threading
 from heapq import heappop, heappush
 from time import monotonic_ns
+
+from gse.runtimes.udp import timerfd
+from gse.runtimes.udp.loops import (LOOPS, loop_factory, loop_name, run_async,  # noqa: F401
+                                    uvloop_available)
 
 DEFAULT_RCVBUF = 4 * 1024 * 1024   # ~1,000 datagrams of 4 KB: bursts must not overflow
 SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accurately
@@ -57,81 +59,12 @@ RECV_MAX = 65536
 # without caching, so a flood from many source addresses costs no memory.
 ADDR_CACHE_MAX = 1024
 
-LOOPS = ("auto", "asyncio", "uvloop")
 WAKES = ("spin", "timerfd")        # how precise timers wake the loop (Scheduler)
 
 try:
     C_IO = GSE_UDP_C_IO            # a C constant (1) in the compiled build: see the .pxd
 except NameError:
     C_IO = False
-
-
-def uvloop_available():
-    return importlib.util.find_spec("uvloop") is not None
-
-
-def loop_factory(name="auto"):
-    """(factory, resolved name) for ``name`` in ``LOOPS``."""
-    if name not in LOOPS:
-        raise ValueError("unknown event loop %r (known: %s)" % (name, ", ".join(LOOPS)))
-    if name == "auto":
-        name = "uvloop" if uvloop_available() else "asyncio"
-    if name == "uvloop":
-        try:
-            import uvloop
-        except ImportError:
-            raise ValueError("event loop 'uvloop' asked for but uvloop is not installed "
-                             "(pip install uvloop, or --loop asyncio)") from None
-        return uvloop.new_event_loop, "uvloop"
-    return asyncio.new_event_loop, "asyncio"
-
-
-def run_async(main, loop="auto"):
-    """Run ``main()`` (a coroutine function) on a fresh loop of kind ``loop``.
-
-    Ctrl-C (SIGINT, when this is the main thread and nobody else handles it) cancels the
-    main task, so its ``finally`` blocks run inside the loop, and then raises
-    KeyboardInterrupt -- as ``asyncio.run`` does.  Whatever happens, every task still
-    pending is cancelled and awaited, async generators are shut down and the loop closed.
-    """
-    factory, _ = loop_factory(loop)
-    lp = factory()
-    interrupted = []
-    sigint = False
-    try:
-        task = lp.create_task(main())
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            def on_sigint():
-                interrupted.append(True)
-                task.cancel()
-            try:
-                lp.add_signal_handler(signal.SIGINT, on_sigint)
-                sigint = True
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-        try:
-            return lp.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt() from None
-            raise
-    finally:
-        try:
-            if sigint:
-                lp.remove_signal_handler(signal.SIGINT)
-            pending = [t for t in asyncio.all_tasks(lp) if not t.done()]
-            for t in pending:
-                t.cancel()
-            if pending:
-                lp.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            lp.run_until_complete(lp.shutdown_asyncgens())
-        finally:
-            lp.close()
-
-
-def loop_name(loop):
-    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
 
 
 def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
@@ -606,37 +539,9 @@ class Scheduler:
 
 
 # -- timerfd (Linux): the compiled build calls timerfd_create(2) and timerfd_settime(2)
-# from C (cython/gse/runtimes/udp/io.pxd); the pure build through ctypes.  The thread's
-# timer slack is set to 1 ns on the first use, so that the kernel does not defer a wake-up
-# by its default 50 us to batch it with others.
-
-class _Timespec(ctypes.Structure):
-    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
-
-
-class _Itimerspec(ctypes.Structure):
-    _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
-
-
-_LIBC = []
-TFD_NONBLOCK_CLOEXEC = 0o4000 | 0o2000000
-TFD_TIMER_ABSTIME = 1
-CLOCK_MONOTONIC = 1
-PR_SET_TIMERSLACK = 29
-
-
-def _libc():
-    if not _LIBC:
-        try:
-            lib = ctypes.CDLL(None, use_errno=True)
-            lib.timerfd_create        # (AttributeError where there is none)
-            lib.timerfd_settime.argtypes = [ctypes.c_int, ctypes.c_int,
-                                            ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
-        except (OSError, AttributeError):
-            lib = None
-        _LIBC.append(lib)
-    return _LIBC[0]
-
+# from C (cython/gse/runtimes/udp/io.pxd), the pure build through ctypes
+# (gse.runtimes.udp.timerfd).  The thread's timer slack is set to 1 ns on the first use,
+# so that the kernel does not defer a wake-up by its default 50 us to batch it with others.
 
 def timerfd_open():
     """A non-blocking CLOCK_MONOTONIC timerfd, or -1 where there is none (not Linux)."""
@@ -645,26 +550,15 @@ def timerfd_open():
         if fd >= 0:
             gse_timer_slack(1)
         return fd
-    lib = _libc()
-    if lib is None or not hasattr(select, "epoll"):
-        return -1
-    fd = lib.timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK_CLOEXEC)
-    if fd >= 0:
-        lib.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
-    return fd
+    return timerfd.open_timerfd()
 
 
 def timerfd_at(fd, abs_ns):
     """Arm ``fd`` to expire once at ``abs_ns`` on CLOCK_MONOTONIC (a past time: at once)."""
-    if abs_ns < 1:
-        abs_ns = 1                  # (zero would disarm it)
     if C_IO:
         gse_timerfd_at(fd, abs_ns)
         return
-    spec = _Itimerspec()
-    spec.it_value.tv_sec = abs_ns // 1_000_000_000
-    spec.it_value.tv_nsec = abs_ns % 1_000_000_000
-    _libc().timerfd_settime(fd, TFD_TIMER_ABSTIME, ctypes.byref(spec), None)
+    timerfd.arm(fd, abs_ns)
 
 
 def timerfd_drain(fd):
@@ -672,7 +566,4 @@ def timerfd_drain(fd):
     if C_IO:
         gse_timerfd_drain(fd)
         return
-    try:
-        os.read(fd, 8)
-    except (BlockingIOError, InterruptedError):
-        pass
+    timerfd.drain(fd)
