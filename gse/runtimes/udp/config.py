@@ -59,18 +59,18 @@ UDP_TIMERS = {
 
 # Fewer control datagrams per data packet over real sockets, where the protocol allows:
 # every datagram costs a process a system call and a wake-up per hop whatever its size (a
-# 64-byte ACK about what a 4 KB DATA packet does), so ACKs are coalesced over 64 KiB (the
-# ACK delay above still bounds how stale one gets; a packet that fills a reordering hole
-# is still acknowledged at once, without which the sender's RACK declares sprayed packets
-# lost that are merely late), and credit goes out 16 packets per GRANT (GSE hosts,
-# fabric-mode leaves) instead of 4.  One GSE stream through 5 hops then sends 1.29
-# datagrams per data packet instead of 1.54 (experiments/bench_udp.py).  Applied like the
-# timers, to the fields a config has and the user did not set.
+# 64-byte ACK about what a 4 KB DATA packet does), so a GSE receiver coalesces ACKs over
+# 64 KiB (its ACK delay above still bounds how stale one gets; a packet that fills a
+# reordering hole is still acknowledged at once, without which the sender's RACK declares
+# sprayed packets lost that are merely late) and grants 16 packets per GRANT instead of 4.
+# One GSE stream through 5 hops then sends 1.29 datagrams per data packet instead of 1.54
+# (experiments/bench_udp.py).  Not RoCE's nor fabric mode's go-back-N hosts: they ACK by
+# bytes only, and an incast at tens of Mb/s would hold their ACKs past the RTO; nor the
+# fabric leaves' grants, which would stretch the wait of a VOQ the same way.  Applied to
+# GSE configs only, like the timers to the fields the user did not set.
 UDP_COALESCING = {
     "ack_every_bytes": 64 * 1024,
-    "credit_bytes": 16 * 4096,               # GSE: payload bytes per GRANT
-    "grant_bytes": 16 * (4096 + HEADER_BYTES),    # fabric leaves: wire bytes per GRANT
-    "request_bytes": 16 * (4096 + HEADER_BYTES),  # ... and per coalesced REQUEST
+    "credit_bytes": 16 * 4096,               # payload bytes per GRANT
 }
 
 
@@ -79,7 +79,7 @@ def udp_profile(config, keep=(), coalesce=True):
     coalescing of control packets (``UDP_COALESCING``) on ``config`` in place, except the
     names in ``keep`` (what the user set explicitly).  Returns ``config``."""
     values = dict(UDP_TIMERS)
-    if coalesce:
+    if coalesce and "ack_delay_ps" in config.__slots__:    # (GSE: see UDP_COALESCING)
         values.update(UDP_COALESCING)
     for name, value in values.items():
         if name in config.__slots__ and name not in keep:
