@@ -174,6 +174,17 @@ class OutputQueue:
         c.tx_packets += 1
         return pkt
 
+    def flush(self):
+        """Empty the queue (its link failed): the packets it held, control first, none of
+        them counted as transmitted."""
+        out = list(self.control)
+        out.extend(self.data)
+        self.control.clear()
+        self.data.clear()
+        self.control_bytes = 0
+        self.data_bytes = 0
+        return out
+
     def count_unqueued(self, pkt):
         """A packet that went straight onto an idle link still counts as transmitted."""
         c = self.counters

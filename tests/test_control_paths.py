@@ -4,7 +4,7 @@ REQUEST and GRANT used to carry entropy 0, so all of a message's control traffic
 one fixed path: with a quarter of the core links black-holed, every message whose one
 control path crossed a dead link stalled for good (41 of 128 delivered on the k=8
 permutation below), although its data entropies still had live paths.  Now a REQUEST
-takes the entropy of the newest clean ACK or GRANT (a path that just worked), a
+takes the entropy of the newest ACK or GRANT (a path that just worked), a
 GRANT echoes the entropy of the sender's latest packet, GRANTs carry the cumulative
 credit (a lost one is made up by the next), switches of one tier hash alike (an echo
 goes back along the links the data came by), and a path that lost a packet silently
@@ -160,3 +160,74 @@ def test_switches_of_a_tier_hash_alike_so_echoes_retrace_the_path():
         assert links(0, 15, entropy) == links(15, 0, entropy)
         assert links(2, 5, entropy) == links(5, 2, entropy)
     assert len({frozenset(links(0, 15, e)) for e in range(64)}) == 4   # still sprayed
+
+
+def test_timeout_suspects_every_path_still_out_and_forgets_them_as_clean():
+    """A timeout after a probe that went unanswered must not probe the same path again:
+    every packet still out is overdue, and a suspected value leaves the recycled FIFO
+    (a value acknowledged before a link died must not keep coming back)."""
+    from gse.agents.sender import OutMsg
+    cfg = GseConfig(unsched_bytes=4 * MTU)
+    msg = OutMsg(1, 0, 1, 4 * MTU, MTU, cfg.unsched_bytes, 7, cfg, 0)
+    sent = [msg.next_packet(t) for t in range(4)]
+    msg.on_ack(2, 0, 0)                               # psn 0 and 1 acked: values recycled
+    stale = sent[1].entropy
+    assert stale in msg.entropy.recycled
+    msg.back_entropy = stale
+    assert msg.on_timeout(suspect_until=10 ** 9) == 2
+    assert all(msg.entropy.is_dead(p.entropy, 50) for p in sent[2:])
+    probe = msg.next_packet(100)                      # the back path: not suspected (yet)
+    assert probe.entropy == stale
+    assert msg.on_timeout(suspect_until=10 ** 9) == 3  # unanswered: the next timeout ...
+    assert msg.entropy.is_dead(stale, 200)             # ... suspects the probe's path too
+    assert stale not in msg.entropy.recycled
+    assert msg.next_packet(200).entropy not in {p.entropy for p in sent[1:]}
+
+
+def test_trim_seen_while_a_loss_is_requested_does_not_hide_the_loss():
+    """A REQUEST's total once counted the resends of trimmed packets, which the receiver
+    also counts itself as it sees the trims: a loss found by RACK, requested while the NACK
+    of a trim was still on its way back, was hidden behind the receiver's own count, and
+    the message starved for a whole request timeout at its end.  Now REQUEST totals
+    leave trims out, and no placement of the trim starves the message."""
+    from gse.wire.packet import F_RETX
+    cfg = GseConfig(unsched_bytes=0)
+    starved = []
+    for trimmed_psn in range(80, 110):          # around the packet whose ACK exposes psn 5
+        def fault(pkt, trimmed_psn=trimmed_psn):
+            if pkt.kind == DATA and not pkt.flags & F_RETX:
+                if pkt.psn == trimmed_psn:
+                    pkt.trim()
+                return pkt.psn == 5                 # lost silently: found by RACK
+            return False
+        w = Wire(config=cfg, drop=fault)
+        w.start(0, 1, 1, 160 * MTU)
+        w.run()
+        assert (0, 1) in w.delivered
+        rereq = [p for p in w.sent if p.kind == REQUEST and p.flags & F_RETX]
+        if rereq or w.hosts[0].timeouts:
+            starved.append(trimmed_psn)
+    assert starved == []
+
+
+def test_silent_loss_is_resent_on_its_own_credit():
+    """A packet the fabric lost never used the receiver's downlink: its resend needs
+    neither a REQUEST nor a new GRANT (a trimmed one is granted again, test_host)."""
+    from gse.wire.packet import F_RETX
+    cfg = GseConfig(unsched_bytes=0)
+    w = Wire(config=cfg, drop=lambda p: p.kind == DATA and p.psn == 5
+             and not p.flags & F_RETX)
+    w.start(0, 1, 1, 400 * MTU)
+    w.run()
+    assert (0, 1) in w.delivered and w.hosts[0].fast_retx_bytes == MTU
+    assert w.hosts[0].requests_sent == 1 and w.hosts[0].timeouts == 0
+    assert sum(p.credit for p in w.sent if p.kind == GRANT) == 400 * MTU
+
+
+def test_an_answer_on_a_suspected_path_clears_it():
+    from gse.agents.entropy import EntropySelector
+    sel = EntropySelector(100, 8, penalty=2)
+    sel.suspect(101, until=10 ** 9)
+    assert sel.is_dead(101, 5)
+    sel.alive(101)                  # an ACK came back on it: the packet was only late
+    assert not sel.is_dead(101, 5) and sel.n_suspected(5) == 0

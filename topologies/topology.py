@@ -14,7 +14,7 @@ the metrics share.  Conventions that others rely on:
 * times are integer picoseconds, so serialisation of a 64-byte header at 800 Gb/s is exact.
 """
 
-from collections import deque
+from topologies.routing import Routes
 
 PS_PER_NS = 1_000
 
@@ -220,65 +220,10 @@ class Topology:
         per host: every host behind the same switch has the same routes, so k=16 needs 128
         BFS runs, not 1,024.  A switch with no remaining path to a host gets an empty tuple
         there (only possible with ``down_links``).  Hosts never forward, so the BFS never
-        crosses a host.
+        crosses a host.  ``topologies.routing.Routes`` keeps the distances, to recompute
+        only what a change of ``down_links`` touches.
         """
-        down = frozenset(down_links)
-        nodes, links = self.nodes, self.links
-        n = len(nodes)
-        is_switch = bytearray(n)
-        for s in self.switches:
-            is_switch[s] = 1
-        # per switch: [(local port, neighbour switch)] over live switch-to-switch links
-        adj = [None] * n
-        for s in self.switches:
-            lst = []
-            for port, li in enumerate(nodes[s].ports):
-                if li in down:
-                    continue
-                link = links[li]
-                v = link.b if link.a == s else link.a
-                if is_switch[v]:
-                    lst.append((port, v))
-            adj[s] = lst
-        groups = {}                       # attachment switch -> [(host, port at switch)]
-        for h in self.hosts:
-            li = nodes[h].ports[0]
-            link = links[li]
-            sw, sw_port = (link.b, link.b_port) if link.a == h else (link.a, link.a_port)
-            if li in down:
-                continue                  # a host cut off: no switch has a route to it
-            groups.setdefault(sw, []).append((h, sw_port))
-        intern = {(): ()}
-        empty = ()
-        table = [None] * n
-        n_hosts = len(self.hosts)
-        for s in self.switches:
-            table[s] = [empty] * n_hosts
-        for s, members in groups.items():
-            dist = [-1] * n
-            dist[s] = 0
-            q = deque((s,))
-            while q:
-                u = q.popleft()
-                du = dist[u] + 1
-                for _, v in adj[u]:
-                    if dist[v] < 0:
-                        dist[v] = du
-                        q.append(v)
-            for u in self.switches:
-                if u == s or dist[u] < 0:
-                    continue
-                want = dist[u] - 1
-                hops = tuple(port for port, v in adj[u] if dist[v] == want)
-                hops = intern.setdefault(hops, hops)
-                row = table[u]
-                for h, _ in members:
-                    row[h] = hops
-            row = table[s]
-            for h, port in members:
-                hops = (port,)
-                row[h] = intern.setdefault(hops, hops)
-        return table
+        return Routes(self, down_links).table
 
     # -- queries --------------------------------------------------------------------------
 

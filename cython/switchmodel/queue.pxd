@@ -59,4 +59,6 @@ cdef class OutputQueue:
     cpdef Packet dequeue(self)
 
     @cython.locals(c=PortCounters)
+    cpdef list flush(self)
+
     cpdef count_unqueued(self, Packet pkt)

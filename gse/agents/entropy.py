@@ -13,6 +13,10 @@ Congestion and failure are told apart.  A loss that no switch reported (found by
 the RTO, not by a trim) is what a dead link does before the fabric routes around it: the
 value is *suspected* dead until a given time (``suspect``) and skipped everywhere until
 then, recycled or explored, where a trim only keeps a value out of a few explorations.
+Suspicions are kept by entropy value in a dict the host shares among its messages to the
+same destination, which also share one range of values (from one random base; each
+message starts its walk at its own place): a value takes the same path whichever message
+sends it, so the next message does not pay again to learn which paths are dead.
 
 Control packets are steered by the same selector: a REQUEST or a probe takes a value
 known to work (``control``: the newest recycled one) without using it up.
@@ -24,15 +28,16 @@ from gse.common.fifo import Fifo
 class EntropySelector:
     __slots__ = ("base", "n", "cursor", "count", "penalty", "penalised", "recycled", "dead")
 
-    def __init__(self, base, n, penalty):
+    def __init__(self, base, n, penalty, dead=None, cursor=0):
         self.base = base & 0xFFFF
         self.n = n
-        self.cursor = 0
+        self.cursor = cursor % n      # where exploration starts
         self.count = 0            # explorations so far
         self.penalty = penalty
         self.penalised = None     # dict index -> exploration count at which it may return
         self.recycled = Fifo()   # values acknowledged clean, oldest first (used up)
-        self.dead = None          # dict index -> time (ps) until which it is suspected dead
+        # entropy -> time (ps) until which it is suspected dead (shared per destination)
+        self.dead = dead
 
     def next(self, now=0):
         """The entropy of the next data packet: a recycled value (used up: it comes back
@@ -58,12 +63,13 @@ class EntropySelector:
                 if pen[idx] > self.count:
                     continue
                 del pen[idx]
+            entropy = (self.base + idx) & 0xFFFF
             dead = self.dead
-            if dead is not None and idx in dead:
-                if dead[idx] > now:
+            if dead and entropy in dead:
+                if dead[entropy] > now:
                     continue
-                del dead[idx]
-            return (self.base + idx) & 0xFFFF
+                del dead[entropy]
+            return entropy
         # every value is penalised or suspected: use the next one anyway rather than stall
         return (self.base + self.cursor) & 0xFFFF
 
@@ -88,10 +94,7 @@ class EntropySelector:
 
     def is_dead(self, entropy, now):
         dead = self.dead
-        if dead is None:
-            return False
-        idx = (entropy - self.base) & 0xFFFF
-        return idx in dead and dead[idx] > now
+        return bool(dead) and entropy in dead and dead[entropy] > now
 
     def recycle(self, entropy):
         """A packet sent with ``entropy`` was acknowledged without congestion."""
@@ -108,13 +111,22 @@ class EntropySelector:
 
     def suspect(self, entropy, until):
         """A packet sent with ``entropy`` was lost silently: presume its path dead until
-        ``until`` (ps)."""
-        idx = (entropy - self.base) & 0xFFFF
-        if idx < self.n:
-            if self.dead is None:
-                self.dead = {}
-            if self.dead.get(idx, -1) < until:
-                self.dead[idx] = until
+        ``until`` (ps), and forget that it was ever clean (its copies leave the FIFO, so
+        that a stale clean value cannot come back when the suspicion ends)."""
+        if self.dead is None:
+            self.dead = {}
+        if self.dead.get(entropy, -1) < until:
+            self.dead[entropy] = until
+        recycled = self.recycled
+        while entropy in recycled:
+            recycled.remove(entropy)
+
+    def alive(self, entropy):
+        """An ACK or GRANT came back on ``entropy``: its path works, whatever a late
+        packet made the sender suspect."""
+        dead = self.dead
+        if dead:
+            dead.pop(entropy, None)
 
     def n_penalised(self):
         return 0 if self.penalised is None else len(self.penalised)

@@ -28,7 +28,7 @@ class GseHost(HostAgent):
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
-                 "unknown_grants", "expiry_at")
+                 "unknown_grants", "expiry_at", "paths")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -56,6 +56,10 @@ class GseHost(HostAgent):
         # read on every ACK: kept as plain attributes, not looked up on the config object
         self.rto_ps = config.rto_ps
         self.reorder_window_ps = config.reorder_window_ps
+        # per destination: (the base of its entropy range, {entropy: until when its path
+        # is suspected dead}), shared by the messages to it (EntropySelector.suspect):
+        # what one learnt about the paths the next need not learn again
+        self.paths = {}
 
     # -- application ----------------------------------------------------------------------
 
@@ -65,8 +69,11 @@ class GseHost(HostAgent):
         if dst == self.addr:
             raise ValueError("host %d: message %d addressed to itself" % (self.addr, msg_id))
         cfg = self.config
-        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes,
-                     self.rng.getrandbits(16), cfg, now)
+        paths = self.paths.get(dst)
+        if paths is None:             # the entropy range of dst, and its suspected values
+            paths = self.paths[dst] = (self.rng.getrandbits(16), {})
+        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0],
+                     cfg, now, paths[1], self.rng.randrange(cfg.n_entropies))
         self.out[msg_id] = msg
         if msg.need_total > 0:
             self._send_request(msg, now, False)
@@ -156,8 +163,8 @@ class GseHost(HostAgent):
         if pkt.flags & F_ECN_CE:                      # echoed congestion: steer away
             marked = pkt.entropy
             msg.entropy.penalise(marked)
-        else:
-            msg.back_entropy = pkt.entropy            # a path that works, both ways
+        msg.back_entropy = pkt.entropy                # a path that works, both ways
+        msg.entropy.alive(pkt.entropy)
         sample = now - pkt.ts
         if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
@@ -168,11 +175,9 @@ class GseHost(HostAgent):
         if msg.done:
             self._finish(msg, now)
             return
-        lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now))
+        lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now, 0))
         if lost:
             self.fast_retx_bytes += lost
-            msg.need_total += lost
-            self._send_request(msg, now, False)
         self._activate(msg)
 
     def _on_nack(self, pkt, now):
@@ -184,6 +189,7 @@ class GseHost(HostAgent):
         if msg.mark_lost(pkt.psn):
             # The receiver raised its own demand for this packet when it sent the NACK.
             msg.need_total += msg.payload_of(pkt.psn)
+            msg.nacked += msg.payload_of(pkt.psn)
             self.nack_retx += 1
             self._activate(msg)
 
@@ -193,6 +199,7 @@ class GseHost(HostAgent):
             self.unknown_grants += 1  # late grant for a finished message, or forged
             return
         msg.back_entropy = pkt.entropy
+        msg.entropy.alive(pkt.entropy)
         if msg.on_grant(pkt.aux) <= 0:
             return                   # stale: a later GRANT already brought this credit
         msg.req_backoff = 1
@@ -254,7 +261,8 @@ class GseHost(HostAgent):
             msg.rto_deadline = oldest + self.rto_ps * msg.rto_backoff
             self._push(msg.rto_deadline, T_RTO, msg)
             return
-        if msg.on_timeout(self._suspect_until(now)) < 0:
+        # (suspected at least until the next timeout: a probe must not retry a dead path)
+        if msg.on_timeout(self._suspect_until(now, 4 * self.rto_ps * msg.rto_backoff)) < 0:
             msg.rto_deadline = NEVER  # nothing outstanding: the next send re-arms
             return
         self.timeouts += 1
@@ -294,7 +302,8 @@ class GseHost(HostAgent):
             return
         cfg = self.config
         if msg.starved():
-            self.control.append(msg.request(now, True, self._suspect_until(now)))
+            self.control.append(msg.request(
+                now, True, self._suspect_until(now, 4 * cfg.request_timeout_ps * msg.req_backoff)))
             self.requests_sent += 1
             if msg.req_backoff * cfg.request_timeout_ps < cfg.rto_max_ps:
                 msg.req_backoff *= 2
@@ -306,11 +315,14 @@ class GseHost(HostAgent):
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _suspect_until(self, now):
+    def _suspect_until(self, now, at_least):
         """Until when a path that lost a packet silently (RACK, RTO, an unanswered
-        REQUEST: not a trim) is presumed dead; 0 when suspicion is off."""
+        REQUEST: not a trim) is presumed dead, ``entropy_suspect_ps`` or ``at_least``;
+        0 when suspicion is off."""
         suspect = self.config.entropy_suspect_ps
-        return now + suspect if suspect else 0
+        if not suspect:
+            return 0
+        return now + (suspect if suspect > at_least else at_least)
 
     def _send_request(self, msg, now, retx):
         self.control.append(msg.request(now, retx))

@@ -40,7 +40,8 @@ def reassembly_cost(npkts):
 
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
-                 "ecn", "first_ps", "charged", "last_ack", "entropy", "heard")
+                 "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",
+                 "trimmed")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
         self.src = src
@@ -57,6 +58,10 @@ class InMsg:
         self.last_ack = now
         self.entropy = 0          # of the sender's latest packet: GRANTs go back on it
         self.heard = now          # when its latest DATA arrived
+        # credit need = what the sender asked for (its REQUESTs' totals, which leave out
+        # resends of trimmed packets) + the payload of every trim seen here
+        self.requested = 0
+        self.trimmed = 0
 
 
 class ReceiverSide:
@@ -273,7 +278,8 @@ class ReceiverSide:
             self.nacks += 1
             out.append(new_packet(NACK, self.addr, pkt.src, pkt.msg_id, pkt.psn, pkt.entropy,
                                   0, 0, msg.size, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
-            d = self.scheduler.add_need(msg.demand, pkt.payload_len, now)
+            msg.trimmed += pkt.payload_len
+            d = self.scheduler.set_need(msg.demand, msg.requested + msg.trimmed, now)
             return d if d >= 0 else due
         old_cum = msg.bitmap.cum
         if not msg.bitmap.mark(pkt.psn):
@@ -348,7 +354,9 @@ class ReceiverSide:
                 demand.owed_since = -1      # so it may be granted again
         elif not msg.charged:
             return self._announce(msg, pkt.credit, now)
-        return self.scheduler.set_need(demand, pkt.credit, now)
+        if pkt.credit > msg.requested:
+            msg.requested = pkt.credit
+        return self.scheduler.set_need(demand, msg.requested + msg.trimmed, now)
 
     def _announce(self, msg, scheduled_need, now):
         """First news of a message: its credit need, and its unscheduled window.
@@ -363,7 +371,9 @@ class ReceiverSide:
         due = -1
         if unsched > 0 and sched.busy():
             due = sched.charge(unsched, now, self.charge_cap)
-        d = sched.set_need(msg.demand, scheduled_need, now)
+        if scheduled_need > msg.requested:
+            msg.requested = scheduled_need
+        d = sched.set_need(msg.demand, msg.requested + msg.trimmed, now)
         return d if d >= 0 else due
 
     def grant(self, now):

@@ -4,7 +4,10 @@ Rules, in the order the sender applies them:
 
 * The first ``unsched`` bytes go at once without credit (the unscheduled window); the rest
   is announced with a REQUEST carrying the total credit needed, and sent only against
-  GRANTed credit.  Retransmissions also spend credit, except RTO and tail probes.
+  GRANTed credit.  Resends of trimmed packets spend credit (the receiver grants them
+  again, having seen the trim); resends of packets lost silently (RACK) and RTO and tail
+  probes do not: what the fabric lost never used the receiver's downlink, so its credit
+  is still good for the resend.
 * Every packet takes an entropy value from the message's selector: recycled from clean
   ACKs (REPS-style) or explored; values reported with ECN-CE, a trim (NACK) or a timeout
   are not recycled and are penalised.
@@ -15,9 +18,12 @@ Rules, in the order the sender applies them:
   tail-loss probe two smoothed RTTs after the last packet exposes a lost tail; the RTO,
   with backoff, is the backstop.
 * Credit starvation (a lost GRANT or REQUEST) is repaired by re-sending the REQUEST, which
-  carries absolute totals so that a duplicate is harmless.
+  carries absolute totals so that a duplicate is harmless.  The total leaves out the
+  resends of trimmed packets: the receiver adds those itself when it sees the trim, and
+  a total that counted them would hide, behind the receiver's larger count, a loss found
+  by RACK at the same time.
 * Control traffic is sprayed and steered like data: a REQUEST takes the entropy of the
-  newest clean ACK or GRANT, a path that just worked (the receiver's GRANTs echo the
+  newest ACK or GRANT, a path that just worked (the receiver's GRANTs echo the
   entropy it last heard from the sender);
   the entropy of a packet lost silently (found by RACK or the RTO, not trimmed) and of a
   REQUEST that brought no GRANT is suspected dead until ``suspect_until`` (the caller's
@@ -34,6 +40,8 @@ from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTRO
 
 NEVER = -1
 MASK32 = 0xFFFFFFFF
+TAIL_PKTS = 8                # the last packets of a message, sent on known paths ...
+WARY = 4                     # ... when this many paths to the destination are suspected
 AMBIGUOUS = 0x10000          # sent_entropy flag: the psn was sent more than once
 SIGN32 = 0x80000000
 WRAP32 = 0x100000000
@@ -42,7 +50,7 @@ WRAP32 = 0x100000000
 class OutMsg:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
                  "next_new", "unsched_pkts", "unsched_payload",
-                 "credit", "credit_received", "need_total",
+                 "credit", "credit_received", "need_total", "nacked",
                  "acked", "cum_acked", "n_acked", "sent_at", "sent_entropy", "inflight",
                  "max_acked_sent", "retx", "in_retx", "probe",
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
@@ -51,7 +59,7 @@ class OutMsg:
                  "entropy", "retransmits", "done", "in_ring", "finish_ps")
 
     def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
-                 now):
+                 now, dead=None, cursor=0):
         if size <= 0 or size >= 2 ** 32:
             raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
                              % (msg_id, size))
@@ -73,6 +81,7 @@ class OutMsg:
         self.credit = 0
         self.credit_received = 0
         self.need_total = size - self.unsched_payload
+        self.nacked = 0                # of need_total: resends of trimmed packets
         self.acked = bytearray((self.npkts + 7) // 8 + 8)
         self.cum_acked = 0
         self.n_acked = 0
@@ -91,8 +100,9 @@ class OutMsg:
         self.req_backoff = 1
         self.req_seq = 0
         self.req_entropy = -1          # entropy of the last REQUEST
-        self.back_entropy = -1         # of the newest clean ACK or GRANT that arrived
-        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty)
+        self.back_entropy = -1         # of the newest ACK or GRANT that arrived
+        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty,
+                                       dead, cursor)
         self.retransmits = 0
         self.done = False
         self.in_ring = False
@@ -148,6 +158,12 @@ class OutMsg:
         self.inflight.append((sent, psn))
         if probe:                        # the last resort goes where an ACK just came from
             entropy = self.trusted_entropy(now, -1)
+        elif ((flags & F_RETX or psn >= self.npkts - TAIL_PKTS) and not self.entropy.recycled
+              and self.entropy.dead and len(self.entropy.dead) >= WARY):
+            # while paths die (several suspected: more than random loss would make), a
+            # lost resend or tail packet is found late (nothing sent after it exposes
+            # it): no exploring for them
+            entropy = self.trusted_entropy(now, -1)
         else:
             entropy = self.entropy.next(now)
         self.sent_entropy[psn] = entropy
@@ -174,13 +190,13 @@ class OutMsg:
         entropy = self.trusted_entropy(now, self.req_entropy if retx else -1)
         self.req_entropy = entropy
         return new_packet(REQUEST, self.src, self.dst, self.msg_id, self.req_seq, entropy, 0,
-                          F_RETX if retx else 0, self.size, self.need_total,
+                          F_RETX if retx else 0, self.size, self.need_total - self.nacked,
                           self.credit_received, 0, 0, now, PRIO_CONTROL)
 
     def trusted_entropy(self, now, avoid):
         """The path most likely to work now, for a REQUEST or a probe: the entropy of the
-        newest clean ACK or GRANT (congested or not: it arrived), unless suspected since
-        or ``avoid``; else the selector's best guess (``EntropySelector.control``)."""
+        newest ACK or GRANT (congested or not: it arrived), unless suspected since or
+        ``avoid``; else the selector's best guess (``EntropySelector.control``)."""
         entropy = self.back_entropy
         if entropy < 0 or entropy == avoid or self.entropy.is_dead(entropy, now):
             entropy = self.entropy.control(now)
@@ -255,8 +271,10 @@ class OutMsg:
     def detect_losses(self, window_ps, suspect_until=0):
         """SACK-based fast retransmit: a hole overtaken by a packet sent ``window_ps`` later.
 
-        Returns the payload bytes newly queued for retransmission (they need credit).
-        The holes' entropies are suspected dead until ``suspect_until``."""
+        Returns the payload bytes newly queued for retransmission; they are resent on
+        the credit they were first sent with (a packet lost in the fabric never reached
+        the receiver's downlink, so its resend does not add to what the downlink was
+        promised).  The holes' entropies are suspected dead until ``suspect_until``."""
         inflight = self.inflight
         limit = self.max_acked_sent - window_ps
         lost = 0
@@ -270,6 +288,7 @@ class OutMsg:
             inflight.popleft()
             if self.mark_lost(psn):
                 lost += self.payload_of(psn)
+                self.probe += 1          # resent on the credit it was sent with
                 self._lost_on(self.sent_entropy[psn] & 0xFFFF, suspect_until)
         return lost
 
@@ -316,7 +335,14 @@ class OutMsg:
 
         Only one packet is presumed lost: the probe's ACK carries the SACK state, and any
         remaining hole is then found by the RACK rule (the probe was sent long after it),
-        so a lost tail ACK does not cost a whole window of spurious retransmissions."""
+        so a lost tail ACK does not cost a whole window of spurious retransmissions.  But
+        the paths of every packet still out, an earlier probe's included, are suspected
+        until ``suspect_until``: a whole timeout without an answer, none of them is safe
+        for the probe."""
+        if suspect_until > 0:
+            for sent, psn in self.inflight:
+                if self.sent_at[psn] == sent and not self.is_acked(psn):
+                    self.entropy.suspect(self.sent_entropy[psn] & 0xFFFF, suspect_until)
         if self.retx and self.probe == 0:
             # A retransmission waits for credit that will not come (its need was never
             # announced, or the grant was lost and the message looks satisfied): the

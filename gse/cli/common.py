@@ -64,10 +64,13 @@ def add_output_options(p):
 
 
 def add_run_options(p, protocols):
-    """Fabric, traffic, protocol and output options: what a traffic-running command takes."""
+    """Fabric, traffic, protocol, failure and output options: what a traffic-running
+    command takes."""
+    from gse.cli.faults import add_fault_options
     add_topology_options(p)
     add_traffic_options(p)
     add_protocol_options(p, protocols)
+    add_fault_options(p)
     add_output_options(p)
 
 

@@ -14,6 +14,7 @@ from gse.cli.common import (
     until_ps,
     write_json,
 )
+from gse.cli.faults import detect_ps, faults_from_args
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
 from gse.cli.progress import Progress, wanted
@@ -44,12 +45,14 @@ def cmd_compare(args):
             raise ValueError("unknown protocol %r in --protocols (known: %s)"
                              % (p, ", ".join(PROTOCOLS)))
     configs = {p: gse_config_from_args(args, p) for p in protocols}
+    faults = faults_from_args(args, topo)
     check_outputs(args)
     with Progress(wanted(args)) as progress:
         watch = {p: sim_observers(args, p, True) + [progress.sim(p, len(messages))]
                  for p in protocols}
         results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
-                          until_ps(args), sample_ps(args), watch, triggers=triggers)
+                          until_ps(args), sample_ps(args), watch, triggers=triggers,
+                          faults=faults, detect_ps=detect_ps(args))
     for p, result in results.items():
         describe_run(result.summary, args, configs[p])
     if not args.quiet:

@@ -16,6 +16,7 @@ import sys
 
 from gse.cli.common import (add_output_options, add_protocol_options, add_topology_options,
                             gse_config_from_args, topology_from_args, until_ps, write_json)
+from gse.cli.faults import add_fault_options, detect_ps, faults_from_args
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
 from gse.cli.progress import Progress, wanted
@@ -69,6 +70,7 @@ def add_commands(sub):
                    help="bar chart of collective completion times (needs matplotlib)")
     add_topology_options(p)
     add_protocol_options(p, PROTOCOLS)
+    add_fault_options(p)
     add_output_options(p)
     add_observe_options(p)
     return {"replay": cmd_replay}
@@ -200,6 +202,7 @@ def cmd_replay(args):
         protocols = [args.protocol]
         cargs = args
     results = {}
+    faults = faults_from_args(args, topo)
     with Progress(wanted(args)) as progress:
         for p in protocols:
             cfg = gse_config_from_args(cargs, p)
@@ -207,7 +210,8 @@ def cmd_replay(args):
             watch.append(progress.sim("replay " + p, None))
             res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts,
                          until, args.compute_scale, sample_ps(args), watch,
-                         compute_model=args.compute_model, programs=trace.programs)
+                         compute_model=args.compute_model, programs=trace.programs,
+                         faults=faults, detect_ps=detect_ps(args))
             res.summary["topology"] = describe_topology_args(args)
             res.summary["trace"] = trace.summary()
             res.summary["runtime"] = args.runtime

@@ -19,6 +19,7 @@ import sys
 
 from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from_args,
                             topology_from_args, traffic_from_args, until_ps)
+from gse.cli.faults import detect_ps, faults_from_args
 from gse.cli.observe import add_observe_options, check_outputs, pcap_options
 from gse.cli.progress import Progress, wanted
 from gse.config import PS_PER_US, fault_rates_error
@@ -56,7 +57,8 @@ def run_from_args(args, topo, messages, config):
                      int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire,
                      pcap=pcap_options(args),
                      progress=None if hook is None else hook(len(messages)),
-                     secure_key_file=args.secure)
+                     secure_key_file=args.secure,
+                     faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
     return result.summary, result.records
 
 
@@ -109,7 +111,8 @@ def cmd_agent_configs(args):
     run = {"timeout_s": args.timeout_s, "loop": args.loop}
     confs = node_configs(topo, messages, args.protocol, cfg, args.seed, addrs, args.loss,
                          args.corrupt, output_dir=args.out_dir, run=run, wire=args.wire,
-                         secure_key_file=args.secure)
+                         secure_key_file=args.secure,
+                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
     paths = write_node_configs(confs, args.out_dir)
     print("wrote %d node configurations (%d hosts, %d messages) to %s"
           % (len(paths), len(topo.hosts), len(messages), args.out_dir))

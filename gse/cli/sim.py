@@ -14,6 +14,7 @@ from gse.cli.common import (
     workload_from_args,
     until_ps,
 )
+from gse.cli.faults import detect_ps, faults_from_args
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
 from gse.cli.progress import Progress, wanted
@@ -35,13 +36,14 @@ def cmd_sim(args):
     if not messages and triggers is None:
         raise ValueError("the traffic has no messages")
     cfg = gse_config_from_args(args)
+    faults = faults_from_args(args, topo)
     check_outputs(args)
     with Progress(wanted(args)) as progress:
         watch = sim_observers(args, args.protocol)
         watch.append(progress.sim(args.protocol, len(messages)))
         result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
                                 args.corrupt, until_ps(args), sample_ps(args), watch,
-                                triggers=triggers)
+                                triggers=triggers, faults=faults, detect_ps=detect_ps(args))
     summary = describe_run(result.summary, args, cfg)
     emit(summary, result.records, args)
     write_observed(args, result, args.protocol)

@@ -168,3 +168,32 @@ def plot_fct_cdfs(results, path, title=None):
     curves = [(protocol, [r.as_dict() for r in result.records])
               for protocol, result in results.items()]
     return fct_cdf(curves, path, title=title)
+
+
+def plot_goodput(panels, path, fail_us=None, title=None, xmax_us=None):
+    """Goodput over time in panels (the failure study): one per ``(panel title, {label:
+    (times_us, gbps)})`` of ``panels``, a dashed line at ``fail_us``, time axes cut at
+    ``xmax_us`` if given."""
+    plt = pyplot()
+    n = len(panels)
+    cols = 2 if n > 1 else 1
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 3.2 * rows), squeeze=False)
+    for ax, (name, lines) in zip([a for row in axes for a in row], panels):
+        for label, (times, gbps) in lines.items():
+            ax.step(times, [g / 1000.0 for g in gbps], where="post", label=label)
+        if fail_us is not None:
+            ax.axvline(fail_us, color="k", linestyle="--", linewidth=0.8)
+        if xmax_us is not None:
+            ax.set_xlim(0, xmax_us)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("virtual time (us)")
+        ax.set_ylabel("goodput, all hosts (Tb/s)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    for ax in [a for row in axes for a in row][n:]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path, plt)

@@ -41,6 +41,7 @@ def format_summary(s):
         rows.append(("held messages started / never started / last finish us", "%d / %d / %s"
                      % (s["started_by_triggers"], s["never_started"],
                         _fmt(s["last_finish_us"]))))
+    rows += failure_rows(s.get("failures"))
     rows += [
         ("base RTT us / sim time us", "%s / %s" % (_fmt(s["base_rtt_us"]),
                                                   _fmt(s["sim_time_us"]))),
@@ -53,6 +54,26 @@ def format_summary(s):
                         % (udp.get("signal") or udp.get("end") or "?")))
     width = max(len(r[0]) for r in rows)
     return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)
+
+
+def failure_rows(failures):
+    """Rows of the summary table for a run with a fault schedule (gse.runtimes.sim.faults)."""
+    if not failures:
+        return []
+    d = failures["drops"]
+    rows = [("failure drops flight/queue/hole/gray",
+             "%d / %d / %d / %d" % (d["in_flight"], d["queued"], d["black_holed"], d["gray"]))]
+    for e in failures["entries"]:
+        if "affected_messages" in e:            # the simulation attributes messages
+            done = e.get("affected_done_us")
+            text = ("%d links, %d msgs hit, %d retx, last done +%s us"
+                    % (len(e["links"]), e["affected_messages"], e["retransmitted"],
+                       _fmt(done[1]) if done else "-"))
+        else:
+            text = "%d links, %d lost on the link, %d black-holed" % (
+                len(e["links"]), e["lost_on_link"], e["black_holed"])
+        rows.append(("  %s" % e["spec"][:36], text))
+    return rows
 
 
 def format_side_by_side(summaries, labels):
@@ -69,6 +90,9 @@ def format_side_by_side(summaries, labels):
             ("peak queue B", lambda s: s["peak_queue_bytes"]["max"]),
             ("PFC pauses", lambda s: s.get("pfc_pauses")),
             ("paused us", lambda s: s.get("paused_time_us"))]
+    if any(s.get("failures") for s in summaries):
+        keys.append(("failure drops", lambda s: sum(s["failures"]["drops"].values())
+                     if s.get("failures") else None))
     lines = ["%-18s" % "" + "".join("%16s" % l for l in labels)]
     for name, get in keys:
         lines.append("%-18s" % name + "".join("%16s" % _fmt(get(s)) for s in summaries))

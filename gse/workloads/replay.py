@@ -35,7 +35,8 @@ import time
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.protocols import PROTOCOLS, default_config
 from gse.runtimes.sim.observe import run_observed
-from gse.runtimes.sim.run import build_network, pfc_summary
+from gse.runtimes.sim.faults import FaultInjector
+from gse.runtimes.sim.run import DEFAULT_DETECT_PS, build_network, pfc_summary
 from gse.runtimes.sim.sampler import Sampler
 from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import CollectiveError, bus_factor, check_trace, expand
@@ -139,7 +140,7 @@ class Replayer:
 
     def __init__(self, topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, rank_hosts=None, compute_scale=1.0, programs=None,
-                 compute_model="streams"):
+                 compute_model="streams", faults=None, detect_ps=DEFAULT_DETECT_PS):
         if protocol not in PROTOCOLS:
             raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
         colls = list(collectives)
@@ -177,6 +178,9 @@ class Replayer:
             raise ValueError("two ranks map to the same host; each rank needs its own NIC")
         self.rank_hosts = rank_hosts
         self.net = build_network(topo, protocol, self.cfg, seed, loss_rate, corrupt_rate)
+        self.faults = FaultInjector(self.net, faults, detect_ps, seed) if faults else None
+        self.net.faults = self.faults
+        self.detect_ps = detect_ps
         self.states = []
         by_id = {}
         scale = float(compute_scale)
@@ -336,6 +340,11 @@ class Replayer:
         extra.update(pfc_summary(net))
         summary = summarize(self.records, net.ports, [h.agent.counters() for h in net.hosts],
                             base_rtt, net.eq.now, net.eq.events, wall, extra)
+        if self.faults is not None:
+            summary["failures"] = self.faults.summary(self.records)
+            summary["failures"]["detect_us"] = (None if self.detect_ps < 0
+                                                else self.detect_ps / 1e6)
+            summary["drops"] += sum(summary["failures"]["drops"].values())
         results = [st.res for st in self.states]
         summary["collectives"] = [r.as_dict() for r in results]
         summary["collectives_done"] = sum(1 for r in results if r.done)
@@ -359,14 +368,17 @@ def _first_with(colls, rank):
 
 def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
            corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0, sample_ps=0,
-           observers=(), compute_model="streams", programs=None):
+           observers=(), compute_model="streams", programs=None, faults=None,
+           detect_ps=DEFAULT_DETECT_PS):
     """Replay ``collectives`` (a list, or a ``Trace``: its per-rank programs, if it has
-    them, drive the replay) and return a ``ReplayResult``."""
+    them, drive the replay) and return a ``ReplayResult``; ``faults`` and ``detect_ps``
+    as in ``gse.runtimes.sim.run.run_simulation``."""
     colls = getattr(collectives, "collectives", collectives)
     if programs is None:
         programs = getattr(collectives, "programs", None)
     return Replayer(topo, colls, protocol, config, seed, loss_rate, corrupt_rate, rank_hosts,
-                    compute_scale, programs, compute_model).run(until_ps, sample_ps, observers)
+                    compute_scale, programs, compute_model, faults, detect_ps).run(
+                        until_ps, sample_ps, observers)
 
 
 def ring_bound_ps(topo, ring_hosts, size, mtu=4096):

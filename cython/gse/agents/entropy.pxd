@@ -16,7 +16,8 @@ cdef class EntropySelector:
     @cython.locals(recycled=Fifo, entropy="long long")
     cpdef long long next(self, long long now=*) except? -1
 
-    @cython.locals(n="long long", idx="long long", pen=object, dead=object)
+    @cython.locals(n="long long", idx="long long", pen=object, dead=object,
+                   entropy="long long")
     cpdef long long explore(self, long long now=*) except? -1
 
     @cython.locals(recycled=Fifo, i="Py_ssize_t", entropy="long long")
@@ -25,7 +26,7 @@ cdef class EntropySelector:
     @cython.locals(pen=object, idx="long long")
     cpdef bint is_penalised(self, long long entropy) except -1
 
-    @cython.locals(dead=object, idx="long long")
+    @cython.locals(dead=object)
     cpdef bint is_dead(self, long long entropy, long long now) except -1
 
     cpdef recycle(self, long long entropy)
@@ -33,7 +34,10 @@ cdef class EntropySelector:
     @cython.locals(idx="long long")
     cpdef penalise(self, long long entropy)
 
-    @cython.locals(idx="long long")
+    @cython.locals(recycled=Fifo)
     cpdef suspect(self, long long entropy, long long until)
+
+    @cython.locals(dead=object)
+    cpdef alive(self, long long entropy)
 
     cpdef Py_ssize_t n_penalised(self)

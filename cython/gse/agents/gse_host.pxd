@@ -42,6 +42,7 @@ cdef class GseHost(HostAgent):
     cdef public long long reorder_window_ps
     cdef public long long unknown_grants
     cdef public long long expiry_at
+    cdef public dict paths
 
     cpdef start_message(self, msg_id, dst, size, now)
 
@@ -86,7 +87,7 @@ cdef class GseHost(HostAgent):
 
     cpdef _send_request(self, OutMsg msg, long long now, bint retx)
 
-    cpdef long long _suspect_until(self, long long now) except? -1
+    cpdef long long _suspect_until(self, long long now, long long at_least) except? -1
 
     cpdef _activate(self, OutMsg msg)
 

@@ -32,6 +32,8 @@ cdef class InMsg:
     cdef public long long last_ack
     cdef public long long entropy
     cdef public long long heard
+    cdef public long long requested
+    cdef public long long trimmed
 
 
 cdef class ReceiverSide:

@@ -15,6 +15,8 @@ cdef long long PRIO_CONTROL
 cdef long long REQUEST
 cdef long long MASK32
 cdef long long AMBIGUOUS
+cdef long long TAIL_PKTS
+cdef long long WARY
 cdef long long SIGN32
 cdef long long WRAP32
 
@@ -33,6 +35,7 @@ cdef class OutMsg:
     cdef public long long credit
     cdef public long long credit_received
     cdef public long long need_total
+    cdef public long long nacked
     cdef public bytearray acked
     cdef public long long cum_acked
     cdef public long long n_acked

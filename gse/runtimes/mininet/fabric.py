@@ -189,6 +189,26 @@ class MininetFabric:
                 if out.strip():
                     raise RuntimeError("node %s: addresses: %s" % (h.name, out.strip()))
 
+    def set_link(self, li, up):
+        """Take link ``li`` down (both ends of its veth pair: ``ip link set ... down``) or
+        bring it back up, with its addresses and static neighbours.  Returns the error
+        text of a node whose command failed, or ''."""
+        la = self.plan[li]
+        errors = []
+        for nid, intf, ip, peer, mac in ((la.a, la.intf_a, la.ip_a, la.ip_b, la.mac_b),
+                                         (la.b, la.intf_b, la.ip_b, la.ip_a, la.mac_a)):
+            if up:
+                line = "ip link set dev %s up && ip addr replace %s/31 dev %s" % (intf, ip, intf)
+                if self.static_arp:
+                    line += " && ip neigh replace %s lladdr %s dev %s nud permanent" % (
+                        peer, mac, intf)
+            else:
+                line = "ip link set dev %s down" % intf
+            out = self.nodes[nid].cmd(line).strip()
+            if out:
+                errors.append("%s: %s" % (self.nodes[nid].name, out))
+        return "; ".join(errors)
+
     def _raise_buffers(self):
         for name in BUFFER_SYSCTLS:
             try:

@@ -39,7 +39,8 @@ from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
-from gse.runtimes.udp.results import summarize_agent_outputs
+from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
+from gse.workloads.faults import link_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENT_PORT = 47000
@@ -114,13 +115,19 @@ def group_name(topo, group):
 
 
 def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                  output_dir, run, port=AGENT_PORT, wire="gse"):
+                  output_dir, run, port=AGENT_PORT, wire="gse", faults=None, detect_ps=-1):
     """Every node's ``gse agent`` configuration on ``fabric``: the node binds 0.0.0.0:port
-    and reaches the neighbour on port p at the neighbour's own address on that link."""
+    and reaches the neighbour on port p at the neighbour's own address on that link.
+    With ``faults`` the switches get their route updates and every port of a failing
+    link its timeline, as the port sees its carrier (a switch or NIC knows at once that
+    its own port went down: it flushes it and releases PFC pauses across it), while the
+    runner takes the veth pair down for real (``link_events``); gray failures exist only
+    in the ports (a veth cannot drop a share of packets by itself)."""
     topo = fabric.topo
     confs = node_configs(topo, messages, protocol, config, seed,
                          [("0.0.0.0", port)] * len(topo.nodes), loss_rate, corrupt_rate,
-                         output_dir=output_dir, run=run, wire=wire)
+                         output_dir=output_dir, run=run, wire=wire, faults=faults,
+                         detect_ps=detect_ps)
     for conf in confs:
         addrs = fabric.port_addresses(conf["node"])
         conf["bind"] = ["0.0.0.0", port]
@@ -138,13 +145,35 @@ def agent_env():
     return env
 
 
+def link_events(topo, faults):
+    """[(t_ps, link, up)]: the ``ip link set`` the runner does (gray failures excepted)."""
+    out = []
+    count = {}
+    for t, li, action, _, _ in faults.link_events() if faults else ():
+        if action == "down":
+            count[li] = count.get(li, 0) + 1
+            if count[li] == 1:
+                out.append((t, li, False))
+        elif action == "up":
+            count[li] -= 1
+            if count[li] == 0:
+                out.append((t, li, True))
+    return out
+
+
 def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
                 progress=None, label=None, wire="gse", pcap=None, placement="node",
-                precise_timers=False):
+                precise_timers=False, faults=None, detect_ps=-1):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
+
+    ``faults`` (``gse.workloads.faults.FaultSchedule``, times on the agents' shared clock)
+    takes links down and up for real, ``ip link set`` on both ends of the veth pair, at
+    their times (the agents' ports see their carrier go, ``agent_configs``); the switch
+    agents replace their routes ``detect_ps`` after each change (-1: never), as their
+    configuration says; the hosts' transports see only loss.
 
     ``timeout_s`` bounds the traffic (from time 0); the whole run, set-up and tear-down
     included, is bounded too (``guard``).  ``out_dir`` keeps every agent's configuration,
@@ -195,7 +224,8 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 run_opts["start_at_unix"] = start_at
                 run_opts["timeout_s"] = round(budget + timeout_s, 3)
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
-                                      corrupt_rate, agents, run_opts, port, wire)
+                                      corrupt_rate, agents, run_opts, port, wire, faults,
+                                      detect_ps)
                 if pcap:
                     os.makedirs(pcap["dir"], exist_ok=True)
                     chosen = capture_plan(topo, pcap)
@@ -207,13 +237,14 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                         for nid in group:
                             confs[nid]["netns"] = fabric.nodes[nid].pid
                 paths = write_node_configs(confs, os.path.join(agents, "conf"))
+                run.link_events = link_events(topo, faults)
                 run.launch(paths, groups, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
             finally:
                 fabric.stop()
         run.phase("collecting")
         summary, records = _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric,
-                                      budget, ip_base, port)
+                                      budget, ip_base, port, faults, detect_ps)
         summary["mininet"]["total_s"] = round(time.perf_counter() - t_all, 3)
         if out_dir:
             summary["mininet"]["work_dir"] = work
@@ -248,6 +279,8 @@ class _Run:
         self.agents_dir = None
         self.placement = "node"
         self.precise = False
+        self.link_events = []      # (t_ps, link, up) still to do
+        self.links_done = []       # (t_ps, link, up, seconds late, error) done
 
     def phase(self, name):
         self.stage = name
@@ -302,7 +335,12 @@ class _Run:
                                        for nid in pending_ready)
             if now >= start_at:
                 self.stage = "running"
-            done = [g for g in hosts if g in self.exit_at]
+            while self.link_events and now >= start_at + self.link_events[0][0] / 1e12:
+                t, li, up = self.link_events.pop(0)
+                error = self.fabric.set_link(li, up)
+                late = time.time() - (start_at + t / 1e12)
+                self.links_done.append((t, li, up, round(late, 3), error))
+            done = [nid for g in hosts if g in self.exit_at]
             if len(done) == len(hosts):
                 codes = [self.procs[g].returncode for g in hosts]
                 self.end = "done" if all(c == 0 for c in codes) else "incomplete"
@@ -311,7 +349,10 @@ class _Run:
                 self.end = "timeout"
                 break
             self._report()
-            time.sleep(POLL_S)
+            nap = POLL_S
+            if self.link_events:
+                nap = min(nap, max(0.0, start_at + self.link_events[0][0] / 1e12 - now))
+            time.sleep(nap)
         last = max((self.exit_at[g] for g in hosts if g in self.exit_at),
                    default=time.time())
         self.wall_s = max(0.0, min(last, time.time()) - start_at)
@@ -362,7 +403,7 @@ class _Run:
 
 
 def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, ip_base,
-               port):
+               port, faults=None, detect_ps=-1):
     counter_files, record_files, missing = [], [], []
     for conf in confs:
         for key in ("counters", "records"):
@@ -408,6 +449,12 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
         "end": run.end, "exit_codes": codes, "missing_outputs": missing,
         "left_behind": fabric.left_behind(), "fabric_errors": fabric.errors,
     }
+    if faults:
+        failure_summary(summary, topo, faults, counters, detect_ps)
+        summary["failures"]["ip_link"] = [
+            {"t_us": t / 1e6, "link": link_name(topo, li), "up": up, "late_s": late,
+             "error": error} for t, li, up, late, error in run.links_done]
+        summary["failures"]["ip_link_not_done"] = len(run.link_events)
     return summary, records
 
 
@@ -470,11 +517,13 @@ def run_from_args(args, topo, messages, config):
     progress = getattr(args, "mininet_progress", None)     # gse run's progress bar
     if progress is None and sys.stderr.isatty() and not args.quiet:
         progress = ProgressLine()
+    from gse.cli.faults import detect_ps, faults_from_args
     result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),
                          progress=progress, wire=getattr(args, "wire", "gse"),
                          pcap=pcap_options(args),
                          placement=getattr(args, "placement", "node"),
-                         precise_timers=getattr(args, "precise_timers", False))
+                         precise_timers=getattr(args, "precise_timers", False),
+                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
     return result.summary, result.records

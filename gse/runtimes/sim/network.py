@@ -15,6 +15,10 @@ that while the port stays over XOFF, so a lost RESUME or PAUSE cannot stall a po
 
 Fault injection (per link, seeded): ``loss_rate`` drops a packet on the wire,
 ``corrupt_rate`` flips a bit (the receiving host's checksum fails: counted and dropped).
+Link failures (``gse.runtimes.sim.faults``) hang a ``PortFault`` on the ports they may
+touch (``fault``): such a port hands what it sends to its fault instead of scheduling the
+arrival itself, and drops at once what is routed to it while its link is down; a port
+without one pays a single ``None`` test.
 """
 
 import random
@@ -39,7 +43,8 @@ class LinkPort(Handler):
     __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
-                 "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver")
+                 "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver",
+                 "fault")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -67,6 +72,7 @@ class LinkPort(Handler):
         self.pause_until = -1
         self.wake_fn = event_target(self, self.wake)  # once, for the event queue
         self.deliver = None       # event target of peer.receive (set with peer)
+        self.fault = None         # a PortFault when link failures may touch this port
 
     def fire(self, a, b):
         self.wake(a, b)
@@ -76,6 +82,9 @@ class LinkPort(Handler):
         eq = self.eq
         now = eq.now
         queue = self.queue
+        if self.fault is not None and self.fault.down:
+            self.fault.black_hole(pkt)
+            return
         if (self.busy_until <= now and not self.wake_pending
                 and (not queue.paused or pkt.prio == PRIO_CONTROL)):
             queue.count_unqueued(pkt)
@@ -154,6 +163,9 @@ class LinkPort(Handler):
             if r < self.loss + self.corrupt:
                 self.wire_corrupt += 1
                 pkt.corrupt = True
+        if self.fault is not None:
+            self.fault.carry(pkt, done)
+            return
         self.eq.at(done + self.delay, self.deliver, pkt, self.peer_port)
 
 
@@ -327,6 +339,7 @@ class Network:
         self.seed = seed
         self.records = {}          # (src, msg_id) -> finish ps at the receiver
         self.sender_done = {}      # (src, msg_id) -> (retransmits, finish ps at sender)
+        self.faults = None         # a gse.runtimes.sim.faults.FaultInjector, if any
         eq = self.eq
         self.nodes = [None] * len(topo.nodes)
         self.hosts = []

@@ -11,6 +11,7 @@ from gse.metrics.records import MessageRecord, RunResult, ideal_ps, summarize
 from gse.protocols import default_config, host_factory, pfc_config, queue_config
 from gse.runtimes.sim import htsim_model
 from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
+from gse.runtimes.sim.faults import FaultInjector
 from gse.runtimes.sim.network import Network
 from gse.runtimes.sim.observe import run_observed
 from gse.runtimes.sim.routes import pin_routes
@@ -54,9 +55,12 @@ def route_summary(net):
     return {"unroutable": unroutable, "unreachable": unreachable}
 
 
+DEFAULT_DETECT_PS = 1_000_000_000      # 1 ms: switches learn of a failure this late
+
+
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                    corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None,
-                   routes=None, trace_rates=False):
+                   routes=None, trace_rates=False, faults=None, detect_ps=DEFAULT_DETECT_PS):
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
 
     ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
@@ -68,7 +72,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     ``messages`` are then its timed messages.
     ``routes``: pin flows to given paths (gse.runtimes.sim.routes), e.g. htsim's.
     ``trace_rates``: every RoCE host logs its DCQCN reaction points' rate changes
-    (``result.network.hosts[i].agent.rate_log``, gse.metrics.rates)."""
+    (``result.network.hosts[i].agent.rate_log``, gse.metrics.rates).
+    ``faults`` (a ``gse.workloads.faults.FaultSchedule``) fails links and switches as it
+    says, the switches learning of each change ``detect_ps`` later (-1: never) unless an
+    entry says otherwise; the summary's ``failures`` gives the counters of each entry."""
     cfg = config if config is not None else default_config(protocol)
     held = list(triggers.held) if triggers is not None else []
     for m in list(messages) + held:
@@ -82,6 +89,8 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
         for h in net.hosts:
             if hasattr(h.agent, "rate_log"):
                 h.agent.rate_log = {}
+    injector = FaultInjector(net, faults, detect_ps, seed) if faults else None
+    net.faults = injector
     cache = {}
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]
@@ -112,6 +121,10 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     summary = summarize(records, net.ports, [h.agent.counters() for h in net.hosts],
                         base_rtt, net.eq.now, net.eq.events, wall, extra)
     summary["drops"] += summary["unroutable"]
+    if injector is not None:
+        summary["failures"] = injector.summary(records)
+        summary["failures"]["detect_us"] = None if detect_ps < 0 else detect_ps / 1e6
+        summary["drops"] += sum(summary["failures"]["drops"].values())
     if protocol == "gse-fabric":
         fabric_summary(net, summary)
     result = RunResult(summary, records, net)
@@ -121,12 +134,14 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
 
 
 def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1,
-            sample_ps=0, observers=None, triggers=None):
+            sample_ps=0, observers=None, triggers=None, faults=None,
+            detect_ps=DEFAULT_DETECT_PS):
     """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}.
 
     ``observers``: ``{protocol: [make(net), ...]}`` (see ``run_simulation``)."""
     observers = observers or {}
     return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
                                      corrupt_rate, until_ps, sample_ps,
-                                     observers.get(protocol, ()), triggers)
+                                     observers.get(protocol, ()), triggers,
+                                     faults=faults, detect_ps=detect_ps)
             for protocol, cfg in configs.items()}

@@ -30,6 +30,7 @@ from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node
                                      protocol_config, write_json_atomic)
 from gse.runtimes.udp.io import Endpoint, Scheduler, loop_name, run_async
 from gse.runtimes.udp.netns import kernel_drops_in, open_udp_socket_in
+from gse.runtimes.udp.faults import install as install_faults
 
 COUNTERS_FORMAT = "gse-agent-counters/1"
 RECORDS_FORMAT = "gse-agent-records/1"
@@ -103,6 +104,7 @@ class Agent:
                 await ep.start(on_datagram)
             self.sched.start_clock(self._start_delay_ns())
             for conf, node in zip(self.confs, self.nodes):
+                install_faults(node, conf)      # times on the clock just started
                 if conf["role"] == "host":
                     for m in conf["messages"]:
                         self.sched.at(m["start_ps"], node.start, _Msg(m))

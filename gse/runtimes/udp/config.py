@@ -143,7 +143,7 @@ def max_datagram(wire, mtu):
 
 def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of=None,
                  loss_rate=0.0, corrupt_rate=0.0, output_dir=None, run=None, wire="gse",
-                 secure_key_file=None):
+                 secure_key_file=None, faults=None, detect_ps=-1, link_faults=True):
     """The configuration of every node of ``topo`` (a list indexed by node id).
 
     ``address_of`` maps a node id to its (ip, port): a callable, a list or a dict (default
@@ -152,6 +152,11 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     ``<dir>/<name>.counters.json`` and, for hosts, ``<dir>/<name>.records.json``.
     ``run`` overrides entries of ``RUN_DEFAULTS``.  ``secure_key_file``: the hosts
     authenticate their packets with the domain key in that file (``gse.runtimes.udp.secure``).
+    ``faults`` (a ``gse.workloads.faults.FaultSchedule``) gives each switch its
+    ``route_updates`` (as the switches learn of each change, ``detect_ps`` later; -1:
+    never) and, with ``link_faults``, each port of a failing link its ``faults`` timeline
+    (what the port sees of its link; in Mininet the runner also takes the link down for
+    real).
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
@@ -194,6 +199,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
         leaf_of, leaves = attachments(topo)
         deep = QueueConfig(cfg.leaf_queue_bytes, cfg.leaf_queue_bytes)
         leaf_queue = {name: getattr(deep, name) for name in deep.__slots__}
+    port_faults, route_updates = _fault_timelines(topo, faults, detect_ps, link_faults)
     out = []
     for nid, node in enumerate(topo.nodes):
         ports = []
@@ -205,6 +211,9 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                           "gbps": link.gbps, "delay_ps": link.delay_ps,
                           "loss": loss_rate, "corrupt": corrupt_rate,
                           "faces_host": topo.nodes[peer].kind == "host"})
+            timeline = port_faults.get((nid, pidx))
+            if timeline:
+                ports[-1]["faults"] = timeline
         conf = {"format": FORMAT, "node": nid, "name": node.name, "kind": node.kind,
                 "role": "host" if node.kind == "host" else "switch", "hosts": n_hosts,
                 "bind": addrs[nid], "ports": ports, "seed": seed, "queue": queue,
@@ -238,8 +247,28 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                                     sorted(leaf_routes(topo, nid, leaf_of, leaves).items())]}
                 if leaf:                  # a leaf's egress queues draw on its deep buffer
                     conf["queue"] = leaf_queue
+            if nid in route_updates:
+                conf["route_updates"] = route_updates[nid]
         out.append(check_node_config(conf, "node %s" % node.name))
     return out
+
+
+def _fault_timelines(topo, faults, detect_ps, link_faults):
+    """({(node, port): [[t, action, value]]}, {switch: [[t, [[host, [ports]]]]]})."""
+    if not faults:
+        return {}, {}
+    ports = {}
+    if link_faults:
+        for key, events in faults.port_timeline(topo).items():
+            ports[key] = [[t, action, value] for t, action, value, _ in events]
+    routes = {}
+    for t, _, changes in faults.route_timeline(topo, detect_ps):
+        rows = {}
+        for switch, host, hops in changes:
+            rows.setdefault(switch, []).append([host, list(hops)])
+        for switch, r in rows.items():
+            routes.setdefault(switch, []).append([t, r])
+    return ports, routes
 
 
 def write_node_configs(configs, directory):

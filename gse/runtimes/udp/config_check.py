@@ -70,6 +70,10 @@ def _need(conf, key, types, where, optional=False):
     return value
 
 
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def _tuple(types):
     return types if isinstance(types, tuple) else (types,)
 
@@ -209,6 +213,13 @@ def _check_ports(conf, role, where):
         problem = fault_rates_error(loss, corrupt, "'loss'", "'corrupt'")
         if problem:
             raise ConfigError("%s: %s" % (pw, problem))
+        for j, ev in enumerate(_need(p, "faults", list, pw, optional=True) or ()):
+            if (not isinstance(ev, list) or len(ev) != 3 or not _is_int(ev[0]) or ev[0] < 0
+                    or ev[1] not in ("down", "up", "gray")
+                    or not isinstance(ev[2], (int, float)) or isinstance(ev[2], bool)
+                    or not 0 <= ev[2] <= 1):
+                raise ConfigError("%s: faults[%d] must be [t_ps >= 0, \"down\" | \"up\" | "
+                                  "\"gray\", drop fraction 0..1], got %r" % (pw, j, ev))
         _need(p, "faces_host", bool, pw)
 
 
@@ -303,6 +314,17 @@ def _check_switch(conf, n_hosts, where):
                           % (where, conf["forwarding"]))
     _int(conf, "salt", where, 0)
     _int(conf, "switch_latency_ps", where, 0, 2 ** 63 - 1, optional=True)
+    for j, up in enumerate(_need(conf, "route_updates", list, where, optional=True) or ()):
+        ok = isinstance(up, list) and len(up) == 2 and _is_int(up[0]) and up[0] >= 0
+        for row in up[1] if ok and isinstance(up[1], list) else [None]:
+            if not (isinstance(row, list) and len(row) == 2 and _is_int(row[0])
+                    and 0 <= row[0] < len(hops) and isinstance(row[1], list)
+                    and all(_is_int(x) and 0 <= x < len(ports) for x in row[1])):
+                ok = False
+        if not ok:
+            raise ConfigError("%s: route_updates[%d] must be [t_ps >= 0, [[host, [local "
+                              "ports]], ...]] (hosts 0..%d, ports 0..%d), got %r"
+                              % (where, j, len(hops) - 1, len(ports) - 1, up))
     pfc = conf.get("pfc")
     if pfc is not None:
         if not isinstance(pfc, dict):

@@ -262,7 +262,7 @@ class EmulatedPort:
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
-                 "pause_expiries", "seal")
+                 "pause_expiries", "seal", "fault")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -307,6 +307,7 @@ class EmulatedPort:
         self.pause_fn = self._pause_expired
         self.pause_expiries = 0    # pauses that ended by their quanta (no RESUME came)
         self.seal = None           # a host NIC with --secure: Tss.seal(raw, corrupt)
+        self.fault = None          # a gse.runtimes.udp.faults.LinkFault when scheduled
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -320,6 +321,9 @@ class EmulatedPort:
         """A packet routed to this port at ``now``; ``raw`` is its datagram, or None.
         ``transient``: ``pkt`` is the switch's reusable packet, copied if it must wait."""
         queue = self.queue
+        if self.fault is not None and self.fault.down:
+            self.fault.black_holed += 1   # routed to a dead link, not yet learnt
+            return
         if queue.data_bytes or queue.control_bytes:   # (bytes exactly when packets)
             self._drain(now)          # bring the virtual schedule up to now first
         if self.busy_until <= now and (not queue.paused or pkt.prio == PRIO_CONTROL):
@@ -379,6 +383,8 @@ class EmulatedPort:
         if it was made here), ``changed`` whether the queue changed it since."""
         done = start + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
         self.busy_until = done
+        if self.fault is not None and self.fault.drops():
+            return
         if self.rng is not None:
             r = self.rng.random()
             if r < self.loss:
@@ -488,13 +494,16 @@ class EmulatedPort:
         return self.paused_ps
 
     def stats(self, now):
-        return {"port": self.port, "peer": self.peer, "peer_port": self.peer_port,
-                "kind": self.kind, "faces_host": self.faces_host,
-                "counters": self.queue.counters.as_dict(), "wire_drops": self.wire_drops,
-                "wire_corrupt": self.wire_corrupt, "encode_errors": self.encode_errors,
-                "pauses_received": self.pauses_received,
-                "pause_expiries": self.pause_expiries,
-                "paused_ps": self.paused_total_ps(now)}
+        d = {"port": self.port, "peer": self.peer, "peer_port": self.peer_port,
+             "kind": self.kind, "faces_host": self.faces_host,
+             "counters": self.queue.counters.as_dict(), "wire_drops": self.wire_drops,
+             "wire_corrupt": self.wire_corrupt, "encode_errors": self.encode_errors,
+             "pauses_received": self.pauses_received,
+             "pause_expiries": self.pause_expiries,
+             "paused_ps": self.paused_total_ps(now)}
+        if self.fault is not None:
+            d["faults"] = self.fault.stats()
+        return d
 
 
 class HostNic(EmulatedPort):

@@ -32,9 +32,11 @@ from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.fabric import LeafDriver
+from gse.runtimes.udp.faults import install as install_faults
 from gse.runtimes.udp.netns import kernel_drops
 from gse.runtimes.udp.node import DEFAULT_SLACK_PS
-from gse.runtimes.udp.results import build_summary, message_records, udp_totals
+from gse.runtimes.udp.results import (build_summary, failure_summary, message_records,
+                                      udp_totals)
 
 ADDRESSING = ("ports", "ips")
 SETTLE_S = 2.0      # fabric mode: longest wait for the leaves to drain after the last ACK
@@ -59,7 +61,7 @@ class UdpNetwork:
     def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
                  precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None,
-                 progress=None, secure_key_file=None):
+                 progress=None, secure_key_file=None, faults=None, detect_ps=-1):
         check_protocol(protocol)
         self.secure_key_file = secure_key_file
         self.topo = topo
@@ -74,6 +76,8 @@ class UdpNetwork:
         self.slack_ps = slack_ps
         self.precise = precise_timers
         self.rcvbuf = rcvbuf_bytes
+        self.faults = faults
+        self.detect_ps = detect_ps
         self.plan = address_plan(topo, addressing)
         # --pcap: {"dir", "spec", "budget", "snaplen"} (gse.runtimes.udp.capture)
         self.pcap = pcap
@@ -97,6 +101,7 @@ class UdpNetwork:
         self.loop_name = None
         self.opened = False
         self.signal = None         # the signal that stopped the run, by name
+        self.confs = []
 
     async def __aenter__(self):
         await self.open()
@@ -123,8 +128,10 @@ class UdpNetwork:
             confs = node_configs(topo, self.messages, self.protocol, self.config, self.seed,
                                  [list(a) for a in self.addresses], self.loss_rate,
                                  self.corrupt_rate, run=run, wire=self.wire,
-                                 secure_key_file=self.secure_key_file)
+                                 secure_key_file=self.secure_key_file,
+                                 faults=self.faults, detect_ps=self.detect_ps)
             agent_cfg = None
+            self.confs = confs
             for conf, ep in zip(confs, self.endpoints):
                 if conf["role"] == "host" and agent_cfg is None:
                     agent_cfg = protocol_config(conf)
@@ -192,6 +199,8 @@ class UdpNetwork:
         self.outstanding = 2 * len(self.messages)
         sched = self.sched
         sched.start_clock()
+        for node, conf in zip(self.nodes, self.confs):
+            install_faults(node, conf)
         wall0 = time.perf_counter()
         for m in self.messages:
             sched.at(m.start_ps, self.hosts[m.src].start, m)
@@ -275,6 +284,8 @@ class UdpNetwork:
                                 self.elapsed_ps, self.wall_s, extra, udp)
         # a run stopped early (timeout, signal, --until-us) is a partial result: say so
         summary["complete"] = self.end == "done"
+        if self.faults:
+            failure_summary(summary, self.topo, self.faults, counters, self.detect_ps)
         return RunResult(summary, records, self)
 
 
@@ -282,10 +293,10 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
                         rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None, progress=None,
-                        stop_signals=(), secure_key_file=None):
+                        stop_signals=(), secure_key_file=None, faults=None, detect_ps=-1):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
                      addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap,
-                     progress, secure_key_file)
+                     progress, secure_key_file, faults, detect_ps)
     async with net:
         await net.run(until_ps, timeout_s, stop_signals)
     return net.result()
@@ -294,7 +305,8 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
 def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
             corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
             slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
-            wire="gse", pcap=None, progress=None, secure_key_file=None):
+            wire="gse", pcap=None, progress=None, secure_key_file=None, faults=None,
+            detect_ps=-1):
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
     ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
     PDS/SES headers, ``gse.wire.uet``).
@@ -307,6 +319,8 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
     In the main thread SIGINT and SIGTERM stop the run the way a timeout does: the result
     holds what was delivered so far, with ``summary["complete"]`` False and
     ``summary["udp"]["end"]`` "signal" (``["signal"]`` names it).
+    ``faults`` fails links as the schedule says (times on the run's clock), the switches
+    learning of each change ``detect_ps`` later.
     """
     for m in messages:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
@@ -317,5 +331,5 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
         addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress, signals,
-        secure_key_file),
+        secure_key_file, faults, detect_ps),
         loop)

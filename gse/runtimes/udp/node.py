@@ -82,7 +82,8 @@ class SwitchDriver(NodeDriver):
     (``scratch``), nothing keeps it: a port copies it when it must queue it, as does the
     switch-latency path."""
 
-    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn")
+    __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn",
+                 "route_updates")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
@@ -92,6 +93,7 @@ class SwitchDriver(NodeDriver):
         self.pfc = pfc
         self.unroutable = 0
         self.refresh_fn = self._refresh_pause
+        self.route_updates = None   # gse.runtimes.udp.faults.RouteUpdates, when scheduled
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, self.scratch)
@@ -140,6 +142,9 @@ class SwitchDriver(NodeDriver):
         c["role"] = "switch"
         c["unroutable"] = self.unroutable
         c["unreachable"] = self.switch.unreachable
+        if self.route_updates is not None:
+            c["route_updates"] = {"applied": self.route_updates.applied,
+                                  "entries": self.route_updates.entries}
         c["forwarded"] = self.switch.forwarded
         if self.pfc is not None:
             c["pfc"] = {"pauses_sent": self.pfc.pauses_sent,

@@ -112,6 +112,41 @@ def build_summary(topo, records, ports, node_counters, host_agent_counters, conf
     return summary
 
 
+def failure_summary(summary, topo, schedule, node_counters, detect_ps):
+    """Add ``failures`` to a UDP run's summary: the schedule, and what its links lost
+    (from the ports' ``faults`` counters; per entry, summed over its links' ports, a
+    link shared by two entries counted for the first), in the simulation's schema as far
+    as a real network can count it (no per-message attribution)."""
+    from gse.runtimes.udp.faults import CAUSES, fault_totals
+    by_port = {}
+    for c in node_counters:
+        for p in c.get("ports", ()):
+            if p.get("faults"):
+                by_port[(c["node"], p["port"])] = p["faults"]
+    seen = set()
+    entries = []
+    for e in schedule.entries:
+        d = e.describe(topo)
+        counts = dict.fromkeys(CAUSES, 0)
+        for li in e.links:
+            if li in seen:
+                continue
+            seen.add(li)
+            link = topo.links[li]
+            for end in ((link.a, link.a_port), (link.b, link.b_port)):
+                for cause in CAUSES:
+                    counts[cause] += by_port.get(end, {}).get(cause, 0)
+        d.update(counts)
+        d["lost_on_link"] = counts["in_flight"] + counts["queued"]
+        entries.append(d)
+    updates = sum(c.get("route_updates", {}).get("applied", 0) for c in node_counters)
+    drops = fault_totals(node_counters)
+    summary["failures"] = {"entries": entries, "drops": drops, "route_updates": updates,
+                           "detect_us": None if detect_ps < 0 else detect_ps / 1e6}
+    summary["drops"] += sum(drops.values())
+    return summary
+
+
 def summarize_agent_outputs(topo, messages, config, counter_files, record_files,
                             protocol="gse", seed=1, wall_s=0.0, extra=None):
     """The run summary and per-message records from ``gse agent`` output files.

@@ -42,6 +42,7 @@ cdef class LinkPort(Handler):
     cdef public long long pause_until
     cdef public object wake_fn
     cdef public object deliver
+    cdef public object fault
 
     cpdef fire(self, a, b)
 

@@ -326,6 +326,7 @@ cdef class EmulatedPort:
     cdef public object pause_fn
     cdef public long long pause_expiries
     cdef public object seal
+    cdef public object fault
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)

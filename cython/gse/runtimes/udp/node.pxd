@@ -44,6 +44,7 @@ cdef class SwitchDriver(NodeDriver):
     cdef public long long unroutable
     cdef public Packet scratch
     cdef public object refresh_fn
+    cdef public object route_updates
 
     @cython.locals(pkt=Packet)
     cpdef datagram(self, data, addr)

@@ -1,0 +1,266 @@
+"""Link and switch failures in the simulation: the schedule played on the event queue.
+
+``FaultInjector(net, schedule, detect_ps, seed)`` (``gse.workloads.faults`` makes the
+schedule) hangs a ``PortFault`` on both ports of every link the schedule touches, and on
+every host NIC (to count retransmissions), and puts the schedule's events on the queue:
+
+* **down**: the link's two ports drop what is on the wire (it arrives to nothing:
+  ``in_flight``) and in their queues (``queued``), PFC pauses on the link are released
+  (a paused port resumes, a switch stops pausing its neighbour across it), and from then
+  on whatever is routed to or sent on the link is lost (``black_holed``) until the
+  switches learn of it and route around it;
+* **up**: the link carries again (nothing is routed to it until that is learnt);
+* **gray**: the link stays up and is never detected, but drops a fraction of what it
+  carries, both directions (``gray``);
+* **detection**, ``detect_ps`` after each change (an entry's ``detect=`` overrides it):
+  the switches learn the new state and recompute their routes for the next hops it
+  touches only (``topologies.routing.Routes``); a switch left without a next hop toward
+  a host drops what is sent there (counted ``unreachable`` by the switch).
+
+Agents learn of none of this: a GSE sender sees losses and timeouts, a RoCE flow its
+go-back-N.  Counters are kept per schedule entry (``entries``) and summed
+(``summary()``); a message that lost a packet to an entry is *affected* by it, and the
+retransmissions its sender makes from then on count as ``retransmitted`` for that entry.
+"""
+
+import random
+
+from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
+from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
+from gse.workloads.faults import DOWN, GRAY, UP, link_name
+
+CAUSES = ("in_flight", "queued", "black_holed", "gray")
+HTSIM_PORTS = (HtsimHostPort, HtsimSwitchPort)
+
+
+class EntryStats:
+    """What one schedule entry did to the run."""
+
+    __slots__ = ("entry", "drops", "data_drops", "retransmitted", "affected", "detected_ps",
+                 "route_changes", "pauses_released")
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.drops = dict.fromkeys(CAUSES, 0)
+        self.data_drops = 0
+        self.retransmitted = 0
+        self.affected = set()          # (src, msg_id) of messages that lost a packet to it
+        self.detected_ps = []          # when the switches learnt each of its changes
+        self.route_changes = 0         # next-hop entries rewritten because of it
+        self.pauses_released = 0
+
+
+class PortFault:
+    """The failure state of one port (one direction of a link).
+
+    ``faulty``: the link is in the schedule (a watched host NIC that is not only counts
+    retransmissions).  ``down`` counts the entries holding it down."""
+
+    __slots__ = ("injector", "port", "link", "faulty", "down", "downs", "entry", "gray",
+                 "gray_entry", "rng", "epoch", "eq", "delay", "target", "receive",
+                 "peer_port", "is_host")
+
+    def __init__(self, injector, port, link, faulty, seed):
+        self.injector = injector
+        self.port = port
+        self.link = link
+        self.faulty = faulty
+        self.down = False
+        self.downs = 0
+        self.entry = None               # the entry that took it down (for counters)
+        self.gray = 0.0
+        self.gray_entry = None
+        self.rng = random.Random("%s/gray/%d/%d" % (seed, port.node, port.port))
+        self.epoch = 0                  # failures so far: what left before one is lost
+        self.eq = port.eq
+        self.delay = port.delay
+        self.target = port.deliver      # the arrival as the event queue takes it
+        self.receive = port.peer.receive  # ... and as a call
+        self.peer_port = port.peer_port
+        self.is_host = port.kind == "host"
+
+    def carry(self, pkt, done):
+        """``pkt`` finished serialising at ``done``: put it on the wire, or lose it."""
+        if self.is_host and pkt.flags & F_RETX and pkt.kind == DATA:
+            self.injector.retransmission(pkt)
+        if not self.faulty:
+            self.eq.at(done + self.delay, self.target, pkt, self.peer_port)
+            return
+        if self.down:
+            self.injector.lost(self.entry, pkt, "black_holed")
+            return
+        if self.gray and self.rng.random() < self.gray:
+            self.injector.lost(self.gray_entry, pkt, "gray")
+            return
+        self.eq.at(done + self.delay, self.arrive, pkt, self.epoch)
+
+    def arrive(self, pkt, epoch):
+        if epoch != self.epoch:         # the link failed while it was on the wire
+            self.injector.lost(self.entry, pkt, "in_flight")
+            return
+        self.receive(pkt, self.peer_port)
+
+    def black_hole(self, pkt):
+        """Routed to this port while its link is down (the switch does not know yet)."""
+        self.injector.lost(self.entry, pkt, "black_holed")
+
+
+class FaultInjector:
+    """A schedule of failures played on a ``Network`` (see the module docstring)."""
+
+    def __init__(self, net, schedule, detect_ps, seed=1):
+        if any(isinstance(p, HTSIM_PORTS) for p in net.ports):
+            raise ValueError("link failures are not modelled in the htsim PFC model (its "
+                             "ports and pipes are htsim's); use the default RoCE model")
+        self.net = net
+        self.schedule = schedule
+        self.detect_ps = detect_ps
+        topo = net.topo
+        self.stats = [EntryStats(e) for e in schedule.entries]
+        self.by_link = {}               # link -> [PortFault, PortFault]
+        faulty = set(schedule.links())
+        for port in net.ports:
+            li = topo.nodes[port.node].ports[port.port]
+            if li in faulty or port.kind == "host":
+                pf = PortFault(self, port, li, li in faulty, seed)
+                port.fault = pf
+                if li in faulty:
+                    self.by_link.setdefault(li, []).append(pf)
+        self.fabric_rows = self._fabric_rows(net)
+        eq = net.eq
+        for t, li, action, value, idx in schedule.link_events():
+            eq.at(t, self._link_event, (li, action, value), idx)
+        for t, idx, changes in schedule.route_timeline(topo, detect_ps):
+            eq.at(t, self._route_event, changes, idx)
+
+    # -- the links ------------------------------------------------------------------------
+
+    def _link_event(self, what, idx):
+        li, action, value = what
+        stats = self.stats[idx]
+        now = self.net.eq.now
+        for pf in self.by_link[li]:
+            if action == GRAY:
+                pf.gray = value
+                pf.gray_entry = stats if value else None
+            elif action == DOWN:
+                pf.downs += 1
+                if pf.downs == 1:
+                    pf.down = True
+                    pf.entry = stats
+                    pf.epoch += 1
+                    self._fail_port(pf, stats, now)
+            elif action == UP:
+                pf.downs -= 1
+                if pf.downs == 0:
+                    pf.down = False
+
+    def _fail_port(self, pf, stats, now):
+        port = pf.port
+        pfc = port.pfc
+        owner = port.owner
+        for pkt in port.queue.flush():
+            if pfc is not None and pkt.prio == PRIO_DATA:
+                if pfc.on_dequeue(pkt.ingress, pkt.size):
+                    owner.send_pfc(pkt.ingress, RESUME)
+            self.lost(stats, pkt, "queued")
+        if port.queue.paused:           # held by a neighbour that can no longer resume it
+            port.resume(now)
+            stats.pauses_released += 1
+        if pfc is not None and pfc.pausing[port.port]:
+            pfc.pausing[port.port] = 0  # no more PAUSE refreshes across a dead link
+            stats.pauses_released += 1
+
+    # -- what the switches learn ----------------------------------------------------------
+
+    def _route_event(self, changes, idx):
+        """The switches learnt of a change: their tables take ``changes``."""
+        stats = self.stats[idx]
+        stats.detected_ps.append(self.net.eq.now)
+        stats.route_changes += len(changes)
+        nodes = self.net.nodes
+        touched = set()
+        for u, h, hops in changes:
+            switch = nodes[u].switch
+            switch.next_hops[h] = hops
+            for leaf in self.fabric_rows.get(h, ()):
+                if leaf != u:
+                    switch.next_hops[leaf] = hops
+            touched.add(u)
+        for u in touched:               # fabric leaves: start new containers on new paths
+            agent = getattr(nodes[u], "agent", None)
+            voqs = getattr(agent, "voqs", None)
+            if voqs:
+                for voq in voqs.values():
+                    voq.cont_left = 0
+
+    @staticmethod
+    def _fabric_rows(net):
+        """host -> the leaves whose row in an extended (fabric mode) table is that host's."""
+        rows = {}
+        n_hosts = len(net.topo.hosts)
+        for sn in net.switches:
+            if len(sn.switch.next_hops) > n_hosts:     # extended: fabric mode
+                first = {}
+                for h in net.topo.hosts:
+                    leaf = net.topo.peer(h, 0)[0]
+                    first.setdefault(leaf, h)
+                for leaf, h in first.items():
+                    rows.setdefault(h, []).append(leaf)
+                break
+        return rows
+
+    # -- counting -------------------------------------------------------------------------
+
+    def lost(self, stats, pkt, cause):
+        stats.drops[cause] += 1
+        if pkt.kind == DATA:
+            stats.data_drops += 1
+            if pkt.src < len(self.net.hosts):
+                stats.affected.add((pkt.src, pkt.msg_id))
+
+    def retransmission(self, pkt):
+        key = (pkt.src, pkt.msg_id)
+        for stats in self.stats:
+            if key in stats.affected:
+                stats.retransmitted += 1
+                return
+
+    def drops(self):
+        """Packets lost to failures, by cause, over every entry."""
+        total = dict.fromkeys(CAUSES, 0)
+        for stats in self.stats:
+            for cause, n in stats.drops.items():
+                total[cause] += n
+        return total
+
+    def summary(self, records=None):
+        """JSON-ready: one dict per entry, and the totals.  With the run's ``records``,
+        each entry says when its affected messages finished."""
+        topo = self.net.topo
+        done = {}
+        if records is not None:
+            done = {(r.src, r.msg_id): r for r in records}
+        entries = []
+        for stats in self.stats:
+            e = stats.entry
+            d = e.describe(topo)
+            d.update({"lost_on_link": stats.drops["in_flight"] + stats.drops["queued"]})
+            d.update(stats.drops)
+            d["data_packets_lost"] = stats.data_drops
+            d["retransmitted"] = stats.retransmitted
+            d["affected_messages"] = len(stats.affected)
+            d["detected_us"] = [round(t / 1e6, 3) for t in stats.detected_ps]
+            d["route_changes"] = stats.route_changes
+            d["pauses_released"] = stats.pauses_released
+            finished = [done[k].finish_ps for k in stats.affected
+                        if k in done and done[k].finish_ps >= 0]
+            if finished:
+                d["affected_done_us"] = [round((min(finished) - e.at_ps) / 1e6, 3),
+                                         round((max(finished) - e.at_ps) / 1e6, 3)]
+            unfinished = sum(1 for k in stats.affected
+                             if k not in done or done[k].finish_ps < 0)
+            d["affected_unfinished"] = unfinished
+            entries.append(d)
+        return {"entries": entries, "drops": self.drops(),
+                "links": [link_name(topo, li) for li in self.schedule.links()]}

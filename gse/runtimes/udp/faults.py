@@ -1,0 +1,139 @@
+"""Link failures and route updates in the UDP runtimes, as a node's configuration says.
+
+The schedule (``gse.workloads.faults``) is turned into configuration by
+``gse.runtimes.udp.config.node_configs``: each port of a failing link gets its timeline
+(``faults``: ``[t_ps, "down" | "up" | "gray", drop fraction]``), each switch the changes of
+its next-hop table and when the fabric learns them (``route_updates``: ``[t_ps,
+[[host, [ports]], ...]]``).  ``install(driver, conf)`` puts both on the node's scheduler,
+with times on the run's clock (time 0 is when the messages start):
+
+* a port whose link goes **down** loses what waits in its queue (``queued``) and what it
+  has put on the emulated wire but not yet sent (``in_flight``), releases PFC pauses across
+  the link, and from then on drops what is routed to it or sent on it (``black_holed``);
+  **up** ends that; **gray** drops the given share of what it sends (``gray``);
+* a switch replaces the rows of its next-hop table as ``route_updates`` says.
+
+In Mininet the links also fail for real (``ip link set ... down`` on the veth pair, by
+the runner); the ports' timelines then stand for what a port sees of its own carrier.
+The switches get ``route_updates`` as a routing protocol would give them.  Agents learn
+nothing else: a host's transport sees losses and timeouts.
+"""
+
+import random
+
+from gse.wire.packet import PRIO_DATA, RESUME
+
+CAUSES = ("in_flight", "queued", "black_holed", "gray")
+
+
+class LinkFault:
+    """The failure state of one emulated port (one direction of a link)."""
+
+    __slots__ = ("port", "down", "downs", "gray", "rng", "in_flight", "queued",
+                 "black_holed", "gray_drops", "events")
+
+    def __init__(self, port, seed):
+        self.port = port
+        self.down = False
+        self.downs = 0                  # entries holding the link down
+        self.gray = 0.0
+        self.rng = random.Random("%s/gray/%d/%d" % (seed, port.node, port.port))
+        self.in_flight = self.queued = self.black_holed = self.gray_drops = 0
+        self.events = 0
+
+    def drops(self):
+        """The port finished serialising a packet: is it lost on the link?"""
+        if self.down:
+            self.black_holed += 1
+            return True
+        if self.gray and self.rng.random() < self.gray:
+            self.gray_drops += 1
+            return True
+        return False
+
+    def event(self, t, item):
+        action, value = item
+        self.events += 1
+        if action == "gray":
+            self.gray = value
+        elif action == "down":
+            self.downs += 1
+            if self.downs == 1:
+                self.down = True
+                self._fail(self.port.sched.now())
+        elif action == "up":
+            self.downs -= 1
+            if self.downs == 0:
+                self.down = False
+
+    def _fail(self, now):
+        port = self.port
+        pfc = port.pfc
+        for pkt in port.queue.flush():
+            port.raw.pop(id(pkt), None)
+            if pfc is not None and pkt.prio == PRIO_DATA and pfc.on_dequeue(pkt.ingress,
+                                                                            pkt.size):
+                port.owner.send_pfc(pkt.ingress, RESUME, now)
+            self.queued += 1
+        self.in_flight += len(port.wire)
+        port.wire.clear()
+        if port.queue.paused:
+            port.resume(now)     # its RESUME can no longer come; do not wait out the quanta
+        if pfc is not None and pfc.pausing[port.port]:
+            pfc.pausing[port.port] = 0
+
+    def stats(self):
+        return {"in_flight": self.in_flight, "queued": self.queued,
+                "black_holed": self.black_holed, "gray": self.gray_drops,
+                "events": self.events}
+
+
+class RouteUpdates:
+    """A switch's next-hop table changing as the fabric learns of failures."""
+
+    __slots__ = ("switch", "applied", "entries")
+
+    def __init__(self, switch):
+        self.switch = switch
+        self.applied = 0
+        self.entries = 0
+
+    def apply(self, t, rows):
+        hops = self.switch.next_hops
+        for host, ports in rows:
+            hops[host] = tuple(ports)
+        self.applied += 1
+        self.entries += len(rows)
+
+
+def install(driver, conf):
+    """Schedule the failures of ``conf``'s ports and its route updates on ``driver``.
+
+    Call it once the run's clock has started (``Scheduler.start_clock``): the times are
+    on that clock, and an event scheduled before it would be measured from the wrong
+    origin (it could fire while the node is still starting)."""
+    sched = driver.sched
+    seed = conf["seed"]
+    for pc, port in zip(conf["ports"], driver.ports):
+        timeline = pc.get("faults")
+        if timeline:
+            fault = port.fault = LinkFault(port, seed)
+            for t, action, value in timeline:
+                sched.at(t, fault.event, (action, value))
+    updates = conf.get("route_updates")
+    if updates:
+        route = driver.route_updates = RouteUpdates(driver.switch)
+        for t, rows in updates:
+            sched.at(t, route.apply, rows)
+
+
+def fault_totals(node_counters):
+    """Packets the failures cost, by cause, summed over every port of every node."""
+    total = dict.fromkeys(CAUSES, 0)
+    for c in node_counters:
+        for p in c.get("ports", ()):
+            f = p.get("faults")
+            if f:
+                for cause in CAUSES:
+                    total[cause] += f[cause]
+    return total
