@@ -340,7 +340,7 @@ class _Run:
                 error = self.fabric.set_link(li, up)
                 late = time.time() - (start_at + t / 1e12)
                 self.links_done.append((t, li, up, round(late, 3), error))
-            done = [nid for g in hosts if g in self.exit_at]
+            done = [g for g in hosts if g in self.exit_at]
             if len(done) == len(hosts):
                 codes = [self.procs[g].returncode for g in hosts]
                 self.end = "done" if all(c == 0 for c in codes) else "incomplete"
