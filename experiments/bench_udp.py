@@ -188,7 +188,8 @@ def incast(args):
     from gse.protocols import default_config
     from gse.runtimes.sim.run import run_simulation
     from gse.runtimes.udp.config import udp_profile
-    from gse.runtimes.udp.network import run_udp, udp_protocols
+    from gse.runtimes.udp.config import udp_protocols
+    from gse.runtimes.udp.network import run_udp
     from gse.workloads.traffic import incast as make_incast
     topo = fat_tree(4, link_gbps=args.incast_gbps)
     msgs = make_incast(16, args.incast_senders, args.incast_size, random.Random(1),

@@ -40,7 +40,7 @@ sys.path.insert(0, ROOT)
 from gse.config import GseConfig  # noqa: E402
 from gse.runtimes.udp.config import (loopback_addresses, node_configs, udp_profile,  # noqa: E402
                                      write_node_configs)
-from gse.runtimes.udp.io import kernel_drops  # noqa: E402
+from gse.runtimes.udp.netns import kernel_drops  # noqa: E402
 from gse.wire.codec import encode, payload_pattern  # noqa: E402
 from gse.wire.packet import (ACK, DATA, GRANT, PRIO_CONTROL, PRIO_DATA, REQUEST,  # noqa: E402
                              Packet)

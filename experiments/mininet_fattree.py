@@ -44,7 +44,8 @@ from gse.runtimes.udp.config import udp_profile  # noqa: E402
 from topologies.registry import add_topology_options, build_topology, describe_topology_args  # noqa: E402
 
 WORKLOADS = ("permutation", "incast", "all-to-all")
-PROTOCOLS = ("gse", "roce")
+PROTOCOLS = ("gse", "roce", "gse-fabric")
+FAITHFUL = 1.10        # last FCT within 10% of the simulation's
 
 
 def parse_args(argv=None):
@@ -65,7 +66,7 @@ def parse_args(argv=None):
     g.add_argument("--seed", type=int, default=1)
     g = p.add_argument_group("protocols")
     g.add_argument("--protocol", action="append", choices=PROTOCOLS, dest="protocols",
-                   help="repeatable (default: gse and roce)")
+                   help="repeatable (default: gse, roce and gse-fabric)")
     g.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="protocol parameter, as gse sim (gse.NAME / roce.NAME for one)")
     g.add_argument("--unsched", type=int, default=None, help="GSE unscheduled window bytes")
@@ -76,6 +77,11 @@ def parse_args(argv=None):
     g.add_argument("--start-budget-s", type=float, default=None,
                    help="seconds from launching the agents to time 0 (default: by size)")
     g.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    g.add_argument("--placement", choices=("node", "tier", "switches", "all"), default="node",
+                   help="agent processes: one per node (default), per switch tier, one for "
+                        "all switches, one for everything (gse.runtimes.mininet.run)")
+    g.add_argument("--precise-timers", action="store_true",
+                   help="agents wake for timers to the microsecond (timerfd)")
     g.add_argument("--no-sim", action="store_true", help="Mininet columns only")
     g.add_argument("--no-mininet", action="store_true", help="simulation columns only")
     g.add_argument("--sweep-gbps", type=float, nargs="+", metavar="GBPS",
@@ -150,29 +156,72 @@ def mininet_rows(runs):
     return "\n".join(lines)
 
 
-def sweep_table(runs):
-    """Mininet against the simulation per (rate, workload, protocol)."""
+def sweep_rows(runs):
+    """Mininet against the simulation per (rate, workload, protocol): dicts with the
+    ratios of the study (last FCT, p50 FCT), timer lateness, kernel drops, losses."""
     sims = {(r["gbps"], r["workload"], r["protocol"]): r["summary"] for r in runs
             if r["runtime"] == "sim"}
-    lines = ["%-8s %-12s %-5s %21s %21s %8s %8s %9s %7s" % (
-        "Gb/s", "workload", "proto", "sim FCT p50/max ms", "mininet p50/max ms",
-        "max/sim", "gp/link", "late ms", "k.drops")]
+    rows = []
     for r in runs:
         if r["runtime"] != "mininet":
             continue
         s = r["summary"]
         sim = sims.get((r["gbps"], r["workload"], r["protocol"]))
         fct = s["fct_us"]
-        ratio = (fct["max"] / sim["fct_us"]["max"]) if sim and sim["fct_us"]["max"] else None
-        lines.append("%-8g %-12s %-5s %21s %21s %8s %8.2f %9.2f %7d" % (
+        last = (fct["max"] / sim["fct_us"]["max"]) if sim and sim["fct_us"]["max"] else None
+        p50 = (fct["p50"] / sim["fct_us"]["p50"]) if sim and sim["fct_us"]["p50"] else None
+        rows.append({"gbps": r["gbps"], "workload": r["workload"], "protocol": r["protocol"],
+                     "sim_p50_ms": sim["fct_us"]["p50"] / 1e3 if sim else None,
+                     "sim_max_ms": sim["fct_us"]["max"] / 1e3 if sim else None,
+                     "p50_ms": fct["p50"] / 1e3, "max_ms": fct["max"] / 1e3,
+                     "last_fct_ratio": last, "p50_ratio": p50,
+                     "late_mean_us": s["udp"]["timer_late"]["mean_us"],
+                     "late_max_us": s["udp"]["timer_late"]["max_us"],
+                     "kernel_drops": s["udp"]["kernel_drops"], "lost": s["lost"],
+                     "left_behind": s["mininet"]["left_behind"],
+                     "faithful": last is not None and last <= FAITHFUL and s["lost"] == 0})
+    return rows
+
+
+def sweep_table(runs):
+    """The sweep as text: a row per Mininet run, then the highest faithful rate per
+    (workload, protocol): the fastest link rate at which the last FCT was within 10% of
+    the simulation's (and nothing lost), every slower rate of the sweep too."""
+    rows = sweep_rows(runs)
+    lines = ["%-8s %-12s %-10s %21s %21s %9s %9s %9s %9s %7s %5s" % (
+        "Gb/s", "workload", "protocol", "sim FCT p50/max ms", "mininet p50/max ms",
+        "last/sim", "p50/sim", "late ms", "late max", "k.drops", "lost")]
+    for r in rows:
+        lines.append("%-8g %-12s %-10s %21s %21s %9s %9s %9.2f %9.1f %7d %5d" % (
             r["gbps"], r["workload"], r["protocol"],
-            "%.1f / %.1f" % (sim["fct_us"]["p50"] / 1e3, sim["fct_us"]["max"] / 1e3)
-            if sim else "-",
-            "%.1f / %.1f" % (fct["p50"] / 1e3, fct["max"] / 1e3),
-            "%.2f" % ratio if ratio else "-",
-            (s["goodput_gbps"]["p50"] or 0) / r["gbps"],
-            s["udp"]["timer_late"]["mean_us"] / 1e3, s["udp"]["kernel_drops"]))
+            "%.1f / %.1f" % (r["sim_p50_ms"], r["sim_max_ms"]) if r["sim_max_ms"] else "-",
+            "%.1f / %.1f" % (r["p50_ms"], r["max_ms"]),
+            "%.2f" % r["last_fct_ratio"] if r["last_fct_ratio"] else "-",
+            "%.2f" % r["p50_ratio"] if r["p50_ratio"] else "-",
+            r["late_mean_us"] / 1e3, r["late_max_us"] / 1e3, r["kernel_drops"], r["lost"]))
+    lines.append("")
+    lines.append("highest faithful rate (last FCT within %d%% of the simulation at it and "
+                 "every slower rate of the sweep):" % round((FAITHFUL - 1) * 100))
+    for key, best in faithful_rates(rows).items():
+        lines.append("  %-12s %-10s %s" % (key[0], key[1],
+                                           "%g Gb/s" % best if best else "none of the sweep"))
     return "\n".join(lines)
+
+
+def faithful_rates(rows):
+    """{(workload, protocol): highest faithful rate or None}."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["workload"], r["protocol"]), []).append(r)
+    out = {}
+    for key, items in by.items():
+        best = None
+        for r in sorted(items, key=lambda x: x["gbps"]):
+            if not r["faithful"]:
+                break
+            best = r["gbps"]
+        out[key] = best
+    return out
 
 
 def main(argv=None):
@@ -185,9 +234,16 @@ def main(argv=None):
         if code:
             return code
     if args.sweep_gbps:
-        print("\n## sweep: Mininet against the simulation (gp/link: median goodput over the "
-              "link rate; late: mean timer lateness)")
+        print("\n## sweep: Mininet against the simulation (last/sim: last FCT over the "
+              "simulation's; late: mean and max timer lateness; k.drops: kernel drops)")
         print(sweep_table(out["runs"]))
+        if args.json:
+            out["sweep"] = sweep_rows(out["runs"])
+            out["faithful_gbps"] = {"%s/%s" % k: v
+                                    for k, v in faithful_rates(out["sweep"]).items()}
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2, sort_keys=True)
+                f.write("\n")
     return 0
 
 
@@ -233,7 +289,8 @@ def run_rate(args, out=None):
                             topo, messages, protocol, cfg, args.seed,
                             timeout_s=args.timeout_s, loop=args.loop,
                             start_budget_s=args.start_budget_s, progress=progress,
-                            label="%s %s" % (workload, protocol),
+                            label="%s %s" % (workload, protocol), placement=args.placement,
+                            precise_timers=args.precise_timers,
                             out_dir=(os.path.join(args.out_dir, tag) if args.out_dir
                                      else None))
                     s = describe(res.summary, args, workload, size, cfg, runtime)

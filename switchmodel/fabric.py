@@ -37,10 +37,9 @@ number at the source, granted total and expected sequence at the destination), a
 switch keeps a table entry per destination; byte totals and sequence numbers travel as
 32-bit serial numbers (RFC 1982) and are widened against that record.
 
-The agent is driven like a host agent: ``receive(pkt, in_port, now)``, ``on_timer(now)``,
-``next_deadline()``; it appends ``(port, packet)`` to ``out`` and ``(port, PAUSE or
-RESUME)`` to ``pfc_out`` (toward local hosts, when a host's VOQ bytes pass
-``host_xoff_bytes``), which the runtime drains after every call.
+Driven like a host agent (``receive(pkt, in_port, now)``, ``on_timer(now)``,
+``next_deadline()``), it appends ``(port, packet)`` to ``out`` and ``(port, PAUSE or RESUME)``
+to ``pfc_out`` (toward local hosts over ``host_xoff_bytes``); the runtime drains both.
 """
 
 from collections import deque
@@ -58,6 +57,7 @@ MASK32 = 0xFFFFFFFF
 T_PACER = 0
 T_REQUEST = 1
 MAX_BACKOFF = 16
+CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth of time
 
 
 def wire_time_ps(nbytes, mbps):
@@ -222,7 +222,7 @@ class FabricLeaf(LeafReorder):
             t, _, kind, obj = heappop(timers)
             if kind == T_PACER:
                 if obj.armed and obj.next_time <= now:
-                    self._grant(obj, now)
+                    self._grant(obj, now, obj.next_time)
             elif kind == T_REQUEST:
                 self._request_timer(obj, now)
             else:
@@ -437,9 +437,13 @@ class FabricLeaf(LeafReorder):
                     dl.armed = True
                     self._push(dl.next_time, T_PACER, dl)
 
-    def _grant(self, dl, now):
-        """The pacer's turn: one grant of new credit, round robin."""
+    def _grant(self, dl, now, due=NEVER):
+        """The pacer's turn: one grant of new credit, round robin.  Spaced from ``due`` (its
+        timer's time): a late timer catches up by up to ``CATCHUP_GRANTS`` grants' time."""
         dl.armed = False
+        start = now
+        if NEVER < due < now:
+            start = max(due, now - wire_time_ps(CATCHUP_GRANTS * self.cfg.grant_bytes, dl.mbps))
         active = dl.active
         while active:
             d = active.popleft()
@@ -454,7 +458,7 @@ class FabricLeaf(LeafReorder):
             dl.grants += 1
             if dl.log is not None:
                 dl.log.append((now, amount))
-            dl.next_time = now + wire_time_ps(amount, dl.mbps)
+            dl.next_time = start + wire_time_ps(amount, dl.mbps)
             if d.need > d.granted:
                 active.append(d)
             else:

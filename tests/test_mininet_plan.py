@@ -14,7 +14,8 @@ import pytest
 from gse.config import GseConfig
 from gse.runtimes.mininet.addressing import IFNAME_MAX, address_plan, interface_names
 from gse.runtimes.mininet.fabric import MininetFabric
-from gse.runtimes.mininet.run import (ProgressLine, agent_configs, default_start_budget,
+from gse.runtimes.mininet.run import (PLACEMENTS, ProgressLine, agent_configs,
+                                      default_start_budget, group_name, placement_groups,
                                       run_from_args)
 from gse.runtimes.mininet.system import left_behind
 from gse.runtimes.udp.config import check_node_config, udp_profile
@@ -94,6 +95,31 @@ def test_agent_configs_address_each_neighbour_on_its_link():
 
 def test_start_budget_grows_with_the_fabric():
     assert 2.0 < default_start_budget(36) < default_start_budget(208)
+    assert default_start_budget(36, 17) < default_start_budget(36)   # fewer processes
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_placements_put_every_node_in_exactly_one_process(placement):
+    topo = fat_tree(4)
+    groups = placement_groups(topo, placement)
+    nodes = sorted(n for g in groups for n in g)
+    assert nodes == list(range(len(topo.nodes)))
+    kinds = [{topo.nodes[n].kind for n in g} for g in groups]
+    hosts = [g for g in groups if any(topo.nodes[n].kind == "host" for n in g)]
+    if placement == "all":
+        assert len(groups) == 1 and group_name(topo, groups[0]) == "all"
+        return
+    assert all(len(g) == 1 for g in hosts)               # a host keeps its own process
+    expect = {"node": 36, "tier": 16 + 3, "switches": 16 + 1}[placement]
+    assert len(groups) == expect
+    if placement == "tier":
+        assert sorted(group_name(topo, g) for g in groups if len(g) > 1) == [
+            "tier-agg", "tier-core", "tier-edge"]
+        assert all(len(k) == 1 for k in kinds)
+    if placement == "switches":
+        assert group_name(topo, groups[-1]) == "switches" and len(groups[-1]) == 20
+    with pytest.raises(ValueError, match="placement"):
+        placement_groups(topo, "everywhere")
 
 
 def test_left_behind_of_nothing_is_empty():

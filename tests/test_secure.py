@@ -15,7 +15,7 @@ pytest.importorskip("cryptography")
 from gse.runtimes.udp.config import loopback_addresses, node_configs, protocol_config  # noqa: E402
 from gse.runtimes.udp.io import Scheduler, run_async  # noqa: E402
 from gse.runtimes.udp.network import UdpNetwork  # noqa: E402
-from gse.runtimes.udp.node import build_node  # noqa: E402
+from gse.runtimes.udp.build import build_node  # noqa: E402
 from gse.runtimes.udp.secure import Tss, load_domain_key  # noqa: E402
 from gse.wire.codec import decode, encode, reframe  # noqa: E402
 from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_SEC, GRANT, PRIO_CONTROL,  # noqa: E402

@@ -21,8 +21,9 @@ from gse.config import ConfigError, GseConfig
 from gse.runtimes.udp.config import (FORMAT, check_node_config, load_node_config,
                                      loopback_addresses, node_configs, protocol_config, udp_profile,
                                      write_node_configs)
-from gse.runtimes.udp.io import Scheduler, kernel_drops
-from gse.runtimes.udp.node import build_node
+from gse.runtimes.udp.io import Scheduler
+from gse.runtimes.udp.netns import kernel_drops
+from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.results import summarize_agent_outputs
 from gse.wire.codec import encode, payload_pattern
 from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet
@@ -108,6 +109,42 @@ def test_agents_in_separate_processes_exchange_messages(tmp_path):
     assert summary["lost"] == 0 and summary["completed"] == 2
     assert summary["udp"]["payload_bytes"] >= 80_000
     assert summary["runtime"] == "agents" and summary["udp"]["exits"]["done"] == 2
+
+
+def test_several_nodes_in_one_agent_process(tmp_path):
+    """``gse agent --config A --config B``: the switch and one host share a process (and,
+    as root, open their sockets in a named namespace -- here the test's own -- as a
+    grouped Mininet placement does); each node writes its own files."""
+    topo = tiny_topology()
+    msgs = [Message(1, 0, 1, 60_000), Message(2, 1, 0, 20_000)]
+    cfg = udp_profile(GseConfig())
+    run = {"start_at_unix": time.time() + 2.0, "timeout_s": 40.0, "linger_s": 0.3,
+           "loop": "asyncio", "precise_timers": True}
+    confs = node_configs(topo, msgs, "gse", cfg, seed=3, address_of=free_addresses(3),
+                         output_dir=str(tmp_path), run=run)
+    if os.geteuid() == 0:
+        for c in confs[1:]:
+            c["netns"] = os.getpid()
+    paths = write_node_configs(confs, str(tmp_path / "conf"))
+    alone = start_agent(paths[0])
+    shared = start_agent(paths[1], "--config", paths[2])
+    try:
+        rcs = [alone.wait(timeout=60), shared.wait(timeout=60)]
+    finally:
+        for p in (alone, shared):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    errs = [p.stderr.read() for p in (alone, shared)]
+    assert rcs == [0, 0], errs
+    counters = {c["name"]: json.loads(open(c["output"]["counters"]).read()) for c in confs}
+    assert counters["h1"]["exit"] == counters["s0"]["exit"] == "done"
+    assert counters["s0"]["forwarded"] > 0 and counters["s0"]["process_nodes"] == 2
+    assert counters["h1"]["timer_events"] > 0 and counters["s0"]["timer_events"] == 0
+    summary, _ = summarize_agent_outputs(
+        topo, msgs, cfg, [c["output"]["counters"] for c in confs],
+        [c["output"]["records"] for c in confs[:2]])
+    assert summary["lost"] == 0 and summary["completed"] == 2
 
 
 def test_agent_writes_its_counters_on_sigint(tmp_path):

@@ -14,7 +14,7 @@ from gse.cli.main import main
 from gse.protocols import default_config
 from gse.runtimes.udp.config import loopback_addresses, node_configs, udp_profile
 from gse.runtimes.udp.io import Scheduler
-from gse.runtimes.udp.node import build_node
+from gse.runtimes.udp.build import build_node
 from gse.wire.codec import decode, encode
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from topologies.topology import Topology

@@ -19,7 +19,7 @@ from gse.runtimes.sim.fabric_nodes import attachments, extended_routes
 from gse.runtimes.sim.run import build_network, route_summary
 from gse.runtimes.udp.config import check_node_config, loopback_addresses, node_configs
 from gse.runtimes.udp.io import Scheduler
-from gse.runtimes.udp.node import build_node
+from gse.runtimes.udp.build import build_node
 from gse.wire.codec import encode
 from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet
 from gse.workloads.traffic import Message

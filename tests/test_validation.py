@@ -92,7 +92,9 @@ CASES = [
     (lambda c: c["agent"]["params"].update(rto_ps=[1]), "rto_ps"),
     (lambda c: c["agent"]["params"].update(grant_rate_fraction=math.inf), "grant_rate_fraction"),
     (lambda c: c["agent"]["params"].update(trim=3), "trim"),
-    (lambda c: c["agent"].update(protocol="gse-fabric"), "protocol"),
+    (lambda c: c["agent"].update(protocol="tcp"), "protocol"),
+    # a fabric-mode host takes fabric parameters: a GSE endpoint field is named
+    (lambda c: c["agent"].update(protocol="gse-fabric"), "unsched_bytes"),
     (lambda c: c["queue"].update(queue_bytes=-1), "'queue'"),
     (lambda c: c["output"].update(counters=5), "'output.counters'"),
 ]

@@ -21,6 +21,8 @@ time when messages arrive staggered, the order a lossless FIFO fabric serves the
 from gse.common.fifo import Fifo
 from gse.wire.packet import HEADER_BYTES
 
+CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth of time
+
 
 def wire_ps(payload_bytes, mtu, mbps):
     """Wire time in ps of ``payload_bytes`` sent as MTU packets at ``mbps`` Mb/s."""
@@ -119,10 +121,18 @@ class CreditScheduler:
             self.active.remove(demand)
 
     def grant(self, now):
-        """Issue one grant at ``now``: (demand, bytes) or None.  Re-arms itself."""
+        """Issue one grant at ``now``: (demand, bytes) or None.  Re-arms itself.
+
+        The next grant is spaced from when this one was due (``next_time``), not from
+        ``now``: on a real clock a pacer whose timer fires late then catches up instead of
+        losing rate, by at most ``CATCHUP_GRANTS`` grants' worth of time (simulated timers
+        fire on time, where both are the same)."""
         self.armed = False
         if now < self.next_time:
             raise ValueError("grant at %d before its time %d" % (now, self.next_time))
+        start = now - wire_ps(CATCHUP_GRANTS * self.credit_bytes, self.mtu, self.mbps)
+        if self.next_time > start:
+            start = self.next_time
         active = self.active
         while active:
             if self.policy == "srpt":
@@ -150,7 +160,7 @@ class CreditScheduler:
                 active.append(demand)
             else:
                 demand.queued = False
-            self.next_time = now + wire_ps(amount, self.mtu, self.mbps)
+            self.next_time = start + wire_ps(amount, self.mtu, self.mbps)
             self.granted_bytes += amount
             self.grants += 1
             if active:

@@ -162,6 +162,14 @@ def add_commands(sub):
     p.set_defaults(**UDP_DEFAULTS)
     _udp_run_options(p)
     add_observe_options(p, sampling=False)
+    g = p.add_argument_group("mininet runtime")
+    g.add_argument("--placement", choices=("node", "tier", "switches", "all"), default="node",
+                   help="which nodes share an agent process: node (one process per node, "
+                        "default), tier (per switch tier), switches (all switches in one), "
+                        "all (one process); every node keeps its own namespace")
+    g.add_argument("--precise-timers", action="store_true",
+                   help="agents wake for timers to the microsecond (timerfd) instead of "
+                        "sleeping at least 1 ms")
 
     p = sub.add_parser("agent-configs",
                        help="write the per-node configurations of a topology and traffic")

@@ -3,6 +3,7 @@ import cython
 from gse.common.fifo cimport Fifo
 
 cdef long long HEADER_BYTES
+cdef long long CATCHUP_GRANTS
 
 
 @cython.locals(npkts="long long", bits="long long")
@@ -50,7 +51,7 @@ cdef class CreditScheduler:
     cpdef remove(self, Demand demand)
 
     @cython.locals(demand=Demand, want="long long", amount="long long", active=Fifo,
-                   owed="long long")
+                   owed="long long", start="long long")
     cpdef object grant(self, long long now)
 
     @cython.locals(limit="long long")

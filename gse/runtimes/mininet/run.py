@@ -47,6 +47,7 @@ AGENT_PORT = 47000
 POLL_S = 0.2
 SWITCH_STOP_GRACE_S = 5.0
 FAITHFUL_GBPS = 0.03   # a port's packet time (4,160 B) must exceed the ~1 ms timer tick
+PLACEMENTS = ("node", "tier", "switches", "all")
 
 
 class MininetRunResult:
@@ -58,17 +59,59 @@ class MininetRunResult:
         self.work_dir = work_dir        # None when the files were temporary (removed)
 
 
-def default_start_budget(n_nodes):
+def default_start_budget(n_nodes, n_processes=None):
     """Seconds from launching the agents to their shared time 0.
 
-    An agent takes ~0.2 s of CPU to import, read its configuration and bind (36 agents
-    of the k=4 Fat-Tree: 7 s of CPU, 2.5-6 s on two cores; the 232 of the pod Fat-Tree:
-    33 s), so: 2 s plus 0.35 s per node per core.  Agents not up by time 0 are reported (``late_agents``); datagrams sent to
-    them before then are lost and recovered like any loss.
+    An agent process takes ~0.2 s of CPU to import, read its configuration and bind (36
+    agents of the k=4 Fat-Tree: 7 s of CPU, 2.5-6 s on two cores; the 232 of the pod
+    Fat-Tree: 33 s), a further node in the same process (a grouped placement) little, so:
+    2 s plus 0.35 s per process and 0.02 s per further node, per core.  Agents not up by
+    time 0 are reported (``late_agents``); datagrams sent to them before then are lost and
+    recovered like any loss.
     """
     cores = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                 else (os.cpu_count() or 1))
-    return round(2.0 + 0.35 * n_nodes / cores, 1)
+    procs = n_nodes if n_processes is None else n_processes
+    return round(2.0 + (0.35 * procs + 0.02 * (n_nodes - procs)) / cores, 1)
+
+
+def placement_groups(topo, placement="node"):
+    """The nodes of each agent process (lists of node ids), for ``placement``:
+
+    * ``node``: a process per node (hosts and switches alike), the default;
+    * ``tier``: a process per host, and one per switch tier (kind: edge, agg, core, ...);
+    * ``switches``: a process per host, one process for every switch;
+    * ``all``: one process for the whole fabric (every node still in its own namespace).
+
+    Grouped nodes share a process's event loop and CPU time instead of passing every
+    datagram hop between processes; their sockets stay in their own namespaces and their
+    datagrams cross the veths as before (``gse.runtimes.udp.netns``)."""
+    if placement not in PLACEMENTS:
+        raise ValueError("unknown placement %r (known: %s)" % (placement, ", ".join(PLACEMENTS)))
+    ids = range(len(topo.nodes))
+    hosts = [n for n in ids if topo.nodes[n].kind == "host"]
+    switches = [n for n in ids if topo.nodes[n].kind != "host"]
+    if placement == "node":
+        return [[n] for n in ids]
+    if placement == "all":
+        return [list(ids)]
+    groups = [[h] for h in hosts]
+    if placement == "switches":
+        return groups + ([switches] if switches else [])
+    tiers = {}
+    for n in switches:
+        tiers.setdefault(topo.nodes[n].kind, []).append(n)
+    return groups + list(tiers.values())
+
+
+def group_name(topo, group):
+    """A process's name (its log file's): the node's, or what the group holds."""
+    if len(group) == 1:
+        return topo.nodes[group[0]].name
+    kinds = sorted({topo.nodes[n].kind for n in group})
+    if len(kinds) == 1:
+        return "tier-%s" % kinds[0]
+    return "switches" if "host" not in kinds else "all"
 
 
 def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_rate,
@@ -121,8 +164,8 @@ def link_events(topo, faults):
 def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
-                progress=None, label=None, wire="gse", pcap=None, faults=None,
-                detect_ps=-1):
+                progress=None, label=None, wire="gse", pcap=None, placement="node",
+                precise_timers=False, faults=None, detect_ps=-1):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -139,6 +182,9 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     called about five times a second.  SIGTERM raises ``Terminated`` after tearing down.
     ``pcap``: ``{"dir", "spec", "budget", "snaplen"}``: each agent captures its chosen
     ports (``gse.runtimes.udp.capture``, docs/pcap.md).
+    ``placement`` (``placement_groups``) says which nodes share an agent process;
+    ``precise_timers`` has the agents wake for their timers to the microsecond
+    (``gse.runtimes.udp.io.Scheduler``) instead of sleeping at least a millisecond.
     """
     check_protocol(protocol)
     reason = mininet_unavailable()
@@ -152,20 +198,24 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
     cfg = config if config is not None else udp_profile(default_config(protocol))
     n = len(topo.nodes)
-    budget = default_start_budget(n) if start_budget_s is None else start_budget_s
+    groups = placement_groups(topo, placement)
+    budget = (default_start_budget(n, len(groups)) if start_budget_s is None
+              else start_budget_s)
     work = os.path.abspath(out_dir) if out_dir else tempfile.mkdtemp(prefix="gse-mininet-")
     agents = os.path.join(work, "agents")
     os.makedirs(agents, exist_ok=True)
     bound = 60.0 + 0.1 * n + 2 * budget + timeout_s + linger_s + SWITCH_STOP_GRACE_S
     fabric = MininetFabric(topo, ip_base, state_path=os.path.join(work, "fabric.json"))
     run = _Run(fabric, protocol, progress, label)
+    run.placement = placement
+    run.precise = bool(precise_timers)
     t_all = time.perf_counter()
     try:
         with guard(bound):
             try:
                 run.phase("building")
                 fabric.start()
-                run_opts = {"timeout_s": 0.0, "loop": loop, "precise_timers": False,
+                run_opts = {"timeout_s": 0.0, "loop": loop, "precise_timers": precise_timers,
                             "rcvbuf_bytes": SOCKET_BUFFER_BYTES, "linger_s": linger_s}
                 if slack_ps is not None:
                     run_opts["slack_ps"] = int(slack_ps)
@@ -182,9 +232,13 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                     for conf in confs:
                         if conf["node"] in chosen:
                             conf["pcap"] = chosen[conf["node"]]
+                for group in groups:
+                    if len(group) > 1:    # sockets opened in each node's own namespace
+                        for nid in group:
+                            confs[nid]["netns"] = fabric.nodes[nid].pid
                 paths = write_node_configs(confs, os.path.join(agents, "conf"))
                 run.link_events = link_events(topo, faults)
-                run.launch(paths, agents, start_at, port)
+                run.launch(paths, groups, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
             finally:
                 fabric.stop()
@@ -202,15 +256,17 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
 
 
 class _Run:
-    """The agents of one run: launch, watch, stop; the progress line's numbers."""
+    """The agent processes of one run: launch, watch, stop; the progress line's numbers.
+    Process ``g`` runs the nodes of ``groups[g]`` (``placement_groups``)."""
 
     def __init__(self, fabric, protocol, progress, label):
         self.fabric = fabric
         self.protocol = protocol
         self.progress = progress
         self.label = label or protocol
-        self.procs = {}            # nid -> Popen
-        self.exit_at = {}          # nid -> unix time of exit
+        self.groups = []           # g -> node ids of process g
+        self.procs = {}            # g -> Popen
+        self.exit_at = {}          # g -> unix time of exit
         self.ready_s = None
         self.late = []
         self.end = "not run"
@@ -220,6 +276,9 @@ class _Run:
         self.stage = "starting"
         self.datagrams = 0
         self.port = AGENT_PORT
+        self.agents_dir = None
+        self.placement = "node"
+        self.precise = False
         self.link_events = []      # (t_ps, link, up) still to do
         self.links_done = []       # (t_ps, link, up, seconds late, error) done
 
@@ -227,37 +286,48 @@ class _Run:
         self.stage = name
         self._report(force=True)
 
-    def launch(self, paths, agents, start_at, port):
+    def launch(self, paths, groups, agents, start_at, port):
         self.port = port
         self.t_launch = time.time()
         self.start_at = start_at
+        self.groups = [list(g) for g in groups]
+        self.agents_dir = agents
         env = agent_env()
-        topo = self.fabric.topo
-        for nid, path in enumerate(paths):
-            log = os.path.join(agents, topo.nodes[nid].name + ".log")
-            self.procs[nid] = self.fabric.popen(
-                nid, [sys.executable, "-m", "gse.runtimes.udp.agent_process", "--config", path],
-                log_path=log, env=env, cwd=ROOT)
+        for g, group in enumerate(self.groups):
+            argv = [sys.executable, "-m", "gse.runtimes.udp.agent_process"]
+            for nid in group:
+                argv += ["--config", paths[nid]]
+            self.procs[g] = self.fabric.popen(group[0], argv, log_path=self.log_path(g),
+                                              env=env, cwd=ROOT)
         self.stage = "starting"
 
-    def hosts(self):
-        return [nid for nid in self.procs if self.fabric.topo.nodes[nid].kind == "host"]
+    def log_path(self, g):
+        return os.path.join(self.agents_dir, group_name(self.fabric.topo, self.groups[g])
+                            + ".log")
+
+    def host_groups(self):
+        kinds = self.fabric.topo.nodes
+        return [g for g in self.procs if any(kinds[n].kind == "host" for n in self.groups[g])]
+
+    def _bound(self, nid):
+        return udp_bound(self.fabric.nodes[nid].pid, self.port)
 
     def wait(self, start_at, deadline):
-        hosts = self.hosts()
-        pending_ready = set(self.procs)
+        hosts = self.host_groups()
+        pending_ready = {nid for group in self.groups for nid in group}
+        owner = {nid: g for g, group in enumerate(self.groups) for nid in group}
         while True:
             now = time.time()
-            for nid, p in self.procs.items():
-                if nid not in self.exit_at and p.poll() is not None:
-                    self.exit_at[nid] = now
+            for g, p in self.procs.items():
+                if g not in self.exit_at and p.poll() is not None:
+                    self.exit_at[g] = now
                     if p.returncode == 2:
                         raise RuntimeError("agent %s: configuration refused: %s"
-                                           % (self.fabric.topo.nodes[nid].name,
-                                              self.log_tail(nid)))
+                                           % (group_name(self.fabric.topo, self.groups[g]),
+                                              self.log_tail(g)))
             if pending_ready:
-                pending_ready = {nid for nid in pending_ready if nid not in self.exit_at
-                                 and not udp_bound(self.procs[nid].pid, self.port)}
+                pending_ready = {nid for nid in pending_ready
+                                 if owner[nid] not in self.exit_at and not self._bound(nid)}
                 if not pending_ready:
                     self.ready_s = now - self.t_launch
                 elif now >= start_at and not self.late:
@@ -270,9 +340,9 @@ class _Run:
                 error = self.fabric.set_link(li, up)
                 late = time.time() - (start_at + t / 1e12)
                 self.links_done.append((t, li, up, round(late, 3), error))
-            done = [nid for nid in hosts if nid in self.exit_at]
+            done = [g for g in hosts if g in self.exit_at]
             if len(done) == len(hosts):
-                codes = [self.procs[nid].returncode for nid in hosts]
+                codes = [self.procs[g].returncode for g in hosts]
                 self.end = "done" if all(c == 0 for c in codes) else "incomplete"
                 break
             if now >= deadline:
@@ -283,7 +353,7 @@ class _Run:
             if self.link_events:
                 nap = min(nap, max(0.0, start_at + self.link_events[0][0] / 1e12 - now))
             time.sleep(nap)
-        last = max((self.exit_at[nid] for nid in hosts if nid in self.exit_at),
+        last = max((self.exit_at[g] for g in hosts if g in self.exit_at),
                    default=time.time())
         self.wall_s = max(0.0, min(last, time.time()) - start_at)
         self.stage = "stopping"
@@ -291,14 +361,12 @@ class _Run:
         # switches (and, after a timeout, anything still running): SIGTERM, they write
         self.fabric.terminate_programs([p for p in self.procs.values() if p.poll() is None],
                                        SWITCH_STOP_GRACE_S)
-        for nid, p in self.procs.items():
-            self.exit_at.setdefault(nid, time.time())
+        for g in self.procs:
+            self.exit_at.setdefault(g, time.time())
 
-    def log_tail(self, nid, lines=3):
-        path = os.path.join(os.path.dirname(self.fabric.state_path), "agents",
-                            self.fabric.topo.nodes[nid].name + ".log")
+    def log_tail(self, g, lines=3):
         try:
-            with open(path, errors="replace") as f:
+            with open(self.log_path(g), errors="replace") as f:
                 return " | ".join(f.read().strip().splitlines()[-lines:])
         except OSError:
             return "(no log)"
@@ -312,20 +380,21 @@ class _Run:
         if not force and now - self._last_report < 0.2:
             return
         self._last_report = now
-        hosts = self.hosts()
+        hosts = self.host_groups()
         datagrams = self.datagrams
         if self.fabric.started and not self.fabric.stopped and self.procs:
             datagrams = self.datagrams = sum(udp_in_datagrams(h.pid)
                                              for h in self.fabric.nodes)
-        ready = (len(self.procs) if self.ready_s is not None else
-                 sum(1 for nid, p in self.procs.items()
-                     if nid not in self.exit_at and p.poll() is None
-                     and udp_bound(p.pid, self.port)))
+        nodes = [nid for group in self.groups for nid in group]
+        ready = (len(nodes) if self.ready_s is not None else
+                 sum(1 for g, group in enumerate(self.groups) for nid in group
+                     if g in self.procs and g not in self.exit_at
+                     and self.procs[g].poll() is None and self._bound(nid)))
         self.progress({"label": self.label, "stage": self.stage,
                        "t_s": (now - self.start_at) if self.start_at else 0.0,
-                       "agents": len(self.procs), "ready": ready,
+                       "agents": len(nodes), "ready": ready,
                        "hosts": len(hosts),
-                       "hosts_done": sum(1 for nid in hosts if nid in self.exit_at),
+                       "hosts_done": sum(1 for g in hosts if g in self.exit_at),
                        "datagrams": datagrams})
 
     def close(self):
@@ -352,19 +421,23 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
     for path in counter_files:
         with open(path) as f:
             counters.append(json.load(f))
-    late = [c.get("timer_late", {}) for c in counters]
+    # a process's scheduler is reported with its first node: weigh by its events
+    late = [(c.get("timer_late"), c.get("timer_events", 0)) for c in counters
+            if c.get("timer_late")]
+    events = sum(n for _, n in late)
     errors = [e for c in counters for e in c.get("errors", [])]
     udp = summary["udp"]
     udp.update({"loop": sorted({c.get("loop", "?") for c in counters}), "end": run.end,
                 "addressing": "mininet: one /31 per link, agents bind 0.0.0.0:%d" % port,
                 "nodes": len(topo.nodes),
-                "timer_late": {"mean_us": round(sum(x.get("mean_us", 0) for x in late)
-                                                / max(1, len(late)), 1),
-                               "max_us": max((x.get("max_us", 0) for x in late), default=0),
-                               "over_1ms": sum(x.get("over_1ms", 0) for x in late)},
-                "precise_timers": False, "errors": errors[:20]})
+                "timer_late": {"mean_us": round(sum(x.get("mean_us", 0) * n for x, n in late)
+                                                / max(1, events), 1),
+                               "max_us": max((x.get("max_us", 0) for x, _ in late), default=0),
+                               "over_1ms": sum(x.get("over_1ms", 0) for x, _ in late)},
+                "precise_timers": run.precise, "errors": errors[:20],
+                "cpu_s": round(sum(c.get("cpu_s", 0.0) for c in counters), 3)})
     codes = {}
-    for nid, p in run.procs.items():
+    for p in run.procs.values():
         key = str(p.returncode)
         codes[key] = codes.get(key, 0) + 1
     summary["mininet"] = {
@@ -372,6 +445,7 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
         "setup_s": _r(fabric.setup_s), "start_budget_s": budget,
         "agents_ready_s": _r(run.ready_s), "late_agents": run.late,
         "run_s": _r(run.wall_s), "teardown_s": _r(fabric.teardown_s),
+        "placement": run.placement, "processes": len(run.procs),
         "end": run.end, "exit_codes": codes, "missing_outputs": missing,
         "left_behind": fabric.left_behind(), "fabric_errors": fabric.errors,
     }
@@ -448,6 +522,8 @@ def run_from_args(args, topo, messages, config):
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),
                          progress=progress, wire=getattr(args, "wire", "gse"),
-                         pcap=pcap_options(args), faults=faults_from_args(args, topo),
-                         detect_ps=detect_ps(args))
+                         pcap=pcap_options(args),
+                         placement=getattr(args, "placement", "node"),
+                         precise_timers=getattr(args, "precise_timers", False),
+                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
     return result.summary, result.records

@@ -16,37 +16,12 @@ VOQ overflow drops into ``drops``, PAUSEs sent to hosts into ``pfc_pauses``, and
 counters under ``fabric``.
 """
 
+from gse.metrics.fabric import fold_fabric_counters
 from gse.runtimes.sim.network import SwitchNode
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.fabric import FabricLeaf, FabricSpine
+from switchmodel.fabric_plan import attachments, extended_routes, leaf_ports
 from switchmodel.queue import QueueConfig
-
-
-def attachments(topo):
-    """(leaf_of, leaves): the switch every host hangs off, and those switches in order."""
-    leaf_of = []
-    for h in topo.hosts:
-        peer, _ = topo.peer(h, 0)
-        leaf_of.append(peer)
-    return leaf_of, sorted(set(leaf_of))
-
-
-def extended_routes(topo, leaf_of, leaves):
-    """Per switch, its next-hop table indexed by node id: hosts as before, plus the leaves
-    (routed as their first host; a leaf has no route to itself)."""
-    first = {}
-    for h, leaf in enumerate(leaf_of):
-        first.setdefault(leaf, h)
-    n_hosts = len(topo.hosts)
-    tables = {}
-    for s in topo.switches:
-        row = list(topo.next_hops[s])
-        row.extend([()] * (len(topo.nodes) - n_hosts))
-        for leaf in leaves:
-            if leaf != s:
-                row[leaf] = row[first[leaf]]
-        tables[s] = row
-    return tables
 
 
 class LeafPorts(list):
@@ -152,12 +127,7 @@ def switch_factory(topo, cfg):
             if cfg.paths == "leaf":
                 switch = FabricSpine(nid, switch.name, tables[nid], switch.salt, "spray")
             return SwitchNode(eq, switch, topo.switch_latency_ps)
-        host_ports, host_gbps = {}, {}
-        for port, li in enumerate(topo.nodes[nid].ports):
-            peer, _ = topo.peer(nid, port)
-            if topo.nodes[peer].kind == "host":
-                host_ports[peer] = port
-                host_gbps[peer] = topo.links[li].gbps
+        host_ports, host_gbps = leaf_ports(topo, nid)
         agent = FabricLeaf(nid, cfg, switch, host_ports, host_gbps, leaf_of)
         node = LeafNode(eq, switch, agent, topo.switch_latency_ps)
         node.ports = LeafPorts(deep)
@@ -171,23 +141,4 @@ def leaf_agents(net):
 
 def fabric_summary(net, summary):
     """Fold the leaves' figures into a run summary (see the module docstring)."""
-    totals = {}
-    voq_peak = reorder_peak = 0
-    for agent in leaf_agents(net):
-        for k, v in agent.counters().items():
-            totals[k] = totals.get(k, 0) + v
-        voq_peak = max(voq_peak, agent.voq_peak)
-        reorder_peak = max(reorder_peak, agent.reorder_peak)
-    totals["voq_peak_bytes"] = voq_peak            # the largest of one leaf, not the sum
-    totals["reorder_peak_bytes"] = reorder_peak
-    peak = summary.setdefault("peak_queue_bytes", {})
-    peak["edge_voq"] = voq_peak
-    peak["edge_reorder"] = reorder_peak
-    drops = totals.get("voq_drops", 0)
-    unroutable = totals.get("unroutable", 0)     # (the leaves count their own)
-    summary["unroutable"] = summary.get("unroutable", 0) + unroutable
-    summary["drops"] = summary.get("drops", 0) + drops + unroutable
-    summary["queue_drops"] = summary.get("queue_drops", 0) + drops
-    summary["pfc_pauses"] = summary.get("pfc_pauses", 0) + totals.get("host_pauses", 0)
-    summary["fabric"] = totals
-    return summary
+    return fold_fabric_counters([agent.counters() for agent in leaf_agents(net)], summary)

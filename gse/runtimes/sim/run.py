@@ -33,15 +33,16 @@ def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0)
 def pfc_summary(net):
     """PAUSE frames sent and time spent paused, over all ports (zero without PFC)."""
     now = net.eq.now
-    pauses = overflows = 0
+    pauses = overflows = peak = 0
     for sw in net.switches:
         if sw.pfc is not None:
             pauses += sw.pfc.pauses_sent
             overflows += sw.pfc.headroom_overflows
+            peak = max(peak, sw.pfc.peak_ingress)
     paused = [p.paused_total_ps(now) for p in net.ports]
     return {"pfc_pauses": pauses, "paused_time_us": round(sum(paused) / 1e6, 3),
             "paused_time_max_port_us": round(max(paused, default=0) / 1e6, 3),
-            "pfc_headroom_overflows": overflows}
+            "pfc_headroom_overflows": overflows, "pfc_peak_ingress_bytes": peak}
 
 
 def route_summary(net):

@@ -24,13 +24,13 @@ import sys
 import time
 
 from gse.config import ConfigError
+from gse.runtimes.udp import capture
+from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node_config,
                                      protocol_config, write_json_atomic)
-from gse.runtimes.udp.io import (Endpoint, Scheduler, kernel_drops, loop_name, open_udp_socket,
-                                 run_async)
-from gse.runtimes.udp import capture
+from gse.runtimes.udp.io import Endpoint, Scheduler, loop_name, run_async
+from gse.runtimes.udp.netns import kernel_drops_in, open_udp_socket_in
 from gse.runtimes.udp.faults import install as install_faults
-from gse.runtimes.udp.node import build_node
 
 COUNTERS_FORMAT = "gse-agent-counters/1"
 RECORDS_FORMAT = "gse-agent-records/1"
@@ -38,25 +38,31 @@ POLL_S = 0.05
 
 
 class Agent:
-    """One node's life: open, start, wait for an end condition, write, close."""
+    """One process's nodes -- usually one -- and their life: open, start, wait for an end
+    condition, write, close.  Several nodes (a grouped placement under Mininet) share the
+    process's event loop and scheduler; each has its own socket, in its own network
+    namespace when its configuration names one (``netns``: a pid living there)."""
 
-    def __init__(self, conf):
-        self.conf = conf
-        self.run = conf["run"]
+    def __init__(self, confs):
+        self.confs = [confs] if isinstance(confs, dict) else list(confs)
+        self.conf = self.confs[0]
+        self.run = self.conf["run"]       # run options: the first node's (shared by all)
         self.sched = None
-        self.endpoint = None
-        self.node = None
-        self.capture = None       # --pcap: gse.runtimes.udp.capture.NodeCapture
+        self.endpoints = []
+        self.nodes = []
+        self.captures = []        # --pcap: gse.runtimes.udp.capture.NodeCapture per node
         self.exit = None
         self.stop = None
         self.wall0 = time.perf_counter()
         self.last_rx = None
-        self.expect = {(m["src"], m["msg_id"]) for m in conf.get("expect", ())}
-        self.my_messages = {m["msg_id"] for m in conf.get("messages", ())}
+        self.hosts = [c for c in self.confs if c["role"] == "host"]
+
+    @property
+    def node(self):
+        return self.nodes[0] if self.nodes else None
 
     async def main(self):
         loop = asyncio.get_running_loop()
-        conf = self.conf
         self.stop = loop.create_future()
         installed = []
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -65,33 +71,43 @@ class Agent:
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass                # not the main thread: the caller handles signals
-        self.sched = Scheduler(loop, self.run["precise_timers"])
+        # agents share cores: precise timers wake the loop by timerfd rather than polling
+        self.sched = Scheduler(loop, self.run["precise_timers"], "timerfd")
         try:
-            ip, port = conf["bind"]
-            sock = open_udp_socket(ip, port, self.run["rcvbuf_bytes"],
-                                   "node %r" % conf["name"])
+            for conf in self.confs:
+                ip, port = conf["bind"]
+                sock = open_udp_socket_in(conf.get("netns"), ip, port,
+                                          self.run["rcvbuf_bytes"], "node %r" % conf["name"])
+                self.endpoints.append(Endpoint(sock, conf["name"]))
         except BaseException:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            for ep in self.endpoints:
+                ep.sock.close()
             raise
-        self.endpoint = Endpoint(sock, conf["name"])
         try:
-            agent_cfg = protocol_config(conf) if conf["role"] == "host" else None
-            self.node = build_node(conf, self.sched, self.endpoint, agent_cfg)
-            handler = self.node.datagram
-            if conf.get("pcap"):            # --pcap: this node's chosen ports
-                self.capture = capture.attach(self.node, conf["pcap"])
-                handler = self.capture.datagram
+            agent_cfg = None
+            for conf, ep in zip(self.confs, self.endpoints):
+                if conf["role"] == "host":
+                    agent_cfg = protocol_config(conf)
+                self.nodes.append(build_node(conf, self.sched, ep, agent_cfg))
+            for conf, node, ep in zip(self.confs, self.nodes, self.endpoints):
+                handler = node.datagram
+                if conf.get("pcap"):            # --pcap: this node's chosen ports
+                    cap = capture.attach(node, conf["pcap"])
+                    self.captures.append((cap, conf))
+                    handler = cap.datagram
 
-            def on_datagram(data, addr):
-                self.last_rx = time.monotonic()
-                handler(data, addr)
-            await self.endpoint.start(on_datagram)
+                def on_datagram(data, addr, handler=handler):
+                    self.last_rx = time.monotonic()
+                    handler(data, addr)
+                await ep.start(on_datagram)
             self.sched.start_clock(self._start_delay_ns())
-            install_faults(self.node, conf)      # times on the clock just started
-            if conf["role"] == "host":
-                for m in conf["messages"]:
-                    self.sched.at(m["start_ps"], self.node.start, _Msg(m))
+            for conf, node in zip(self.confs, self.nodes):
+                install_faults(node, conf)      # times on the clock just started
+                if conf["role"] == "host":
+                    for m in conf["messages"]:
+                        self.sched.at(m["start_ps"], node.start, _Msg(m))
             self.exit = await self._wait()
         except asyncio.CancelledError:
             self.exit = "cancelled"
@@ -101,10 +117,10 @@ class Agent:
                 loop.remove_signal_handler(sig)
             self._write()
             self.sched.close()
-            await self.endpoint.close()
-            if self.capture is not None:
-                capture.close_all([self.capture], conf["pcap"]["dir"],
-                                  "captures-%s.json" % conf["name"])
+            for ep in self.endpoints:
+                await ep.close()
+            for cap, conf in self.captures:
+                capture.close_all([cap], conf["pcap"]["dir"], "captures-%s.json" % conf["name"])
         return 0 if self.complete() else 1
 
     def _start_delay_ns(self):
@@ -117,13 +133,17 @@ class Agent:
             self.stop.set_result("signal")
 
     def complete(self):
-        node = self.node
-        if node is None:
+        """Every host of this process has its messages acknowledged and the messages it
+        expects delivered (a switch's work is always complete)."""
+        if len(self.nodes) < len(self.confs):
             return False
-        if self.conf["role"] != "host":
-            return True
-        return (all(mid in node.sent for mid in self.my_messages)
-                and all(key in node.delivered for key in self.expect))
+        return all(self._host_complete(conf, node)
+                   for conf, node in zip(self.confs, self.nodes) if conf["role"] == "host")
+
+    @staticmethod
+    def _host_complete(conf, node):
+        return (all(m["msg_id"] in node.sent for m in conf["messages"])
+                and all((m["src"], m["msg_id"]) in node.delivered for m in conf["expect"]))
 
     async def _wait(self):
         run = self.run
@@ -134,7 +154,7 @@ class Agent:
             if now >= deadline:
                 return "timeout"
             quiet = now - self.last_rx if self.last_rx is not None else None
-            if self.conf["role"] == "host" and self.complete():
+            if self.hosts and self.complete():
                 done_at = done_at or now
                 if now - done_at >= run["linger_s"] and (quiet is None
                                                           or quiet >= run["linger_s"]):
@@ -149,32 +169,39 @@ class Agent:
                 pass
 
     def _write(self):
-        conf = self.conf
-        out = conf["output"]
-        node = self.node
         now = self.sched.now() if self.sched else 0
-        if out.get("counters"):
-            if node is not None:
-                c = node.counters(now)
-            else:
-                c = {"node": conf["node"], "name": conf["name"], "kind": conf["kind"],
-                     "role": conf["role"], "ports": []}
-            ep = self.endpoint
-            drops = kernel_drops([ep.addr]) if ep is not None and not ep.closed else {}
-            c.update({"format": COUNTERS_FORMAT, "exit": self.exit or "error",
-                      "complete": self.complete(), "elapsed_ps": now,
-                      "wall_s": round(time.perf_counter() - self.wall0, 3),
-                      "loop": loop_name(asyncio.get_running_loop()),
-                      "kernel_drops": sum(drops.values()),
-                      "timer_events": self.sched.fired if self.sched else 0,
-                      "timer_late": self.sched.lateness() if self.sched else {},
-                      "errors": (self.sched.errors if self.sched else [])
-                      + (ep.errors if ep is not None else [])})
-            write_json_atomic(out["counters"], c)
-        if out.get("records") and conf["role"] == "host" and node is not None:
-            rec = node.records()
-            rec["format"] = RECORDS_FORMAT
-            write_json_atomic(out["records"], rec)
+        loop = loop_name(asyncio.get_running_loop())
+        for i, conf in enumerate(self.confs):
+            out = conf["output"]
+            node = self.nodes[i] if i < len(self.nodes) else None
+            ep = self.endpoints[i] if i < len(self.endpoints) else None
+            if out.get("counters"):
+                if node is not None:
+                    c = node.counters(now)
+                else:
+                    c = {"node": conf["node"], "name": conf["name"], "kind": conf["kind"],
+                         "role": conf["role"], "ports": []}
+                drops = (kernel_drops_in(conf.get("netns"), [ep.addr])
+                         if ep is not None and not ep.closed else {})
+                complete = (node is not None and (conf["role"] != "host"
+                                                  or self._host_complete(conf, node)))
+                c.update({"format": COUNTERS_FORMAT, "exit": self.exit or "error",
+                          "complete": complete, "elapsed_ps": now,
+                          "wall_s": round(time.perf_counter() - self.wall0, 3),
+                          "loop": loop, "kernel_drops": sum(drops.values()),
+                          "process_nodes": len(self.confs),
+                          # the scheduler is the process's: its figures go with the first
+                          "cpu_s": round(time.process_time(), 3) if i == 0 else 0.0,
+                          "timer_events": self.sched.fired if self.sched and i == 0 else 0,
+                          "timer_late": self.sched.lateness() if self.sched and i == 0
+                          else {},
+                          "errors": ((self.sched.errors if self.sched and i == 0 else [])
+                                     + (ep.errors if ep is not None else []))})
+                write_json_atomic(out["counters"], c)
+            if out.get("records") and conf["role"] == "host" and node is not None:
+                rec = node.records()
+                rec["format"] = RECORDS_FORMAT
+                write_json_atomic(out["records"], rec)
 
 
 class _Msg:
@@ -187,17 +214,21 @@ class _Msg:
         self.start_ps = m["start_ps"]
 
 
-def run_agent(conf, loop=None):
-    """Run one node from a configuration dict (checked here); returns the exit code."""
-    conf = check_node_config(conf)
-    check_outputs(conf)
-    agent = Agent(conf)
-    return run_async(agent.main, loop or conf["run"]["loop"])
+def run_agent(confs, loop=None):
+    """Run one node (a configuration dict) or several in this process (a list of them;
+    checked here); returns the exit code."""
+    confs = [confs] if isinstance(confs, dict) else list(confs)
+    confs = [check_node_config(c) for c in confs]
+    for c in confs:
+        check_outputs(c)
+    agent = Agent(confs)
+    return run_async(agent.main, loop or confs[0]["run"]["loop"])
 
 
 def add_arguments(p):
-    p.add_argument("--config", required=True, metavar="NODE.json",
-                   help="the node's configuration (docs/agent-config.md)")
+    p.add_argument("--config", required=True, metavar="NODE.json", action="append",
+                   help="the node's configuration (docs/agent-config.md); repeat it to run "
+                        "several nodes in this process (each in its 'netns', if given)")
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default=None,
                    help="event loop (default: the configuration's run.loop)")
     p.add_argument("--timeout-s", type=float, default=None,
@@ -205,18 +236,22 @@ def add_arguments(p):
 
 
 def cmd_agent(args):
+    paths = args.config if isinstance(args.config, list) else [args.config]
     try:
-        conf = load_node_config(args.config)
-        check_outputs(conf, args.config)
+        confs = []
+        for path in paths:
+            confs.append(load_node_config(path))
+            check_outputs(confs[-1], path)
     except ConfigError as exc:
         print("gse agent: error: %s" % exc, file=sys.stderr)
         return 2
-    if args.timeout_s is not None:
-        conf["run"]["timeout_s"] = args.timeout_s
+    for conf in confs:
+        if args.timeout_s is not None:
+            conf["run"]["timeout_s"] = args.timeout_s
     try:
-        return run_agent(conf, args.loop)
+        return run_agent(confs, args.loop)
     except (ConfigError, ValueError, OSError) as exc:
-        print("gse agent: error: %s: %s" % (args.config, exc), file=sys.stderr)
+        print("gse agent: error: %s: %s" % (", ".join(paths), exc), file=sys.stderr)
         return 2
 
 

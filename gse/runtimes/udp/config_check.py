@@ -19,15 +19,16 @@ from gse.protocols import default_config
 from gse.runtimes.udp.io import LOOPS
 from gse.wire import WIRE_PROFILES
 from gse.wire.packet import HEADER_BYTES
+from switchmodel.fabric_config import FabricConfig
 from switchmodel.pfc import PfcConfig
 from switchmodel.queue import QueueConfig
 
 FORMAT = "gse-agent-config/1"
 
-# Protocols whose switches are the plain switch agent (Switch, OutputQueue, PFC), which is
-# what a UDP node runs.  gse-fabric's leaves run a scheduler of their own
-# (gse.runtimes.sim.fabric_nodes) that has no UDP node yet.
-UDP_PROTOCOLS = ("gse", "roce")
+# Protocols a UDP node runs: the plain switch agent (Switch, OutputQueue, PFC) for gse
+# and roce; for gse-fabric the leaf scheduler (gse.runtimes.udp.fabric) and spines that
+# follow the leaves' paths.
+UDP_PROTOCOLS = ("gse", "roce", "gse-fabric")
 
 RUN_DEFAULTS = {
     "timeout_s": 60.0,         # wall-clock bound: the agent exits (and writes) by then
@@ -127,6 +128,7 @@ def check_node_config(conf, where="config"):
         raise ConfigError("%s: field 'node' of a host must be in 0..%d (hosts: %d), got %d"
                           % (where, n_hosts - 1, n_hosts, nid))
     _need(conf, "kind", str, where)
+    _int(conf, "netns", where, 1, optional=True)     # a pid in whose namespace to bind
     _addr(_need(conf, "bind", list, where), where + " field 'bind'")
     _need(conf, "seed", (int, str), where)
     _check_object(QueueConfig, _need(conf, "queue", dict, where), where + " field 'queue'")
@@ -149,6 +151,10 @@ def check_node_config(conf, where="config"):
                               % (where, key, path))
     secure = conf.get("secure")
     if secure is not None:
+        if conf.get("fabric") or (conf.get("agent") or {}).get("protocol") == "gse-fabric":
+            raise ConfigError("%s: field 'secure': fabric mode's leaves rewrite the DATA "
+                              "headers hosts send; authenticated packets need gse or roce"
+                              % where)
         _check_secure(secure, n_hosts, where)
         if wire != "gse":
             raise ConfigError("%s: field 'secure' needs the gse wire profile, not %r"
@@ -324,6 +330,33 @@ def _check_switch(conf, n_hosts, where):
         if not isinstance(pfc, dict):
             raise ConfigError("%s: field 'pfc' must be an object or null" % where)
         _check_object(PfcConfig, pfc, where + " field 'pfc'")
+    if conf.get("fabric") is not None:
+        _check_fabric(conf["fabric"], len(ports), len(hops), where + " field 'fabric'")
+
+
+def _check_fabric(fabric, n_ports, n_hosts, where):
+    """A fabric-mode switch's section: its role, the leaves' routes and the parameters."""
+    if not isinstance(fabric, dict):
+        raise ConfigError("%s: must be an object or null" % where)
+    role = _need(fabric, "role", str, where)
+    if role not in ("leaf", "spine"):
+        raise ConfigError("%s: field 'role' must be 'leaf' or 'spine', got %r" % (where, role))
+    try:
+        FabricConfig(**_need(fabric, "params", dict, where))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError("%s: field 'params': %s" % (where, exc)) from None
+    nodes = _int(fabric, "nodes", where, n_hosts + 1)
+    leaf_of = _need(fabric, "leaf_of", list, where)
+    if len(leaf_of) != n_hosts or not all(isinstance(x, int) and n_hosts <= x < nodes
+                                          for x in leaf_of):
+        raise ConfigError("%s: field 'leaf_of' must name a switch (%d..%d) for each of the "
+                          "%d hosts, got %r" % (where, n_hosts, nodes - 1, n_hosts, leaf_of))
+    for i, item in enumerate(_need(fabric, "leaf_routes", list, where)):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int)
+                or not n_hosts <= item[0] < nodes or not isinstance(item[1], list) or not item[1]
+                or not all(isinstance(p, int) and 0 <= p < n_ports for p in item[1])):
+            raise ConfigError("%s: leaf_routes[%d] must be [leaf id, [local ports]], got %r"
+                              % (where, i, item))
 
 
 def check_outputs(conf, where="config"):

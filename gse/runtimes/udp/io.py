@@ -2,9 +2,8 @@
 
 Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top of it.
 
-* **Loops.**  ``loop_factory("auto")`` takes uvloop when it is installed, else asyncio's
-  default loop; ``run_async`` runs one coroutine on a fresh loop and always cancels what is
-  left and closes the loop, so a run leaves no task behind even when interrupted.
+* **Loops** (``gse.runtimes.udp.loops``, re-exported here): uvloop when installed, else
+  asyncio's; ``run_async`` runs one coroutine on a fresh loop and leaves nothing behind.
 * **Endpoints.**  A node owns one UDP socket bound to its own address.  Receiving drains
   the socket, up to ``DRAIN_BATCH`` datagrams per wake-up, straight into the node's
   handler: no transport, queue, future or task per datagram, on either loop.  On Linux
@@ -12,11 +11,14 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
   single reader, so one loop callback per iteration serves every ready socket; elsewhere
   each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain non-blocking ``sendto`` on the
   same socket, because the emulated ports send from callbacks, where awaiting a coroutine
-  per datagram would cost a task switch each.  The compiled build (``cython/gse/
-  udp_io.pxd``) calls recvfrom(2) and sendto(2) itself on IPv4 sockets: an empty socket is
-  a return value instead of a ``BlockingIOError``, a sender's ``(ip, port)`` tuple is built
-  once per address and a destination's ``sockaddr`` parsed once; the pure build uses the
-  socket module.  Same datagrams, same addresses, same counters.
+  per datagram would cost a task switch each.  The compiled build (``cython/gse/runtimes/
+  udp/io.pxd``) calls recvmmsg(2) and sendmmsg(2) itself on IPv4 sockets: up to 32
+  datagrams per call, an empty socket is a return value instead of a ``BlockingIOError``,
+  a sender's ``(ip, port)`` tuple is built once per address and a destination's
+  ``sockaddr`` parsed once; what a node sends while its socket is drained, or while
+  timers fire, is held and leaves in one sendmmsg(2) per endpoint (``flush_sends``).  The
+  pure build uses the socket module, a datagram per call.  Same datagrams, same
+  addresses, same counters.
 * **Clock.**  Agents run on integer picoseconds since the run's start, read from
   ``time.monotonic_ns`` (CLOCK_MONOTONIC, read in C in the compiled build) -- the clock
   asyncio's ``loop.time()`` reads, at nanosecond resolution.  uvloop's ``loop.time()`` is
@@ -24,24 +26,28 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
   microseconds, so neither loop's ``time()`` is used.
 * **Timers.**  Both loops sleep with millisecond granularity: asyncio rounds a 30 us timer
   up to ~1.1 ms, uvloop rounds it down to 0 and fires early.  ``Scheduler`` keeps every
-  node's events in one heap and arms one loop timer for the earliest.  With
-  ``precise=True`` (the in-process runtime) the loop sleeps until a millisecond before the
-  event and polls (``call_soon``) the rest of the way: events fire within a loop iteration
-  of their time, at the price of a busy core for the last millisecond before each.
-  With ``precise=False`` (one agent per process, many processes per machine) the loop
-  sleeps at least a millisecond and events fire up to about a millisecond late; the
-  emulated ports catch up in virtual time, so rates stay right on average.
+  node's events in one heap and arms one wake-up for the earliest.  ``precise=True``,
+  ``wake="spin"`` (the in-process runtime, which owns a core): the loop sleeps until a
+  millisecond before the event and polls (``call_soon``) the rest of the way: events fire
+  within a loop iteration of their time, at the price of a busy core for the last
+  millisecond before each.  ``wake="timerfd"`` (agents that share cores, Linux): a
+  timerfd in the loop's descriptor set, armed at the event's time, wakes the loop then --
+  no polling, a system call per re-arm (in a busy process ~17% more CPU than polling,
+  which is why the in-process runtime polls).  ``precise=False``: the loop sleeps at least
+  a millisecond and events fire up to about a millisecond late; the emulated ports catch
+  up in virtual time, so rates stay right on average.
 """
 
 import asyncio
-import importlib.util
+import os
 import select
-import signal
 import socket
-import struct
-import threading
 from heapq import heappop, heappush
 from time import monotonic_ns
+
+from gse.runtimes.udp import timerfd
+from gse.runtimes.udp.loops import (LOOPS, loop_factory, loop_name, run_async,  # noqa: F401
+                                    uvloop_available)
 
 DEFAULT_RCVBUF = 4 * 1024 * 1024   # ~1,000 datagrams of 4 KB: bursts must not overflow
 SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accurately
@@ -53,80 +59,12 @@ RECV_MAX = 65536
 # without caching, so a flood from many source addresses costs no memory.
 ADDR_CACHE_MAX = 1024
 
-LOOPS = ("auto", "asyncio", "uvloop")
+WAKES = ("spin", "timerfd")        # how precise timers wake the loop (Scheduler)
 
 try:
     C_IO = GSE_UDP_C_IO            # a C constant (1) in the compiled build: see the .pxd
 except NameError:
     C_IO = False
-
-
-def uvloop_available():
-    return importlib.util.find_spec("uvloop") is not None
-
-
-def loop_factory(name="auto"):
-    """(factory, resolved name) for ``name`` in ``LOOPS``."""
-    if name not in LOOPS:
-        raise ValueError("unknown event loop %r (known: %s)" % (name, ", ".join(LOOPS)))
-    if name == "auto":
-        name = "uvloop" if uvloop_available() else "asyncio"
-    if name == "uvloop":
-        try:
-            import uvloop
-        except ImportError:
-            raise ValueError("event loop 'uvloop' asked for but uvloop is not installed "
-                             "(pip install uvloop, or --loop asyncio)") from None
-        return uvloop.new_event_loop, "uvloop"
-    return asyncio.new_event_loop, "asyncio"
-
-
-def run_async(main, loop="auto"):
-    """Run ``main()`` (a coroutine function) on a fresh loop of kind ``loop``.
-
-    Ctrl-C (SIGINT, when this is the main thread and nobody else handles it) cancels the
-    main task, so its ``finally`` blocks run inside the loop, and then raises
-    KeyboardInterrupt -- as ``asyncio.run`` does.  Whatever happens, every task still
-    pending is cancelled and awaited, async generators are shut down and the loop closed.
-    """
-    factory, _ = loop_factory(loop)
-    lp = factory()
-    interrupted = []
-    sigint = False
-    try:
-        task = lp.create_task(main())
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            def on_sigint():
-                interrupted.append(True)
-                task.cancel()
-            try:
-                lp.add_signal_handler(signal.SIGINT, on_sigint)
-                sigint = True
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-        try:
-            return lp.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt() from None
-            raise
-    finally:
-        try:
-            if sigint:
-                lp.remove_signal_handler(signal.SIGINT)
-            pending = [t for t in asyncio.all_tasks(lp) if not t.done()]
-            for t in pending:
-                t.cancel()
-            if pending:
-                lp.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            lp.run_until_complete(lp.shutdown_asyncgens())
-        finally:
-            lp.close()
-
-
-def loop_name(loop):
-    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
 
 
 def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
@@ -169,7 +107,8 @@ class Endpoint:
 
     __slots__ = ("sock", "fd", "addr", "name", "loop", "handler", "recv_size", "sent",
                  "send_blocked", "send_errors", "recv_errors", "errors", "closed",
-                 "addr_cache", "sockaddr_cache", "c4", "reactor")
+                 "addr_cache", "sockaddr_cache", "c4", "reactor", "out_data", "out_sa",
+                 "dirty", "batches")
 
     def __init__(self, sock, name, recv_size=RECV_MAX):
         self.sock = sock
@@ -189,6 +128,10 @@ class Endpoint:
         self.sockaddr_cache = {}  # compiled build: (ip, port) -> its sockaddr_in bytes
         self.c4 = C_IO and sock.family == socket.AF_INET   # the C path (IPv4)
         self.reactor = None       # the loop's Reactor, once started (on Linux)
+        self.out_data = []        # compiled build: datagrams held for one sendmmsg(2) ...
+        self.out_sa = []          # ... and their destinations' sockaddr
+        self.dirty = False        # holds datagrams (it is in the pending list)
+        self.batches = 0          # sendmmsg batches flushed
 
     async def start(self, handler):
         if self.closed:
@@ -233,8 +176,44 @@ class Endpoint:
                 record_error(self.errors, "%s: %r" % (self.name, exc))
 
     def _readable_c(self):
-        # compiled build, IPv4: recvfrom(2) itself (no exception when the socket is empty),
-        # the sender's (ip, port) tuple built once per address (addr_cache)
+        # compiled build, IPv4: recvmmsg(2) itself, up to GSE_MMSG datagrams per call (no
+        # exception when the socket is empty), the sender's (ip, port) tuple built once per
+        # address (addr_cache); what the handlers send meanwhile is held and leaves in one
+        # sendmmsg(2) per endpoint when the socket is drained (flush_sends)
+        global _deferring
+        if not GSE_HAVE_MMSG:
+            self._readable_one()
+            return
+        handler = self.handler
+        left = DRAIN_BATCH
+        outer = _deferring
+        _deferring = True
+        try:
+            while left > 0:
+                want = left if left < GSE_MMSG else GSE_MMSG
+                items = gse_recv4_many(self.fd, self.recv_size, want, self.addr_cache,
+                                       ADDR_CACHE_MAX)
+                if items is False:     # e.g. an ICMP error reported on the socket
+                    self.recv_errors += 1
+                    if self.closed:
+                        return
+                    left -= 1
+                    continue
+                for item in items:
+                    try:
+                        handler(item[0], item[1])
+                    except Exception as exc:   # a bug in a driver: keep it, keep running
+                        record_error(self.errors, "%s: %r" % (self.name, exc))
+                if len(items) < want or self.closed:
+                    return
+                left -= want
+        finally:
+            _deferring = outer
+            if not outer:
+                flush_sends()
+
+    def _readable_one(self):
+        # compiled build, IPv4, without recvmmsg(2): recvfrom(2) itself
         handler = self.handler
         for i in range(DRAIN_BATCH):
             item = gse_recv4(self.fd, self.recv_size, self.addr_cache, ADDR_CACHE_MAX)
@@ -252,6 +231,15 @@ class Endpoint:
 
     def send(self, data, addr):
         if self.c4 and type(data) is bytes:
+            if _deferring and not self.closed:
+                sa = gse_sa4(addr, self.sockaddr_cache, ADDR_CACHE_MAX)
+                if sa is not None:
+                    self.out_data.append(data)
+                    self.out_sa.append(sa)
+                    if not self.dirty:
+                        self.dirty = True
+                        _pending.append(self)
+                    return
             r = gse_send4(self.fd, data, addr, self.sockaddr_cache, ADDR_CACHE_MAX)
             if r == 0:
                 self.sent += 1
@@ -263,6 +251,35 @@ class Endpoint:
                 self._send_py(data, addr)
             return
         self._send_py(data, addr)
+
+    def flush(self):
+        """Send what ``send`` held, in order (compiled build), with sendmmsg(2): a datagram
+        refused for a full socket buffer counts as ``send_blocked``, another error as
+        ``send_errors``, as with sendto(2)."""
+        datas = self.out_data
+        sas = self.out_sa
+        self.dirty = False
+        n = len(datas)
+        if n == 0:
+            return
+        if self.closed:
+            self.send_errors += n
+        else:
+            self.batches += 1
+            start = 0
+            while start < n:
+                r = gse_send4_many(self.fd, datas, sas, start)   # (sent << 2) | why
+                done = r >> 2
+                self.sent += done
+                start += done
+                if start < n:           # that one failed: count it, go on with the next
+                    if r & 3 == 1:
+                        self.send_blocked += 1
+                    else:
+                        self.send_errors += 1
+                    start += 1
+        datas.clear()
+        sas.clear()
 
     def _send_py(self, data, addr):
         try:
@@ -364,6 +381,20 @@ class Reactor:
         self.ep.close()
 
 
+# Sends held for sendmmsg(2) (compiled build): while ``_deferring`` (a socket being
+# drained, timers firing) an IPv4 endpoint's ``send`` queues the datagram and the endpoint
+# joins ``_pending``; ``flush_sends`` sends them all once that work is done.
+_deferring = False
+_pending = []
+
+
+def flush_sends():
+    """Send every datagram held by ``Endpoint.send`` while sends were deferred."""
+    while _pending:
+        ep = _pending.pop()
+        ep.flush()
+
+
 def record_error(errors, text):
     if len(errors) < MAX_ERRORS_KEPT:
         errors.append(text)
@@ -378,9 +409,9 @@ class Scheduler:
     """
 
     __slots__ = ("loop", "t0_ns", "heap", "seq", "handle", "armed_at", "precise", "fired",
-                 "late_ps", "late_max_ps", "late_1ms", "errors", "closed")
+                 "late_ps", "late_max_ps", "late_1ms", "errors", "closed", "tfd")
 
-    def __init__(self, loop, precise=True):
+    def __init__(self, loop, precise=True, wake="spin"):
         self.loop = loop
         self.t0_ns = monotonic_ns()
         self.heap = []
@@ -394,6 +425,18 @@ class Scheduler:
         self.late_1ms = 0         # what the process carries (events > 1 ms late)
         self.errors = []
         self.closed = False
+        # precise, wake="timerfd": a timerfd the loop watches wakes it at the event's
+        # microsecond (Linux); wake="spin" (or no timerfd): the loop sleeps to within a
+        # millisecond and polls the rest of the way (see the module docstring)
+        if wake not in WAKES:
+            raise ValueError("unknown timer wake-up %r (known: %s)" % (wake, ", ".join(WAKES)))
+        self.tfd = timerfd_open() if precise and wake == "timerfd" else -1
+        if self.tfd >= 0:
+            try:
+                loop.add_reader(self.tfd, self._on_tfd)
+            except (NotImplementedError, RuntimeError, ValueError, OSError):
+                os.close(self.tfd)
+                self.tfd = -1
 
     def start_clock(self, delay_ns=0):
         """Time 0 is now (plus ``delay_ns``); before it ``now()`` reads 0."""
@@ -416,8 +459,13 @@ class Scheduler:
             return
         if self.handle is not None:
             self.handle.cancel()
+            self.handle = None
         self.armed_at = t
         wait_ps = t - self._clock()
+        if self.tfd >= 0 and wait_ps > 0:
+            # the timerfd at the event's time (rounded up to the ns), absolute on the clock
+            timerfd_at(self.tfd, self.t0_ns + (t + 999) // 1000)
+            return
         if wait_ps <= 0 or (self.precise and wait_ps < SPIN_PS):
             self.handle = self.loop.call_soon(self._fire)
         elif self.precise:
@@ -429,7 +477,22 @@ class Scheduler:
                 delay = 0.001           # uvloop would round it to 0 and spin
             self.handle = self.loop.call_later(delay, self._fire)
 
+    def _on_tfd(self):
+        timerfd_drain(self.tfd)
+        self._fire()
+
     def _fire(self):
+        global _deferring
+        outer = _deferring
+        _deferring = C_IO and GSE_HAVE_MMSG      # sends of all the events: batched
+        try:
+            self._fire_due()
+        finally:
+            _deferring = outer
+            if not outer:
+                flush_sends()
+
+    def _fire_due(self):
         self.handle = None
         self.armed_at = -1
         heap = self.heap
@@ -468,37 +531,39 @@ class Scheduler:
             self.handle.cancel()
             self.handle = None
         self.heap.clear()
+        if self.tfd >= 0:
+            if not self.loop.is_closed():
+                self.loop.remove_reader(self.tfd)
+            os.close(self.tfd)
+            self.tfd = -1
 
 
-def kernel_drops(addrs):
-    """Datagrams the kernel dropped at each bound (ip, port) in ``addrs`` (receive buffer
-    overflow), read from /proc/net/udp{,6} of this network namespace; {} where unreadable."""
-    wanted = {(ip, port) for ip, port in addrs}
-    found = {}
-    for path, v6 in (("/proc/net/udp", False), ("/proc/net/udp6", True)):
-        try:
-            with open(path) as f:
-                lines = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 13:
-                continue
-            hexip, hexport = fields[1].split(":")
-            try:
-                ip = _proc_ip(hexip, v6)
-            except (ValueError, OSError, struct.error):
-                continue
-            key = (ip, int(hexport, 16))
-            if key in wanted:
-                found[key] = int(fields[-1])
-    return found
+# -- timerfd (Linux): the compiled build calls timerfd_create(2) and timerfd_settime(2)
+# from C (cython/gse/runtimes/udp/io.pxd), the pure build through ctypes
+# (gse.runtimes.udp.timerfd).  The thread's timer slack is set to 1 ns on the first use,
+# so that the kernel does not defer a wake-up by its default 50 us to batch it with others.
+
+def timerfd_open():
+    """A non-blocking CLOCK_MONOTONIC timerfd, or -1 where there is none (not Linux)."""
+    if C_IO:
+        fd = gse_timerfd_open()
+        if fd >= 0:
+            gse_timer_slack(1)
+        return fd
+    return timerfd.open_timerfd()
 
 
-def _proc_ip(hexip, v6):
-    if not v6:
-        return socket.inet_ntoa(struct.pack("<I", int(hexip, 16)))
-    raw = bytes.fromhex(hexip)
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
-    return socket.inet_ntop(socket.AF_INET6, words)
+def timerfd_at(fd, abs_ns):
+    """Arm ``fd`` to expire once at ``abs_ns`` on CLOCK_MONOTONIC (a past time: at once)."""
+    if C_IO:
+        gse_timerfd_at(fd, abs_ns)
+        return
+    timerfd.arm(fd, abs_ns)
+
+
+def timerfd_drain(fd):
+    """Consume the expiry count of ``fd`` (nothing if it has not expired)."""
+    if C_IO:
+        gse_timerfd_drain(fd)
+        return
+    timerfd.drain(fd)

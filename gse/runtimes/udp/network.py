@@ -28,14 +28,18 @@ from gse.metrics.records import RunResult
 from gse.protocols import default_config
 from gse.runtimes.udp import capture
 from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
-from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, kernel_drops, loop_name,
+from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
+from gse.runtimes.udp.build import build_node
+from gse.runtimes.udp.fabric import LeafDriver
 from gse.runtimes.udp.faults import install as install_faults
-from gse.runtimes.udp.node import DEFAULT_SLACK_PS, build_node
+from gse.runtimes.udp.netns import kernel_drops
+from gse.runtimes.udp.node import DEFAULT_SLACK_PS
 from gse.runtimes.udp.results import (build_summary, failure_summary, message_records,
                                       udp_totals)
 
 ADDRESSING = ("ports", "ips")
+SETTLE_S = 2.0      # fabric mode: longest wait for the leaves to drain after the last ACK
 
 def address_plan(topo, addressing):
     """(ip, port) each node binds: ``ports`` = 127.0.0.1 with a kernel-chosen port per node;
@@ -214,7 +218,21 @@ class UdpNetwork:
             self.wall_s = time.perf_counter() - wall0
             if not self.done.done():
                 self.done.cancel()
+        if self.end == "done":
+            await self._settle(wall0 + timeout_s)
         return self.end
+
+    async def _settle(self, deadline):
+        """Fabric mode: once every message is done, let the leaves drain what is left in
+        their queues (go-back-N resends that crossed the last ACK), so that the run ends
+        with no VOQ, demand or reorder buffer live (``fabric.leaves_idle``).  Bounded by
+        ``SETTLE_S`` and the run's own deadline."""
+        leaves = [n for n in self.nodes if isinstance(n, LeafDriver)]
+        end = min(deadline, time.perf_counter() + SETTLE_S)
+        while leaves and not all(n.agent.idle() for n in leaves):
+            if time.perf_counter() >= end:
+                return
+            await asyncio.sleep(0.01)
 
     async def close(self):
         """Stop the timers and close every socket; idempotent, safe after a failed open."""

@@ -10,22 +10,15 @@ and dropped, and a host checks every DATA payload against the documented pattern
 links themselves are in ``gse.runtimes.udp.link``.
 """
 
-import random
-
-from gse.protocols import host_factory
 from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
                                    decode_datagram, decode_header, decode_header_into,
                                    payload_intact)
-from gse.wire import wire_profile
 from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError, verify_payload
 from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
-from switchmodel.pfc import PfcConfig, PfcState
-from switchmodel.queue import OutputQueue, QueueConfig
-from switchmodel.switch import Switch
 
 __all__ = ["DEFAULT_SLACK_PS", "NIC_BURST", "EmulatedPort", "HostNic", "decode_datagram",
-           "NodeDriver", "SwitchDriver", "HostDriver", "build_node"]
+           "NodeDriver", "SwitchDriver", "HostDriver"]
 
 
 class NodeDriver:
@@ -285,68 +278,3 @@ class HostDriver(NodeDriver):
         received = [{"src": src, "msg_id": msg_id, "size": size, "deliver_ps": t}
                     for (src, msg_id), (size, t) in sorted(self.delivered.items())]
         return {"node": self.node, "sent": sent, "received": received}
-
-
-def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sent=None):
-    """The driver of one node from its configuration (``gse.runtimes.udp.config`` format).
-
-    ``protocol_config`` is the host agent's config object (GseConfig, RoceConfig), already
-    built from ``conf["agent"]``; switches ignore it.
-    """
-    nid = conf["node"]
-    seed = conf["seed"]
-    qconf = QueueConfig(**conf["queue"])
-    slack = conf["run"]["slack_ps"]
-    role = conf["role"]
-    if role == "host":
-        link = conf["ports"][0]
-        make_host = host_factory(conf["agent"]["protocol"], protocol_config)
-        agent = make_host(nid, random.Random("%s/host/%d" % (seed, nid)), link["gbps"])
-        driver = HostDriver(nid, conf["name"], sched, endpoint, agent, on_delivered, on_sent)
-        secure = conf.get("secure")
-        if secure:
-            from gse.runtimes.udp.secure import Tss, load_domain_key
-            driver.tss = Tss(load_domain_key(secure["key_file"]), nid, conf["hosts"])
-    else:
-        switch = Switch(nid, conf["name"], [tuple(h) for h in conf["next_hops"]],
-                        conf["salt"], conf["forwarding"])
-        pfc = None
-        if conf.get("pfc"):
-            pfc = PfcState(PfcConfig(**conf["pfc"]), len(conf["ports"]))
-        driver = SwitchDriver(nid, conf["name"], conf["kind"], sched, endpoint, switch,
-                              conf.get("switch_latency_ps", 0), pfc)
-    driver.max_datagram = conf["max_datagram"]
-    wire = conf.get("wire", "gse")
-    codec = wire_profile(wire) if wire != "gse" else None
-    driver.codec = codec
-    for pc in conf["ports"]:
-        pidx = pc["port"]
-        qrng = random.Random("%s/queue/%d/%d" % (seed, nid, pidx))
-        addr = (pc["peer_addr"][0], pc["peer_addr"][1])
-        cls = HostNic if role == "host" else EmulatedPort
-        port = cls(sched, endpoint, addr, OutputQueue(qconf, qrng), pc["gbps"],
-                   pc["delay_ps"], slack, nid, pidx, conf["kind"], pc["faces_host"])
-        port.peer = pc["peer"]
-        port.peer_port = pc["peer_port"]
-        port.owner = driver
-        port.codec = codec
-        port.set_faults(pc.get("loss", 0.0), pc.get("corrupt", 0.0),
-                        random.Random("%s/wire/%d/%d" % (seed, nid, pidx)))
-        if role == "host":
-            port.agent = driver.agent
-            port.catchup = (conf["mtu_wire_bytes"] * 8_000_000 + port.mbps - 1) // port.mbps
-            port.want = False
-            driver.nic = port
-            if driver.tss is not None:
-                port.seal = driver.tss.seal
-        else:
-            port.pfc = driver.pfc
-        if addr in driver.port_of:
-            raise ValueError("node %r: ports %d and %d both lead to %s:%d"
-                             % (conf["name"], driver.port_of[addr], pidx, addr[0], addr[1]))
-        driver.port_of[addr] = pidx
-        driver.ports.append(port)
-        know = getattr(endpoint, "know", None)
-        if know is not None:
-            know(addr)
-    return driver

@@ -10,6 +10,7 @@ that ``gse agent`` processes wrote (the Mininet runtime and real machines).
 
 import json
 
+from gse.metrics.fabric import fold_fabric_counters
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.wire.codec import REASONS
 from gse.wire.packet import HEADER_BYTES
@@ -73,18 +74,21 @@ def udp_totals(node_counters, kernel_drops=None):
 
 
 def pfc_totals(node_counters, paused_ps):
-    """PAUSE frames sent, paused time, and pauses that lapsed by their quanta (a RESUME
-    that never came: lost on the wire, or a refresh that stopped)."""
-    pauses = overflows = expiries = 0
+    """PAUSE frames sent, paused time, pauses that lapsed by their quanta (a RESUME that
+    never came: lost on the wire, or a refresh that stopped), and the largest ingress
+    count of any switch (past XOFF, PFC must have paused)."""
+    pauses = overflows = expiries = peak = 0
     for c in node_counters:
         pfc = c.get("pfc")
         if pfc:
             pauses += pfc["pauses_sent"]
             overflows += pfc["headroom_overflows"]
+            peak = max(peak, pfc.get("peak_ingress", 0))
         expiries += sum(p.get("pause_expiries", 0) for p in c.get("ports", ()))
     return {"pfc_pauses": pauses, "paused_time_us": round(sum(paused_ps) / 1e6, 3),
             "paused_time_max_port_us": round(max(paused_ps, default=0) / 1e6, 3),
-            "pfc_headroom_overflows": overflows, "pfc_pause_expiries": expiries}
+            "pfc_headroom_overflows": overflows, "pfc_pause_expiries": expiries,
+            "pfc_peak_ingress_bytes": peak}
 
 
 def build_summary(topo, records, ports, node_counters, host_agent_counters, config,
@@ -100,6 +104,11 @@ def build_summary(topo, records, ports, node_counters, host_agent_counters, conf
     summary = summarize(records, ports, host_agent_counters, base_rtt, elapsed_ps,
                         udp["datagrams"], wall_s, more)
     summary["drops"] += summary["unroutable"]
+    leaves = [c for c in node_counters if c.get("fabric")]
+    if leaves:                          # fabric mode: the leaves' figures, as gse sim's
+        fold_fabric_counters([c["fabric"] for c in leaves], summary)
+        summary["fabric"]["leaves_idle"] = sum(1 for c in leaves if c.get("fabric_idle"))
+        summary["fabric"]["leaves"] = len(leaves)
     return summary
 
 

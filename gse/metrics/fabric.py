@@ -1,0 +1,36 @@
+"""Fabric mode's figures in a run summary, whatever runtime ran the leaves.
+
+``fold_fabric_counters(leaf_counters, summary)`` takes every leaf's
+``switchmodel.fabric.FabricLeaf.counters()`` (read from the agent in the simulation and
+the in-process UDP runtime, or from the counters files ``gse agent`` processes write)
+and adds to the summary what ``gse sim`` reports for ``gse-fabric``: VOQ and
+reorder-buffer peaks as tiers ``edge_voq`` and ``edge_reorder`` of
+``peak_queue_bytes`` (the largest of one leaf), VOQ overflow drops and the leaves' own
+unroutable packets into ``drops``, PAUSEs sent to hosts into ``pfc_pauses``, and the
+summed counters under ``fabric``.
+"""
+
+__all__ = ["fold_fabric_counters"]
+
+
+def fold_fabric_counters(leaf_counters, summary):
+    totals = {}
+    voq_peak = reorder_peak = 0
+    for counters in leaf_counters:
+        for k, v in counters.items():
+            totals[k] = totals.get(k, 0) + v
+        voq_peak = max(voq_peak, counters.get("voq_peak_bytes", 0))
+        reorder_peak = max(reorder_peak, counters.get("reorder_peak_bytes", 0))
+    totals["voq_peak_bytes"] = voq_peak            # the largest of one leaf, not the sum
+    totals["reorder_peak_bytes"] = reorder_peak
+    peak = summary.setdefault("peak_queue_bytes", {})
+    peak["edge_voq"] = voq_peak
+    peak["edge_reorder"] = reorder_peak
+    drops = totals.get("voq_drops", 0)
+    unroutable = totals.get("unroutable", 0)     # (the leaves count their own)
+    summary["unroutable"] = summary.get("unroutable", 0) + unroutable
+    summary["drops"] = summary.get("drops", 0) + drops + unroutable
+    summary["queue_drops"] = summary.get("queue_drops", 0) + drops
+    summary["pfc_pauses"] = summary.get("pfc_pauses", 0) + totals.get("host_pauses", 0)
+    summary["fabric"] = totals
+    return summary

@@ -1,0 +1,134 @@
+"""Fabric mode (``gse-fabric``) over UDP: the leaf scheduler as a switch node.
+
+In fabric mode the hosts are plain RoCE-like senders (``gse.agents.plain_host``) and the
+leaves schedule: ``switchmodel.fabric.FabricLeaf`` keeps a VOQ per destination host,
+asks the destination's leaf for credit with REQUESTs, sprays what it is granted, and
+restores order before the destination host (docs/fabric-mode.md).  ``LeafDriver`` runs
+that agent behind a node's UDP socket exactly as ``gse.runtimes.sim.fabric_nodes.LeafNode``
+runs it on the simulation's event queue: every datagram is decoded and handed to
+``receive(pkt, in_port, now)``, the agent's ``out`` is offered to the emulated egress
+ports (``gse.runtimes.udp.link``), its PAUSE/RESUME frames to local hosts are sent (and
+a PAUSE refreshed at half its time while it must hold), and its one deadline is a timer
+of the node's scheduler.  Spines are ordinary switch nodes (``SwitchDriver``) whose switch
+is a ``FabricSpine`` with ``paths="leaf"``.
+
+On the wire nothing is new: leaf-to-leaf REQUESTs and GRANTs and the DATA shim are the
+64-byte header of docs/wire-format.md ("Fabric mode"), addressed to the leaves' node ids,
+which every switch routes like the leaf's first host (``switchmodel.fabric_plan``).
+
+A leaf keeps packets (VOQs, reorder buffers), so every datagram is decoded into a packet
+of its own, DATA with its payload bytes, and everything the leaf sends is encoded again
+(it rewrites DATA's entropy, ``aux`` and ``sack_base``), except control packets it only
+routes (a host's ACK or NAK), which go out as the datagram that came in.
+"""
+
+from gse.runtimes.udp.io import record_error
+from gse.runtimes.udp.node import NodeDriver
+from gse.wire.packet import (DATA, F_TRIMMED, HEADER_BYTES, PAUSE, PRIO_CONTROL, PRIO_DATA,
+                             RESUME, new_packet)
+
+__all__ = ["LeafDriver"]
+
+
+class LeafDriver(NodeDriver):
+    """One leaf of fabric mode: a ``FabricLeaf`` agent behind the node's socket."""
+
+    __slots__ = ("switch", "agent", "latency", "timer_at", "timer_fn", "forward_fn",
+                 "refresh_fn", "pfc_frames", "agent_errors")
+
+    def __init__(self, node, name, kind, sched, endpoint, switch, agent, latency_ps):
+        NodeDriver.__init__(self, node, name, kind, sched, endpoint)
+        self.switch = switch
+        self.agent = agent
+        self.latency = latency_ps
+        self.timer_at = -1
+        self.timer_fn = self._on_timer      # bound once
+        self.forward_fn = self._forward
+        self.refresh_fn = self._refresh_pause
+        self.pfc_frames = 0                 # PAUSE/RESUME frames sent to hosts
+        self.agent_errors = 0
+
+    def datagram(self, data, addr):
+        pkt = self._decode(data, addr, None)    # a packet of its own: the leaf may keep it
+        if pkt is None:
+            return
+        if pkt.kind == DATA and not pkt.flags & F_TRIMMED and pkt.payload is None:
+            pkt.payload = data[HEADER_BYTES:]   # re-encoded with the bytes that came
+        if self.latency:
+            self.sched.at(self.sched.now() + self.latency, self.forward_fn, (pkt, data))
+            return
+        self._handle(pkt, data, self.sched.now())
+
+    def _forward(self, _t, item):
+        self._handle(item[0], item[1], self.sched.now())
+
+    def _handle(self, pkt, data, now):
+        kind = pkt.kind
+        if kind == PAUSE or kind == RESUME:        # (no one pauses a leaf in this mode)
+            self.ports[pkt.ingress].on_pfc(kind == PAUSE, pkt.credit, now)
+            return
+        try:
+            self.agent.receive(pkt, pkt.ingress, now)
+        except Exception as exc:
+            self._agent_error("receive %r" % (pkt,), exc)
+        # a control packet the leaf only routed leaves as the datagram that came in
+        self.flush(now, pkt if kind != DATA else None, data)
+
+    def _on_timer(self, t, _arg):
+        if t != self.timer_at:
+            return                      # superseded by an earlier deadline
+        self.timer_at = -1
+        now = self.sched.now()
+        try:
+            self.agent.on_timer(now)
+        except Exception as exc:
+            self._agent_error("timer", exc)
+        self.flush(now, None, None)
+
+    def flush(self, now, routed, raw):
+        agent = self.agent
+        out = agent.out
+        if out:
+            ports = self.ports
+            for port, pkt in out:
+                ports[port].offer(pkt, raw if pkt is routed else None, now)
+            out.clear()
+        if agent.pfc_out:
+            for port, kind in agent.pfc_out:
+                self.send_pfc(port, kind, now)
+            agent.pfc_out.clear()
+        t = agent.next_deadline()
+        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
+            self.timer_at = t
+            self.sched.at(t, self.timer_fn, None)
+
+    def send_pfc(self, port, kind, now):
+        """PAUSE (refreshed at half its time while the host must hold) or RESUME to the
+        host on ``port``, ahead of data, as ``LeafNode.send_pfc`` in the simulation."""
+        quanta = self.agent.cfg.pause_quanta if kind == PAUSE else 0
+        p = self.ports[port]
+        self.pfc_frames += 1
+        p.offer(new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, quanta,
+                           PRIO_DATA, 0, 0, now, PRIO_CONTROL), None, now)
+        if kind == PAUSE:
+            half = quanta * 512 * 1_000_000 // p.mbps // 2
+            self.sched.at(now + half, self.refresh_fn, port)
+
+    def _refresh_pause(self, _t, port):
+        if self.agent.pausing[port]:
+            self.send_pfc(port, PAUSE, self.sched.now())
+
+    def _agent_error(self, what, exc):
+        self.agent_errors += 1
+        record_error(self.sched.errors, "leaf %d: %s: %r" % (self.node, what, exc))
+
+    def counters(self, now):
+        c = NodeDriver.counters(self, now)
+        c["role"] = "switch"
+        c["unreachable"] = self.switch.unreachable
+        c["forwarded"] = self.switch.forwarded
+        c["agent_errors"] = self.agent_errors
+        c["pfc_frames"] = self.pfc_frames
+        c["fabric"] = self.agent.counters()
+        c["fabric_idle"] = self.agent.idle()
+        return c

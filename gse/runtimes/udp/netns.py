@@ -1,0 +1,113 @@
+"""Sockets in network namespaces: opened in another one, and the kernel's counters of them.
+
+Under Mininet every node has its own network namespace, and by default its own ``gse
+agent`` process.  With a grouped placement (docs/mininet.md, "Placement") one process
+runs several nodes -- every switch of a tier, or every switch -- and each node's socket
+must still live in that node's namespace, bound to its own interfaces: the process
+enters the namespace (``setns(2)``), opens and binds the socket, and returns to its own
+namespace.  A socket keeps the namespace it was made in for its whole life, so the
+process then reads and writes all of them from one event loop; datagrams between its
+nodes still cross the veths between their namespaces, as they would between processes.
+
+``netns`` in a node's configuration names the namespace by a process living in it (the
+pid of the Mininet node's shell): ``/proc/<pid>/ns/net`` is entered, ``/proc/<pid>/net/udp``
+read for the kernel's drop counters.  Linux only; needs CAP_SYS_ADMIN (root, as Mininet).
+Python 3.12 has ``os.setns``; before that the C library's ``setns`` is called by ctypes.
+"""
+
+import ctypes
+import os
+
+import socket
+import struct
+
+from gse.runtimes.udp.io import open_udp_socket
+
+CLONE_NEWNET = 0x40000000
+
+__all__ = ["open_udp_socket_in", "kernel_drops", "kernel_drops_in"]
+
+_libc = None
+
+
+def _setns(fd):
+    if hasattr(os, "setns"):
+        os.setns(fd, CLONE_NEWNET)
+        return
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "setns: %s" % os.strerror(err))
+
+
+def open_udp_socket_in(pid, ip, port, rcvbuf, what="node"):
+    """``open_udp_socket(ip, port, rcvbuf)`` made in the network namespace of process
+    ``pid`` (None: this process's own).  The calling thread is back in its own namespace
+    when this returns, whatever happened."""
+    if pid is None:
+        return open_udp_socket(ip, port, rcvbuf, what)
+    own = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            target = os.open("/proc/%d/ns/net" % pid, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise OSError(exc.errno, "%s: no network namespace of process %d: %s"
+                          % (what, pid, exc.strerror)) from None
+        try:
+            _setns(target)
+        finally:
+            os.close(target)
+        try:
+            return open_udp_socket(ip, port, rcvbuf, what)
+        finally:
+            _setns(own)
+    finally:
+        os.close(own)
+
+
+def kernel_drops_in(pid, addrs):
+    """``kernel_drops`` for sockets in the namespace of process
+    ``pid`` (None: this process's own)."""
+    base = "/proc/self/net" if pid is None else "/proc/%d/net" % pid
+    return proc_udp_drops(addrs, base)
+
+
+def kernel_drops(addrs):
+    """Datagrams the kernel dropped at each bound (ip, port) in ``addrs`` (receive buffer
+    overflow), read from /proc/net/udp{,6} of this network namespace; {} where unreadable."""
+    return proc_udp_drops(addrs, "/proc/net")
+
+
+def proc_udp_drops(addrs, base):
+    """``kernel_drops`` from ``base``/udp{,6} (``/proc/PID/net``: that process's namespace)."""
+    wanted = {(ip, port) for ip, port in addrs}
+    found = {}
+    for path, v6 in ((base + "/udp", False), (base + "/udp6", True)):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 13:
+                continue
+            hexip, hexport = fields[1].split(":")
+            try:
+                ip = _proc_ip(hexip, v6)
+            except (ValueError, OSError, struct.error):
+                continue
+            key = (ip, int(hexport, 16))
+            if key in wanted:
+                found[key] = int(fields[-1])
+    return found
+
+
+def _proc_ip(hexip, v6):
+    if not v6:
+        return socket.inet_ntoa(struct.pack("<I", int(hexip, 16)))
+    raw = bytes.fromhex(hexip)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)

@@ -1,0 +1,65 @@
+"""Where fabric mode puts its leaves, and how leaf-to-leaf messages are routed.
+
+What every runtime that runs ``gse-fabric`` needs from a topology, apart from the agents
+themselves (``switchmodel.fabric``): which switch each host hangs off (its leaf), which
+switches are leaves, and a next-hop row for every leaf so that REQUESTs and GRANTs,
+which are addressed to a leaf's node id, are routed like its first host's traffic.  The
+simulation (``gse.runtimes.sim.fabric_nodes``) and the UDP runtimes
+(``gse.runtimes.udp.config``, ``gse.runtimes.udp.fabric``) build their leaves from these,
+so both route the same way.  ``topo`` is any ``topologies.Topology`` (duck-typed: this
+module imports no topology code).
+"""
+
+__all__ = ["attachments", "leaf_routes", "extended_routes", "extend_row", "leaf_ports"]
+
+
+def attachments(topo):
+    """(leaf_of, leaves): the switch every host hangs off, and those switches in order."""
+    leaf_of = []
+    for h in topo.hosts:
+        peer, _ = topo.peer(h, 0)
+        leaf_of.append(peer)
+    return leaf_of, sorted(set(leaf_of))
+
+
+def leaf_routes(topo, switch, leaf_of, leaves):
+    """``{leaf: next-hop ports}`` at ``switch`` for every other leaf: a leaf is routed as
+    its first host (a leaf has no route to itself)."""
+    first = {}
+    for h, leaf in enumerate(leaf_of):
+        first.setdefault(leaf, h)
+    hops = topo.next_hops[switch]
+    return {leaf: tuple(hops[first[leaf]]) for leaf in leaves if leaf != switch}
+
+
+def extend_row(host_rows, n_nodes, routes):
+    """A next-hop table indexed by node id: ``host_rows`` (one per host), then an empty
+    row per other node except the leaves of ``routes`` (``{leaf: ports}``)."""
+    row = [tuple(r) for r in host_rows]
+    row.extend([()] * (n_nodes - len(row)))
+    for leaf, ports in routes.items():
+        row[leaf] = tuple(ports)
+    return row
+
+
+def extended_routes(topo, leaf_of, leaves):
+    """Per switch, its next-hop table indexed by node id: hosts as before, plus the leaves
+    (routed as their first host; a leaf has no route to itself)."""
+    n_hosts = len(topo.hosts)
+    tables = {}
+    for s in topo.switches:
+        tables[s] = extend_row(topo.next_hops[s][:n_hosts], len(topo.nodes),
+                               leaf_routes(topo, s, leaf_of, leaves))
+    return tables
+
+
+def leaf_ports(topo, leaf):
+    """(host_ports, host_gbps) of a leaf: ``{host: local port}`` and ``{host: link Gb/s}``
+    for the hosts attached to it."""
+    host_ports, host_gbps = {}, {}
+    for port, li in enumerate(topo.nodes[leaf].ports):
+        peer, _ = topo.peer(leaf, port)
+        if topo.nodes[peer].kind == "host":
+            host_ports[peer] = port
+            host_gbps[peer] = topo.links[li].gbps
+    return host_ports, host_gbps
