@@ -74,6 +74,7 @@ class GseConfig(_Config):
         "mtu", "unsched_bytes", "unsched_charge_cap_bytes", "credit_bytes",
         "grant_rate_fraction", "policy",
         "ack_every_bytes", "ack_delay_ps", "n_entropies", "entropy_penalty",
+        "entropy_trim_penalty",
         "entropy_suspect_ps", "reorder_window_ps",
         "rto_ps", "rto_max_ps", "tlp_min_ps", "request_timeout_ps",
         "max_requests_per_peer", "max_requests", "max_finished",
@@ -98,7 +99,8 @@ class GseConfig(_Config):
         self.ack_every_bytes = 16 * 1024     # coalesce ACKs; at once on ECN-CE, trim, OOO fill
         self.ack_delay_ps = 10 * PS_PER_US   # ... and never hold one back longer than this
         self.n_entropies = 256               # entropy values a message sprays over
-        self.entropy_penalty = 64            # selections a bad entropy sits out
+        self.entropy_penalty = 64            # selections an ECN-marked entropy sits out
+        self.entropy_trim_penalty = 256      # ... and a trimmed one
         # a path that lost a packet silently (no trim: maybe a dead link) is avoided this
         # long (0: penalised like a trim instead)
         self.entropy_suspect_ps = 500 * PS_PER_US
@@ -160,6 +162,9 @@ class GseConfig(_Config):
                               % (self.ecn_kmin_bytes, self.ecn_kmax_bytes))
         if not 0 <= self.ecn_pmax_pct <= 100:
             raise ConfigError("ecn_pmax_pct must be 0..100, got %r" % self.ecn_pmax_pct)
+        for name in ("entropy_penalty", "entropy_trim_penalty"):
+            if getattr(self, name) < 0:
+                raise ConfigError("%s must be >= 0, got %r" % (name, getattr(self, name)))
         if self.entropy_suspect_ps < 0:
             raise ConfigError("entropy_suspect_ps must be >= 0, got %r"
                               % self.entropy_suspect_ps)

@@ -231,3 +231,52 @@ def test_an_answer_on_a_suspected_path_clears_it():
     assert sel.is_dead(101, 5)
     sel.alive(101)                  # an ACK came back on it: the packet was only late
     assert not sel.is_dead(101, 5) and sel.n_suspected(5) == 0
+
+
+def test_a_trimmed_entropy_sits_out_longer_than_a_marked_one():
+    """A trim says a queue on the path was full, an ECN mark only that it was filling:
+    on a fabric that lost a quarter of its core the survivors stay overloaded, and a
+    value trimmed there sits out ``trim_penalty`` explorations (one walk of the range by
+    default), an ECN-marked one ``penalty``.  A later mark never shortens a trim's
+    penalty."""
+    from gse.agents.entropy import EntropySelector
+    sel = EntropySelector(100, 8, penalty=2, trim_penalty=6)
+    sel.penalise(101)                           # ECN: out for 2 explorations
+    sel.penalise_trim(102)                      # trim: out for 6
+    walk = [sel.explore() for _ in range(10)]
+    assert walk == [100, 101, 103, 104, 105, 106, 107, 100, 101, 102]
+    same = EntropySelector(100, 8, penalty=2)   # trim_penalty defaults to penalty
+    same.penalise_trim(102)
+    assert [same.explore() for _ in range(3)] == [100, 101, 102]
+    sel = EntropySelector(100, 8, penalty=2, trim_penalty=6)
+    sel.penalise_trim(102)
+    sel.penalise(102)                           # marked too, later: still out for 6
+    assert 102 not in [sel.explore() for _ in range(7)]
+
+
+def test_nack_penalises_with_the_trim_penalty_and_ecn_with_the_other():
+    from gse.agents.gse_host import GseHost
+    from gse.wire.packet import F_ECN_CE, NACK
+    cfg = GseConfig(entropy_penalty=3, entropy_trim_penalty=50)
+    host = GseHost(0, cfg, random.Random(1), 100.0)
+    host.start_message(1, 5, 40 * MTU, 0)
+    data = []
+    while len(data) < 6:
+        pkt = host.poll(0)
+        if pkt.kind == DATA:
+            data.append(pkt)
+    sel = host.out[1].entropy
+    trimmed, marked = data[2], data[4]
+    host.receive(Packet(NACK, 5, 0, 1, trimmed.psn, trimmed.entropy), 10 * US)
+    host.receive(Packet(ACK, 5, 0, 1, 0, marked.entropy, flags=F_ECN_CE, ts=0), 11 * US)
+    pen = sel.penalised
+    assert pen[(trimmed.entropy - sel.base) & 0xFFFF] == sel.count + 50
+    assert pen[(marked.entropy - sel.base) & 0xFFFF] == sel.count + 3
+
+
+def test_entropy_penalties_must_not_be_negative():
+    import pytest
+    from gse.config import ConfigError
+    for name in ("entropy_penalty", "entropy_trim_penalty"):
+        with pytest.raises(ConfigError, match=name):
+            GseConfig(**{name: -1})

@@ -26,14 +26,16 @@ from gse.common.fifo import Fifo
 
 
 class EntropySelector:
-    __slots__ = ("base", "n", "cursor", "count", "penalty", "penalised", "recycled", "dead")
+    __slots__ = ("base", "n", "cursor", "count", "penalty", "trim_penalty", "penalised",
+                 "recycled", "dead")
 
-    def __init__(self, base, n, penalty, dead=None, cursor=0):
+    def __init__(self, base, n, penalty, dead=None, cursor=0, trim_penalty=-1):
         self.base = base & 0xFFFF
         self.n = n
         self.cursor = cursor % n      # where exploration starts
         self.count = 0            # explorations so far
         self.penalty = penalty
+        self.trim_penalty = penalty if trim_penalty < 0 else trim_penalty
         self.penalised = None     # dict index -> exploration count at which it may return
         self.recycled = Fifo()   # values acknowledged clean, oldest first (used up)
         # entropy -> time (ps) until which it is suspected dead (shared per destination)
@@ -102,12 +104,22 @@ class EntropySelector:
             self.recycled.append(entropy)
 
     def penalise(self, entropy):
-        """``entropy`` saw an ECN mark or a trim: keep it out for a while."""
+        """``entropy`` saw an ECN mark: keep it out for ``penalty`` explorations."""
+        self._penalise(entropy, self.penalty)
+
+    def penalise_trim(self, entropy):
+        """``entropy`` was trimmed: keep it out for ``trim_penalty`` explorations."""
+        self._penalise(entropy, self.trim_penalty)
+
+    def _penalise(self, entropy, penalty):
         idx = (entropy - self.base) & 0xFFFF
         if idx < self.n:
-            if self.penalised is None:
-                self.penalised = {}
-            self.penalised[idx] = self.count + self.penalty
+            pen = self.penalised
+            if pen is None:
+                pen = self.penalised = {}
+            until = self.count + penalty
+            if pen.get(idx, -1) < until:
+                pen[idx] = until
 
     def suspect(self, entropy, until):
         """A packet sent with ``entropy`` was lost silently: presume its path dead until

@@ -186,7 +186,7 @@ class GseHost(HostAgent):
         if msg is None or msg.dst != pkt.src or pkt.psn >= msg.npkts:
             self.stray += 1
             return
-        msg.entropy.penalise(pkt.entropy)
+        msg.entropy.penalise_trim(pkt.entropy)
         if msg.mark_lost(pkt.psn):
             # The receiver raised its own demand for this packet when it sent the NACK.
             msg.need_total += msg.payload_of(pkt.psn)

@@ -106,7 +106,7 @@ class OutMsg:
         self.req_entropy = -1          # entropy of the last REQUEST
         self.back_entropy = -1         # of the newest ACK or GRANT that arrived
         self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty,
-                                       dead, cursor)
+                                       dead, cursor, config.entropy_trim_penalty)
         self.retransmits = 0
         self.done = False
         self.in_ring = False

@@ -9,6 +9,7 @@ cdef class EntropySelector:
     cdef public long long cursor
     cdef public long long count
     cdef public long long penalty
+    cdef public long long trim_penalty
     cdef public object penalised
     cdef public Fifo recycled
     cdef public object dead
@@ -31,8 +32,12 @@ cdef class EntropySelector:
 
     cpdef recycle(self, long long entropy)
 
-    @cython.locals(idx="long long")
     cpdef penalise(self, long long entropy)
+
+    cpdef penalise_trim(self, long long entropy)
+
+    @cython.locals(idx="long long", pen=object, until="long long")
+    cdef _penalise(self, long long entropy, long long penalty)
 
     @cython.locals(recycled=Fifo)
     cpdef suspect(self, long long entropy, long long until)
