@@ -233,14 +233,9 @@ class OutputQueue:
     def flush(self):
         """Empty the queue (its link failed): the packets it held, control first, none of
         them counted as transmitted."""
-        out = []
-        for head in (self.control_head, self.data_head):
-            pkt = head
-            while pkt is not None:
-                out.append(pkt)
-                nxt = pkt.qnext
-                pkt.qnext = None
-                pkt = nxt
+        out = self.packets()
+        for pkt in out:
+            pkt.qnext = None
         self.control_head = self.control_tail = None
         self.data_head = self.data_tail = None
         self.n_control = self.n_data = 0

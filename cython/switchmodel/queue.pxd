@@ -61,7 +61,7 @@ cdef class OutputQueue:
     @cython.locals(pkt=Packet, c=PortCounters, cfg=QueueConfig)
     cpdef Packet dequeue(self)
 
-    @cython.locals(pkt=Packet, nxt=Packet, head=Packet)
+    @cython.locals(pkt=Packet)
     cpdef list flush(self)
 
     cpdef count_unqueued(self, Packet pkt)
