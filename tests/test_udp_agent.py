@@ -30,6 +30,7 @@ from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet
 from gse.workloads.traffic import Message
 from topologies.fattree import fat_tree
 from topologies.topology import Topology
+from udp_fakes import FakeEndpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -227,15 +228,6 @@ def test_load_node_config_errors(tmp_path):
     p.write_text("{not json")
     with pytest.raises(ConfigError, match="not JSON"):
         load_node_config(str(p))
-
-
-class FakeEndpoint:
-    def __init__(self):
-        self.out = []
-        self.sent = self.send_blocked = self.send_errors = self.recv_errors = 0
-
-    def send(self, data, addr):
-        self.out.append((data, addr))
 
 
 def test_host_drops_data_whose_payload_is_not_the_pattern():

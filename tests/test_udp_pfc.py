@@ -18,17 +18,9 @@ from gse.runtimes.udp.build import build_node
 from gse.wire.codec import decode, encode
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from topologies.topology import Topology
+from udp_fakes import FakeEndpoint
 
 GBPS = 0.02                      # the link rate: a full pause is 1.68 s
-
-
-class FakeEndpoint:
-    def __init__(self):
-        self.out = []
-        self.sent = self.send_blocked = self.send_errors = self.recv_errors = 0
-
-    def send(self, data, addr):
-        self.out.append((data, addr))
 
 
 def tiny_topology():

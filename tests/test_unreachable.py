@@ -26,6 +26,7 @@ from gse.workloads.traffic import Message
 from switchmodel.fabric import FabricConfig, FabricSpine
 from switchmodel.switch import Switch
 from topologies import fat_tree
+from udp_fakes import FakeEndpoint
 
 
 def data(dst, entropy=0):
@@ -95,15 +96,6 @@ def test_agent_config_with_an_empty_next_hop_list_is_refused():
     with pytest.raises(ConfigError) as err:
         check_node_config(conf, "edge0_0.json")
     assert "edge0_0.json" in str(err.value) and "next_hops[15] is empty" in str(err.value)
-
-
-class FakeEndpoint:
-    def __init__(self):
-        self.out = []
-        self.sent = self.send_blocked = self.send_errors = self.recv_errors = 0
-
-    def send(self, data, addr):
-        self.out.append((data, addr))
 
 
 def test_udp_switch_counts_a_datagram_it_has_no_route_for():
