@@ -9,13 +9,18 @@ and ASTRA-sim's 8-rank all-reduce with one rank's ``.et`` cut to its metadata.
 
 import io
 import json
+import os
+import shutil
 import tarfile
 
 import pytest
 
 from gse.cli.main import main
 from gse.workloads.traces import TraceError, load_trace
-from test_trace_schemas import et_doc, et_node, rpc_inputs, tensor
+from gse.workloads.traces.chakra_schema import COLL, COMP, metadata_record, node_record
+from test_trace_schemas import AR, et_doc, et_node, rpc_inputs, tensor, write_ranks
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
 # -- truncated archives ---------------------------------------------------------------------
@@ -70,3 +75,32 @@ def test_the_command_line_names_a_truncated_archive_without_a_traceback(tmp_path
     assert main(["replay", str(bad), "--k", "4", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "truncated" in err and "Traceback" not in err
+
+
+# -- a rank's file cut short ----------------------------------------------------------------
+
+def test_a_chakra_rank_cut_to_its_metadata_is_refused_not_dropped(tmp_path):
+    d = tmp_path / "ar"
+    shutil.copytree(os.path.join(DATA, "chakra", "all_reduce_8npus_1MB"), d)
+    f = d / "all_reduce.3.et"
+    f.chmod(0o644)
+    f.write_bytes(metadata_record())                  # the GlobalMetadata alone, no node
+    with pytest.raises(TraceError, match=r"all_reduce\.3\.et: rank 3's file holds no nodes, "
+                                         r"only its metadata.*no collective"):
+        load_trace(str(d))
+
+
+def test_a_chakra_rank_that_stops_early_or_never_communicates_is_refused(tmp_path):
+    two = [node_record(1, "ar", COLL, attrs=AR), node_record(2, "ar2", COLL, [1], attrs=AR)]
+    (tmp_path / "a").mkdir()
+    d = write_ranks(tmp_path / "a", {0: two, 1: two, 2: two[:1]})
+    with pytest.raises(TraceError, match=r"t\.0\.et: record 3 .*rank 2's file \(.*t\.2\.et\) "
+                                         r"does not hold this all_reduce, collective 2 of "
+                                         r"process group '', which ranks 0\.\.1 hold; it holds 1"):
+        load_trace(d)
+    (tmp_path / "b").mkdir()
+    d = write_ranks(tmp_path / "b", {0: two, 1: two,
+                                     2: [node_record(1, "c", COMP, duration_us=3)]})
+    with pytest.raises(TraceError, match=r"t\.2\.et: rank 2's file holds 1 node\(s\) but "
+                                         r"no communication node"):
+        load_trace(d)

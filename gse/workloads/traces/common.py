@@ -194,7 +194,7 @@ def check_rank_files(calls_by_rank):
         if r != i:
             raise TraceError(path, None, "the rank files are ranks %s but rank %d has none; "
                              "give the file of every rank, 0..N-1"
-                             % (_span(ranks), i))
+                             % (rank_span(ranks), i))
     stated = {}
     for r in ranks:
         for c in calls_by_rank[r]:
@@ -206,10 +206,12 @@ def check_rank_files(calls_by_rank):
         if npus != len(ranks):
             raise TraceError(p, where, "node %r says %d NPUs but %d rank files were given "
                              "(ranks %s); give exactly the files of one run"
-                             % (tag, npus, len(ranks), _span(ranks)))
+                             % (tag, npus, len(ranks), rank_span(ranks)))
 
 
-def _span(ranks):
+def rank_span(ranks):
+    """Ranks for a message: "0..7" when contiguous, else listed."""
+    ranks = list(ranks)
     if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return "%d..%d" % (ranks[0], ranks[-1])
     return ", ".join(map(str, ranks))
