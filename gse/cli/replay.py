@@ -63,7 +63,8 @@ def add_commands(sub):
                         "time on each; unlimited = every op as soon as it is ready")
     p.add_argument("--world-size", type=int, default=None, metavar="N",
                    help="the number of ranks when the trace's files are fewer and it does not "
-                        "say (one rank's file of an SPMD run)")
+                        "say (one rank's file of an SPMD run), or to replay a single-GPU "
+                        "PyTorch trace data-parallel over N ranks")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
     p.add_argument("--plot", metavar="FILE.png",
@@ -92,7 +93,7 @@ def apply_algorithms(collectives, specs):
     if not want:
         return list(collectives)
     return [Collective(c.id, c.op, c.ranks, c.size, want.get(c.op, c.algo), c.root, c.after,
-                       c.start_ps, c.dtype, c.tag, c.chunk_bytes, c.where)
+                       c.start_ps, c.dtype, c.tag, c.chunk_bytes, c.where, c.splits)
             for c in collectives]
 
 
@@ -259,6 +260,11 @@ def cmd_replay(args):
         plot_collective_times(results, args.plot, "replay of %s on %s"
                               % (trace.name or trace.format, args.topology))
         print("plot written to %s" % args.plot)
+    if not any(c.bytes_moved for r in results.values() for c in r.collectives):
+        print("gse replay: this replay moved no data%s" % (
+            ": every collective is over one rank (a single-GPU trace?); give --world-size N "
+            "to replay them over N ranks" if all(len(c.ranks) == 1 for c in colls) else ""),
+            file=sys.stderr)
     ok = all(r.summary["lost"] == 0 and r.summary["collectives_done"] ==
              r.summary["collectives_total"] and r.summary.get("programs", {}).get(
                  "ops_not_done", 0) == 0 for r in results.values())

@@ -379,6 +379,10 @@ def write_chakra(prefix, collectives):
     """
     colls = list(collectives)
     check_trace(colls)
+    for c in colls:
+        if c.splits is not None:
+            raise ValueError("collective %d: an uneven all-to-all cannot be written to Chakra "
+                             "(comm_size is one size for every rank)" % c.id)
     by_id = {c.id: c for c in colls}
     world = sorted({r for c in colls for r in c.ranks})
     next_id = [max(by_id) + 1]
