@@ -36,8 +36,15 @@ input, all-gather and gather by the output, reduce-scatter and scatter by the in
 ``pg_config_info``: ``[{"pg_name", "ranks", "group_size", ...}]`` where ``ranks: []``
 means every rank ``0..group_size-1``.  Without it, a group is start, stride and size
 (1.0.3+), else the world size (1.0.2's position 7, else ``world_size`` given by the user,
-else the ranks whose files were given).  Pre-1.0.3 groups are process-local pointers;
-they are named by the order they first appear in (the same in every rank's file).
+else the ranks whose files were given, which must be 0..N-1).  Pre-1.0.3 groups are
+process-local pointers; they are named by the order they first appear in (the same in
+every rank's file).  A ``world_size`` that contradicts the recorded groups is refused,
+except over a single-GPU trace (groups of one rank), whose collectives it replays over
+that many ranks, data-parallel.
+
+**Uneven all-to-all.**  ``all_to_allv`` records its input and output split sizes (rows of
+the tensor): a rank's input splits are the bytes it sends to each rank, replayed as
+recorded (``common.uneven_splits``), and its output splits must agree with the senders'.
 
 **Rank of a file.**  From the trace itself: the rank position of the calls that carry the
 caller's rank (all of them must agree).  Only a trace with no such call falls back to the
