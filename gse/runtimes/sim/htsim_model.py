@@ -119,6 +119,16 @@ class HtsimSwitchPort(LinkPort):
         else:
             self.begin(nxt, self.eq.now)
 
+    def restart(self, now):
+        """RESUME: an idle port begins its next packet in the same event, as htsim's
+        LosslessOutputQueue does (queue_lossless_output.cpp:61-69), not in a wake-up of its
+        own: its completion then falls due before an arrival the link's pipe scheduled
+        later for the same instant, which decides whether that arrival passes XOFF."""
+        if not self.wake_pending:
+            nxt = self.queue.dequeue()
+            if nxt is not None:
+                self.begin(nxt, now)
+
     def on_pfc(self, pkt, now):
         _hold(self, pkt, now)
 
