@@ -12,7 +12,8 @@ event for event where it can:
 * **PAUSE and RESUME** travel on their own pipe with the link's delay, not through a queue
   and without serialisation (``CallbackPipe``, queue_lossless_input.cpp:54, :114); a PAUSE
   holds until its RESUME, there are no quanta (queue_lossless_output.cpp:50-69); it holds
-  every packet of the port, control too, after the one being sent.
+  every packet of the port, control too, after the one being sent; at the RESUME an idle
+  port starts its next packet in the same event.
 * **A host's NIC**, paused, sends nothing at all, ACKs included, and relays the PAUSE and
   the RESUME to its senders' pacers (queue.cpp FairPriorityQueue::receivePacket): the
   runtime calls ``agent.on_pause``.
