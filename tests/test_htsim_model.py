@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from harness import Wire
+from hypothesis import given, settings, strategies as st
 
 from gse.agents.roce_host import RoceHost
 from gse.common.fairq import FairQueue
@@ -123,6 +124,50 @@ def test_fair_queue_serves_flows_round_robin_by_id_from_a_cursor_that_keeps_its_
     q.append(_data(0, 2, 3, 0))                    # the same id to another peer: its own
     q.append(_data(1, 0, 3, 1))                    # an old flow, still in its place
     assert [(p.dst, p.msg_id) for p in (q.popleft(), q.popleft())] == [(0, 3), (2, 3)]
+
+
+class _HtsimFairPullQueue:
+    """fairpullqueue.cpp's dequeue as written: a map of every flow and an iterator."""
+
+    def __init__(self):
+        self.q = {}
+        self.it = None               # the key the iterator is at, None: end()
+
+    def append(self, key, item):
+        self.q.setdefault(key, []).append(item)
+
+    def popleft(self):
+        keys = sorted(self.q)
+        i = len(keys) if self.it is None else keys.index(self.it)
+        while True:
+            if i == len(keys):
+                i = 0
+            fifo = self.q[keys[i]]
+            i += 1
+            if fifo:
+                self.it = keys[i] if i < len(keys) else None
+                return fifo.pop(0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(1, 6), st.integers(0, 1))),
+                max_size=60))
+def test_fair_queue_is_htsims_fair_pull_queue(ops):
+    """Any interleaving of packets of flows (id, peer) and dequeues: the same order as a
+    line-by-line model of htsim's map-and-iterator dequeue."""
+    mine, ref = FairQueue(), _HtsimFairPullQueue()
+    for n, op in enumerate(ops):
+        if op is None:
+            if len(mine):
+                pkt = mine.popleft()
+                assert (pkt.msg_id, pkt.dst, pkt.psn) == ref.popleft()
+            continue
+        msg_id, peer = op
+        mine.append(_data(0, peer, msg_id, n))
+        ref.append((msg_id, peer), (msg_id, peer, n))
+    while len(mine):
+        pkt = mine.popleft()
+        assert (pkt.msg_id, pkt.dst, pkt.psn) == ref.popleft()
 
 
 def test_htsim_nic_sends_acks_round_robin_by_flow_id_not_in_arrival_order():

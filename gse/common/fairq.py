@@ -13,17 +13,18 @@ The key is the flow's ``(msg_id, peer)``: msg_id orders as htsim's flow id does 
 unique in its runs); the peer keeps two senders' equal ids apart.
 """
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 
 from gse.common.fifo import Fifo
 
 
 class FairQueue:
-    __slots__ = ("fifos", "keys", "cursor", "count")
+    __slots__ = ("fifos", "keys", "ready", "cursor", "count")
 
     def __init__(self):
         self.fifos = {}         # key -> Fifo of that flow's packets
         self.keys = []          # every key ever queued, ascending (htsim's map)
+        self.ready = []         # the keys with packets, ascending
         self.cursor = None      # the key served next, None: from the first
         self.count = 0
 
@@ -37,22 +38,29 @@ class FairQueue:
         if fifo is None:
             fifo = self.fifos[key] = Fifo()
             insort(self.keys, key)
+        if not fifo:
+            insort(self.ready, key)
         fifo.append(pkt)
         self.count += 1
 
     def popleft(self):
-        """The next packet in htsim's order; IndexError if the queue is empty."""
+        """The next packet in htsim's order; IndexError if the queue is empty.  The first
+        flow with packets at or after the cursor (wrapping) is served, and the cursor moves
+        to the flow after it in the order of every flow, empty or not, as htsim's iterator
+        does: a flow that joined between the two waits for the next round."""
         if not self.count:
             raise IndexError("pop from an empty FairQueue")
+        ready = self.ready
+        i = 0 if self.cursor is None else bisect_left(ready, self.cursor)
+        if i == len(ready):
+            i = 0
+        key = ready[i]
+        fifo = self.fifos[key]
+        pkt = fifo.popleft()
+        if not fifo:
+            del ready[i]
         keys = self.keys
-        n = len(keys)
-        i = 0 if self.cursor is None else bisect_left(keys, self.cursor)
-        while True:
-            if i >= n:
-                i = 0
-            fifo = self.fifos[keys[i]]
-            i += 1
-            if fifo:
-                self.cursor = keys[i] if i < n else None
-                self.count -= 1
-                return fifo.popleft()
+        j = bisect_right(keys, key)
+        self.cursor = keys[j] if j < len(keys) else None
+        self.count -= 1
+        return pkt
