@@ -11,16 +11,21 @@ routing, egress queues, PFC accounting; ``fabric_leaf``: a fabric-mode leaf).  E
 target runs in a process of its own under libFuzzer (atheris) for ``--runs`` inputs with a
 per-input time limit (a hang fails) and a memory limit (``--rss-limit-mb``: growth fails);
 a crash leaves its input in ``--artifacts`` and is reported: add it to
-``tests/fuzz_targets.REGRESSIONS``.  Reported per target: inputs run, wall time, exec/s,
-coverage and the process's peak RSS, from libFuzzer's own closing statistics.
+``tests/fuzz_targets.REGRESSIONS``.  Each run starts from the target's corpus and its
+seeds (``fuzz_targets.seeds``: the regressions and a few coherent programs).  Reported per
+target: inputs run, wall time, exec/s, coverage (cov, ft) and the process's peak RSS, from
+libFuzzer's own closing statistics.
 
 The pure-Python build is fuzzed by default (atheris instruments Python bytecode, so the
 coverage that guides it is the reference modules'); ``--compiled`` runs the compiled
-build instead, without coverage of its compiled modules.  Needs ``pip install atheris``
-(the ``fuzz`` extra).
+build instead, without coverage of its compiled modules.  Needs atheris: ``./dev fuzz
+...`` installs it (the project's ``fuzz`` extra, ``pip install -e '.[fuzz]'``) and runs
+this script; without it the script says so and exits 2.  ``tests/test_fuzz.py`` runs every
+target for a few thousand inputs in each pass of the suite.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -35,6 +40,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 STAT = re.compile(r"#(\d+)\s+DONE\s+cov: (\d+) ft: (\d+) corp: (\d+)/\S+ .*?exec/s: (\d+) "
                   r"rss: (\d+)Mb")
+# any progress line (the last one before a crash, when no DONE line comes)
+PROGRESS = re.compile(r"#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
 
 
 def child(target, argv):
@@ -50,11 +57,33 @@ def child(target, argv):
     atheris.Fuzz()
 
 
+MISSING = ("atheris is not installed in this Python (%s): `./dev fuzz [options]` installs it "
+           "and runs this script, or pip install -e '.[fuzz]'")
+
+
+def atheris_missing():
+    """None if atheris can be imported here, else what to do about it."""
+    if importlib.util.find_spec("atheris") is None:
+        return MISSING % sys.executable
+    return None
+
+
+def write_seeds(target, folder):
+    """The target's seeds (``fuzz_targets.seeds``) as files in ``folder``."""
+    import fuzz_targets
+    os.makedirs(folder, exist_ok=True)
+    for i, data in enumerate(fuzz_targets.seeds(target)):
+        with open(os.path.join(folder, "seed-%02d" % i), "wb") as f:
+            f.write(data)
+
+
 def run_target(target, args):
     art = os.path.abspath(os.path.join(args.artifacts, target))
     os.makedirs(art, exist_ok=True)
     corpus = os.path.abspath(os.path.join(args.artifacts, target + ".corpus"))
     os.makedirs(corpus, exist_ok=True)
+    seed_dir = os.path.abspath(os.path.join(args.artifacts, target + ".seeds"))
+    write_seeds(target, seed_dir)
     env = dict(os.environ)
     if not args.compiled:
         env["GSE_PURE_PYTHON"] = "1"
@@ -62,7 +91,7 @@ def run_target(target, args):
            "-runs=%d" % args.runs, "-timeout=%d" % args.timeout_s,
            "-rss_limit_mb=%d" % args.rss_limit_mb, "-max_len=%d" % args.max_len,
            "-artifact_prefix=%s/" % art, "-print_final_stats=1", "-seed=%d" % args.seed,
-           corpus]
+           corpus, seed_dir]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)
@@ -80,6 +109,13 @@ def run_target(target, args):
         res.update({"runs": int(m.group(1)), "cov": int(m.group(2)), "ft": int(m.group(3)),
                     "corpus": int(m.group(4)), "exec_per_s": int(m.group(5)),
                     "peak_rss_mb": int(m.group(6))})
+    else:
+        last = None
+        for last in PROGRESS.finditer(out):
+            pass
+        if last is not None:      # stopped early (a crash): where it had got to
+            res.update({"runs_before_stop": int(last.group(1)), "cov": int(last.group(2)),
+                        "ft": int(last.group(3)), "corpus": int(last.group(4))})
     peak = re.findall(r"peak_rss_mb:\s+(\d+)", out)
     if peak:
         res["peak_rss_mb"] = int(peak[-1])
@@ -105,15 +141,21 @@ def main(argv=None):
                    help="crash inputs, corpora and logs go here")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
+    missing = atheris_missing()
+    if missing:
+        print("fuzz.py: %s" % missing, file=sys.stderr)
+        return 2
     results = []
     for target in args.targets.split(","):
         if target not in fuzz_targets.TARGETS:
             p.error("unknown target %r" % target)
         res = run_target(target, args)
         results.append(res)
-        print("%-12s %s runs %9s  %7.1f s  %6s exec/s  cov %5s  peak RSS %4s MB  %s"
-              % (target, res["build"], res.get("runs", "?"), res["wall_s"],
-                 res.get("exec_per_s", "?"), res.get("cov", "?"), res.get("peak_rss_mb", "?"),
+        runs = res.get("runs", ">%s" % res["runs_before_stop"] if "runs_before_stop" in res
+                       else "?")
+        print("%-12s %s runs %9s  %7.1f s  %6s exec/s  cov %5s  ft %6s  peak RSS %4s MB  %s"
+              % (target, res["build"], runs, res["wall_s"], res.get("exec_per_s", "?"),
+                 res.get("cov", "?"), res.get("ft", "?"), res.get("peak_rss_mb", "?"),
                  "crashes: %s" % ", ".join(res["crashes"]) if res["crashes"] else
                  ("ok" if res["exit"] == 0 else "exit %d (see %s.log)"
                   % (res["exit"], target))), flush=True)
