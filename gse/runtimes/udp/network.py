@@ -32,7 +32,7 @@ from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.fabric import LeafDriver
-from gse.runtimes.udp.faults import install as install_faults
+from gse.runtimes.udp.faults import PacketTrigger, install as install_faults, trigger_ports
 from gse.runtimes.udp.netns import kernel_drops
 from gse.runtimes.udp.node import DEFAULT_SLACK_PS
 from gse.runtimes.udp.results import (build_summary, failure_summary, message_records,
@@ -102,6 +102,7 @@ class UdpNetwork:
         self.opened = False
         self.signal = None         # the signal that stopped the run, by name
         self.confs = []
+        self.trigger = None        # PacketTrigger of a schedule triggered by the traffic
 
     async def __aenter__(self):
         await self.open()
@@ -170,6 +171,10 @@ class UdpNetwork:
         if self.outstanding <= 0 and self.done is not None and not self.done.done():
             self.done.set_result("done")
 
+    def _install_faults(self, origin_ps):
+        for node, conf in zip(self.nodes, self.confs):
+            install_faults(node, conf, origin_ps)
+
     def _until(self, _t, _arg):
         if not self.done.done():
             self.done.set_result("until")
@@ -199,8 +204,12 @@ class UdpNetwork:
         self.outstanding = 2 * len(self.messages)
         sched = self.sched
         sched.start_clock()
-        for node, conf in zip(self.nodes, self.confs):
-            install_faults(node, conf)
+        if self.faults and self.faults.after_packets is not None:
+            groups = [trigger_ports(node, conf)[0] for node, conf in zip(self.nodes, self.confs)]
+            self.trigger = PacketTrigger(sched, [g for g in groups if g],
+                                         self.faults.after_packets, self._install_faults)
+        else:
+            self._install_faults(0)
         wall0 = time.perf_counter()
         for m in self.messages:
             sched.at(m.start_ps, self.hosts[m.src].start, m)
@@ -285,7 +294,8 @@ class UdpNetwork:
         # a run stopped early (timeout, signal, --until-us) is a partial result: say so
         summary["complete"] = self.end == "done"
         if self.faults:
-            failure_summary(summary, self.topo, self.faults, counters, self.detect_ps)
+            failure_summary(summary, self.topo, self.faults, counters, self.detect_ps,
+                            self.trigger.stats() if self.trigger is not None else None)
         return RunResult(summary, records, self)
 
 
