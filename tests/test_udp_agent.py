@@ -267,6 +267,23 @@ def test_cli_writes_agent_configs(tmp_path, capsys):
     assert h0["agent"]["params"]["rto_ps"] == 30_000_000_000
 
 
+def _hosts_then_switch(procs, meanwhile=None):
+    """Hosts h0, h1 and switch s0 (in that order): ``meanwhile()``, wait for the hosts,
+    stop the switch with SIGTERM, reap whatever is left; the hosts' exit codes."""
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        rcs = [procs[i].wait(timeout=100) for i in (0, 1)]
+        procs[2].send_signal(signal.SIGTERM)
+        procs[2].wait(timeout=100)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return rcs
+
+
 def test_a_host_waits_for_every_host_before_it_leaves(tmp_path):
     """With a runner's ``done_dir`` a host that has finished marks it and stays -- its
     peers may still need its final ACKs (a sender whose last ACK a failed link took
@@ -282,7 +299,8 @@ def test_a_host_waits_for_every_host_before_it_leaves(tmp_path):
                          address_of=free_addresses(3), output_dir=str(tmp_path), run=run)
     paths = write_node_configs(confs, str(tmp_path / "conf"))
     procs = [start_agent(p) for p in paths]
-    try:
+
+    def all_done():
         end = time.monotonic() + 100                  # a bound, not a measure
         while not {"h0", "h1"} <= set(os.listdir(done)) and time.monotonic() < end:
             time.sleep(0.05)
@@ -290,14 +308,7 @@ def test_a_host_waits_for_every_host_before_it_leaves(tmp_path):
         time.sleep(1.0)                               # ten lingers: still there
         assert [p.poll() for p in procs] == [None, None, None]
         (done / "ALL").write_text("")
-        rcs = [procs[i].wait(timeout=100) for i in (0, 1)]
-        procs[2].send_signal(signal.SIGTERM)
-        procs[2].wait(timeout=100)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    rcs = _hosts_then_switch(procs, all_done)
     assert rcs == [0, 0], [p.stderr.read() for p in procs]
     for name in ("h0", "h1"):
         c = json.loads((tmp_path / (name + ".counters.json")).read_text())
@@ -321,15 +332,7 @@ def test_agents_start_a_triggered_failure_schedule_from_one_origin(tmp_path):
     assert [p.get("trigger_packets") for c in confs for p in c["ports"]] == [8, None, 8, None]
     paths = write_node_configs(confs, str(tmp_path / "conf"))
     procs = [start_agent(p) for p in paths]
-    try:
-        rcs = [procs[i].wait(timeout=100) for i in (0, 1)]
-        procs[2].send_signal(signal.SIGTERM)
-        procs[2].wait(timeout=100)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    rcs = _hosts_then_switch(procs)
     assert rcs == [0, 0], [p.stderr.read() for p in procs]
     written = json.loads(origin.read_text())
     assert written["by"] in ("h0", "s0") and written["origin_unix"] > run["start_at_unix"]
