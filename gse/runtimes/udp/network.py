@@ -39,7 +39,7 @@ from gse.runtimes.udp.results import (build_summary, failure_summary, message_re
                                       udp_totals)
 
 ADDRESSING = ("ports", "ips")
-SETTLE_S = 2.0      # fabric mode: longest wait for the leaves to drain after the last ACK
+SETTLE_S = 10.0     # fabric mode, after the last ACK: longest wait with the leaves unchanged
 
 def address_plan(topo, addressing):
     """(ip, port) each node binds: ``ports`` = 127.0.0.1 with a kernel-chosen port per node;
@@ -235,11 +235,20 @@ class UdpNetwork:
         """Fabric mode: once every message is done, let the leaves drain what is left in
         their queues (go-back-N resends that crossed the last ACK), so that the run ends
         with no VOQ, demand or reorder buffer live (``fabric.leaves_idle``).  Bounded by
-        ``SETTLE_S`` and the run's own deadline."""
-        leaves = [n for n in self.nodes if isinstance(n, LeafDriver)]
-        end = min(deadline, time.perf_counter() + SETTLE_S)
-        while leaves and not all(n.agent.idle() for n in leaves):
-            if time.perf_counter() >= end:
+        the run's own deadline, and by ``SETTLE_S`` without any change in what the leaves
+        hold (a fixed wait was not enough on a loaded machine: a leaf's last timer fired
+        late and the run ended with it not yet drained)."""
+        leaves = [n.agent for n in self.nodes if isinstance(n, LeafDriver)]
+        held = None
+        quiet_until = 0.0
+        while leaves and not all(lf.idle() for lf in leaves):
+            now = time.perf_counter()
+            state = [(len(lf.voqs), len(lf.demands), len(lf.reorders), lf.voq_bytes,
+                      lf.reorder_bytes, sum(1 for d in lf.downlinks.values() if d.active))
+                     for lf in leaves]
+            if state != held:
+                held, quiet_until = state, now + SETTLE_S
+            if now >= deadline or now >= quiet_until:
                 return
             await asyncio.sleep(0.01)
 
