@@ -234,18 +234,28 @@ class UdpNetwork:
     async def _settle(self, deadline):
         """Fabric mode: once every message is done, let the leaves drain what is left in
         their queues (go-back-N resends that crossed the last ACK), so that the run ends
-        with no VOQ, demand or reorder buffer live (``fabric.leaves_idle``).  Bounded by
-        the run's own deadline, and by ``SETTLE_S`` without any change in what the leaves
-        hold (a fixed wait was not enough on a loaded machine: a leaf's last timer fired
-        late and the run ended with it not yet drained)."""
+        with no VOQ, demand or reorder buffer live (``fabric.leaves_idle``): until the
+        fabric is quiet -- every leaf idle, nothing on an emulated wire or in a port's
+        queue, and no datagram received across a turn of the loop (one still in a socket
+        would be) -- bounded by the run's deadline and by ``SETTLE_S`` without any change.
+        A fixed 2 s, or the leaves' idleness alone, did not hold on a loaded machine: a
+        late resend reached a leaf after it."""
         leaves = [n.agent for n in self.nodes if isinstance(n, LeafDriver)]
+        if not leaves:
+            return
+        ports = [p for n in self.nodes for p in n.ports]
         held = None
         quiet_until = 0.0
-        while leaves and not all(lf.idle() for lf in leaves):
+        while True:
             now = time.perf_counter()
-            state = [(len(lf.voqs), len(lf.demands), len(lf.reorders), lf.voq_bytes,
-                      lf.reorder_bytes, sum(1 for d in lf.downlinks.values() if d.active))
-                     for lf in leaves]
+            state = (sum(n.datagrams for n in self.nodes),
+                     [(len(lf.voqs), len(lf.demands), len(lf.reorders), lf.voq_bytes,
+                       lf.reorder_bytes, sum(1 for d in lf.downlinks.values() if d.active))
+                      for lf in leaves])
+            if (state == held and all(lf.idle() for lf in leaves)
+                    and not any(p.wire or p.queue.data_bytes or p.queue.control_bytes
+                                for p in ports)):
+                return
             if state != held:
                 held, quiet_until = state, now + SETTLE_S
             if now >= deadline or now >= quiet_until:
