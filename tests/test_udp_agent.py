@@ -265,3 +265,83 @@ def test_cli_writes_agent_configs(tmp_path, capsys):
     assert h0["bind"] == ["127.79.0.1", 46000] and len(h0["messages"]) == 1
     assert h0["output"]["counters"] == str(out / "h0.counters.json")
     assert h0["agent"]["params"]["rto_ps"] == 30_000_000_000
+
+
+def _hosts_then_switch(procs, meanwhile=None):
+    """Hosts h0, h1 and switch s0 (in that order): ``meanwhile()``, wait for the hosts,
+    stop the switch with SIGTERM, reap whatever is left; the hosts' exit codes."""
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        rcs = [procs[i].wait(timeout=100) for i in (0, 1)]
+        procs[2].send_signal(signal.SIGTERM)
+        procs[2].wait(timeout=100)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return rcs
+
+
+def test_a_host_waits_for_every_host_before_it_leaves(tmp_path):
+    """With a runner's ``done_dir`` a host that has finished marks it and stays -- its
+    peers may still need its final ACKs (a sender whose last ACK a failed link took
+    retransmits into a receiver that had left: a Mininet run that never ended) -- until
+    the runner writes ALL."""
+    topo = tiny_topology()
+    msgs = [Message(1, 0, 1, 30_000), Message(2, 1, 0, 30_000)]
+    done = tmp_path / "done"
+    done.mkdir()
+    run = {"start_at_unix": time.time() + 2.0, "timeout_s": 120.0, "linger_s": 0.1,
+           "loop": "asyncio", "done_dir": str(done)}
+    confs = node_configs(topo, msgs, "gse", udp_profile(GseConfig()), seed=3,
+                         address_of=free_addresses(3), output_dir=str(tmp_path), run=run)
+    paths = write_node_configs(confs, str(tmp_path / "conf"))
+    procs = [start_agent(p) for p in paths]
+
+    def all_done():
+        end = time.monotonic() + 100                  # a bound, not a measure
+        while not {"h0", "h1"} <= set(os.listdir(done)) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert {"h0", "h1"} <= set(os.listdir(done)), [p.poll() for p in procs]
+        time.sleep(1.0)                               # ten lingers: still there
+        assert [p.poll() for p in procs] == [None, None, None]
+        (done / "ALL").write_text("")
+    rcs = _hosts_then_switch(procs, all_done)
+    assert rcs == [0, 0], [p.stderr.read() for p in procs]
+    for name in ("h0", "h1"):
+        c = json.loads((tmp_path / (name + ".counters.json")).read_text())
+        assert c["exit"] == "done" and c["complete"]
+
+
+def test_agents_start_a_triggered_failure_schedule_from_one_origin(tmp_path):
+    """A schedule triggered by the traffic among agent processes: the node whose packets
+    over the schedule's links reach the count writes the origin (a wall-clock instant),
+    every agent with failures to play takes them from it on its own clock."""
+    from gse.workloads.faults import build_schedule
+    topo = tiny_topology()
+    msgs = [Message(1, 0, 1, 200_000), Message(2, 1, 0, 200_000)]
+    sched = build_schedule(topo, ["link:h0-s0@0ms,restore=30ms"], after_packets=8)
+    origin = tmp_path / "origin.json"
+    run = {"start_at_unix": time.time() + 2.0, "timeout_s": 120.0, "linger_s": 0.3,
+           "loop": "asyncio", "fault_origin_file": str(origin)}
+    confs = node_configs(topo, msgs, "gse", udp_profile(GseConfig()), seed=3,
+                         address_of=free_addresses(3), output_dir=str(tmp_path), run=run,
+                         faults=sched, detect_ps=-1)
+    assert [p.get("trigger_packets") for c in confs for p in c["ports"]] == [8, None, 8, None]
+    paths = write_node_configs(confs, str(tmp_path / "conf"))
+    procs = [start_agent(p) for p in paths]
+    rcs = _hosts_then_switch(procs)
+    assert rcs == [0, 0], [p.stderr.read() for p in procs]
+    written = json.loads(origin.read_text())
+    assert written["by"] in ("h0", "s0") and written["origin_unix"] > run["start_at_unix"]
+    counters = {n: json.loads((tmp_path / (n + ".counters.json")).read_text())
+                for n in ("h0", "h1", "s0")}
+    fired = counters[written["by"]]["fault_trigger"]
+    assert fired["fired_us"] is not None and fired["packets_seen"] >= 8
+    assert counters["h1"]["fault_origin_ps"] is None        # nothing to play
+    for n in ("h0", "s0"):                                  # down and up, from the origin
+        assert counters[n]["fault_origin_ps"] is not None
+        (port,) = [p for p in counters[n]["ports"] if p.get("faults")]
+        assert port["faults"]["events"] == 2

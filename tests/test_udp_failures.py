@@ -136,3 +136,52 @@ def test_link_fault_counts_what_it_drops():
         sched.close()
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("protocol", ["gse", "roce"])
+def test_a_failure_triggered_by_the_traffic_hits_traffic(protocol):
+    """``after_packets``: the schedule starts when a node has sent that many packets over
+    its links, not at a wall-clock offset that a loaded machine's late start can put
+    before any traffic (issue 24); its times count from that origin."""
+    topo = fat_tree(4, link_gbps=0.1)
+    msgs = permutation(16, 200_000, random.Random(2))
+    sched = build_schedule(topo, ["switch:core0@0ms,restore=20ms"], after_packets=20)
+    cfg = udp_profile(default_config(protocol))
+    result = run_udp(topo, msgs, protocol, cfg, seed=1, timeout_s=120.0, faults=sched,
+                     detect_ps=5 * MS)
+    s = result.summary
+    assert s["udp"]["end"] == "done" and s["lost"] == 0
+    assert s["delivered"] == s["completed"] == len(msgs)
+    f = s["failures"]
+    trigger = f["trigger"]
+    assert trigger["after_packets"] == 20 and trigger["packets_seen"] >= 20
+    assert trigger["fired_us"] > 0
+    # the links went down at the origin and came back 20 ms later: every port of them
+    # saw both events, and the switches learnt both changes
+    events = [p.fault.events for n in result.network.nodes for p in n.ports
+              if p.fault is not None]
+    assert events == [2] * 8
+    assert f["route_updates"] > 0
+
+
+def test_a_triggered_schedule_is_refused_where_it_means_nothing():
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads.faults import FaultSchedule
+    topo = fat_tree(4)
+    with pytest.raises(ValueError, match="--fail-after-packets"):
+        build_schedule(topo, ["switch:core0@0ms"], after_packets=0)
+    with pytest.raises(ValueError, match="--fail-after-packets"):
+        FaultSchedule([], after_packets=True)
+    sched = build_schedule(topo, ["switch:core0@0ms"], after_packets=5)
+    with pytest.raises(ValueError, match="simulation"):
+        run_simulation(topo, permutation(16, 10_000, random.Random(1)), "gse",
+                       faults=sched)
+
+
+def test_fail_after_packets_on_the_command_line(capsys):
+    from gse.cli.main import main
+    assert main(["run", "--k", "4", "--fail-after-packets", "5", "--quiet"]) == 2
+    assert "--fail-after-packets needs a schedule" in capsys.readouterr().err
+    with pytest.raises(SystemExit):                   # gse sim does not take it
+        main(["sim", "--k", "4", "--fail", "switch:core0@0ms", "--fail-after-packets", "5"])
+    assert "unrecognized arguments: --fail-after-packets" in capsys.readouterr().err

@@ -63,14 +63,17 @@ def add_output_options(p):
     return o
 
 
-def add_run_options(p, protocols):
+def add_run_options(p, protocols, real_time=False):
     """Fabric, traffic, protocol, failure and output options: what a traffic-running
-    command takes."""
-    from gse.cli.faults import add_fault_options
+    command takes (``real_time``: a runtime on real time, which also takes the failure
+    trigger ``--fail-after-packets``)."""
+    from gse.cli.faults import add_fault_options, add_trigger_option
     add_topology_options(p)
     add_traffic_options(p)
     add_protocol_options(p, protocols)
-    add_fault_options(p)
+    g = add_fault_options(p)
+    if real_time:
+        add_trigger_option(g)
     add_output_options(p)
 
 

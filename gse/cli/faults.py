@@ -41,10 +41,21 @@ def detect_ps(args):
     return int(round(us * PS_PER_US))
 
 
+def add_trigger_option(g):
+    """``gse run`` only: the real-time runtimes start a schedule on the traffic's progress."""
+    g.add_argument("--fail-after-packets", type=int, default=None, metavar="N",
+                   help="the --fail times count from when a node has sent N packets over "
+                        "the schedule's links, not from time 0: the failure hits traffic "
+                        "however slowly the machine gets it going")
+
+
 def faults_from_args(args, topo):
     """The run's fault schedule (empty without --fail/--fail-file)."""
     specs = getattr(args, "fail", None) or []
     files = getattr(args, "fail_file", None) or []
+    after = getattr(args, "fail_after_packets", None)
     if not specs and not files:
+        if after is not None:
+            raise ValueError("--fail-after-packets needs a schedule (--fail or --fail-file)")
         return FaultSchedule()
-    return build_schedule(topo, specs, files, getattr(args, "seed", 1))
+    return build_schedule(topo, specs, files, getattr(args, "seed", 1), after)

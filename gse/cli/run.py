@@ -158,7 +158,7 @@ def add_commands(sub):
                        description=__doc__.split("\n\n")[1])
     p.add_argument("--runtime", choices=available_runtimes(), default="udp",
                    help="udp: every node in this process on the loopback range")
-    add_run_options(p, protocols)
+    add_run_options(p, protocols, real_time=True)
     p.set_defaults(**UDP_DEFAULTS)
     _udp_run_options(p)
     add_observe_options(p, sampling=False)

@@ -9,17 +9,16 @@ Why not a dict of tuples with a FIFO of (time, key) tuples: a 10,240-NIC ring al
 finishes 26 million one-packet messages within one hold, and that layout cost about 250
 bytes per message (two tuples, four boxed integers, a dict entry): 6.5 GB of the run.
 Here a message is one integer key ``src << 32 | msg_id`` in a dict and two 8-byte slots
-of flat arrays (finish time, key), about 90 bytes.  ``msg_id`` fits 32 bits (the wire's
-field); sources fit 20 bits (the configuration checks).
+of flat arrays (finish time, key), about 90 bytes.  ``src`` and ``msg_id`` are whatever
+the wire's 32-bit fields carry -- a forged packet's source is any of them, not only a
+host of the fabric (sources there fit 20 bits) -- so the key is any 64-bit unsigned
+integer and its array is of unsigned 64-bit slots (``Q``).  ``add`` stores the key
+first: if it could not be stored, nothing was changed.
 """
 
 from array import array
 
 COMPACT_AT = 4096     # forgotten slots at the arrays' head before they are cut off
-
-
-def finished_key(src, msg_id):
-    return (src << 32) | msg_id
 
 
 class FinishedIds:
@@ -32,7 +31,7 @@ class FinishedIds:
     def __init__(self, hold_ps, limit):
         self.npkts_of = {}          # key -> packet count
         self.times = array("q")     # finish time of each remembered key, oldest first
-        self.keys = array("q")      # ... and the key; slots before ``head`` are forgotten
+        self.keys = array("Q")      # ... and the key; slots before ``head`` are forgotten
         self.head = 0
         self.hold_ps = hold_ps
         self.limit = limit
@@ -55,12 +54,12 @@ class FinishedIds:
 
     def add(self, src, msg_id, npkts, now):
         key = (src << 32) | msg_id
+        keys = self.keys
+        keys.append(key)            # first: a key beyond 64 bits (no wire carries one) fails here
+        times = self.times
+        times.append(now)
         npkts_of = self.npkts_of
         npkts_of[key] = npkts
-        times = self.times
-        keys = self.keys
-        times.append(now)
-        keys.append(key)
         oldest = now - self.hold_ps
         head = self.head
         n = len(keys)

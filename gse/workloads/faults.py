@@ -40,6 +40,13 @@ the offending text.
 ``FaultSchedule.link_events()`` lists what happens to the links (down, up, gray on and
 off) and ``route_events(default_detect_ps)`` when the switches learn each change; both are
 sorted by time and carry the entry that caused them, for per-failure counters.
+
+Triggered by the traffic (``after_packets``, ``gse run --fail-after-packets N``): the
+schedule's times then count not from the run's time 0 but from the moment a node at an
+end of the schedule's links has sent ``N`` packets over them, so that a failure meant to
+hit traffic does, however slowly a loaded machine gets the traffic going.  The UDP and
+Mininet runtimes play such a schedule; the simulation needs none (its clock is the
+traffic's) and refuses it.
 """
 
 import random
@@ -140,10 +147,17 @@ def link_name(topo, li):
 
 
 class FaultSchedule:
-    """The entries of one run, in the order given."""
+    """The entries of one run, in the order given; ``after_packets``: None (times from
+    the run's time 0) or the trigger, a count of packets over its ``links()``."""
 
-    def __init__(self, entries=()):
+    def __init__(self, entries=(), after_packets=None):
         self.entries = list(entries)
+        if after_packets is not None and (isinstance(after_packets, bool) or
+                                          not isinstance(after_packets, int) or
+                                          after_packets < 1):
+            raise ValueError("--fail-after-packets must be a whole number >= 1, got %r"
+                             % (after_packets,))
+        self.after_packets = after_packets
 
     def __bool__(self):
         return bool(self.entries)
@@ -428,9 +442,10 @@ def read_fault_file(path, topo, seed=1, start=0):
     return out
 
 
-def build_schedule(topo, specs=(), files=(), seed=1):
-    """The schedule of a run: ``--fail`` entries first, then each file's, in order."""
+def build_schedule(topo, specs=(), files=(), seed=1, after_packets=None):
+    """The schedule of a run: ``--fail`` entries first, then each file's, in order;
+    ``after_packets``: its times count from the trigger (see the module's docstring)."""
     entries = parse_faults(specs, topo, seed)
     for path in files:
         entries.extend(read_fault_file(path, topo, seed, len(entries)))
-    return FaultSchedule(entries)
+    return FaultSchedule(entries, after_packets)

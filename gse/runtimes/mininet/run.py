@@ -38,13 +38,16 @@ from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavail
 from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
+from gse.runtimes.udp.agent_process import ALL_DONE
 from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
+from gse.runtimes.udp.faults import read_origin
 from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
 from gse.workloads.faults import link_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENT_PORT = 47000
 POLL_S = 0.2
+TRIGGER_POLL_S = 0.02  # how often the failures' origin is looked for until it is there
 SWITCH_STOP_GRACE_S = 5.0
 FAITHFUL_GBPS = 0.03   # a port's packet time (4,160 B) must exceed the ~1 ms timer tick
 PLACEMENTS = ("node", "tier", "switches", "all")
@@ -173,7 +176,10 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     takes links down and up for real, ``ip link set`` on both ends of the veth pair, at
     their times (the agents' ports see their carrier go, ``agent_configs``); the switch
     agents replace their routes ``detect_ps`` after each change (-1: never), as their
-    configuration says; the hosts' transports see only loss.
+    configuration says; the hosts' transports see only loss.  A schedule triggered by the
+    traffic (``faults.after_packets``) starts when an end of its trigger link has sent
+    that many packets: that agent writes the origin (``run.fault_origin_file``), the
+    other agents and the runner take their failures from there.
 
     ``timeout_s`` bounds the traffic (from time 0); the whole run, set-up and tear-down
     included, is bounded too (``guard``).  ``out_dir`` keeps every agent's configuration,
@@ -223,6 +229,15 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 start_at = t_launch + budget
                 run_opts["start_at_unix"] = start_at
                 run_opts["timeout_s"] = round(budget + timeout_s, 3)
+                run_opts["done_dir"] = run.done_dir = os.path.join(agents, "done")
+                shutil.rmtree(run.done_dir, ignore_errors=True)     # a previous run's
+                os.makedirs(run.done_dir)
+                if faults and faults.after_packets is not None:
+                    run_opts["fault_origin_file"] = run.trigger_file = os.path.join(
+                        agents, "fault-origin.json")
+                    if os.path.exists(run.trigger_file):
+                        os.remove(run.trigger_file)          # a previous run's
+                    run.trigger = faults.after_packets
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
                                       corrupt_rate, agents, run_opts, port, wire, faults,
                                       detect_ps)
@@ -281,6 +296,11 @@ class _Run:
         self.precise = False
         self.link_events = []      # (t_ps, link, up) still to do
         self.links_done = []       # (t_ps, link, up, seconds late, error) done
+        self.done_dir = None       # hosts mark their work complete here (run.done_dir)
+        self.all_done = False
+        self.trigger = None        # packets: a schedule the traffic starts (its origin file)
+        self.trigger_file = None
+        self.origin_s = 0.0        # the link events' origin, after time 0 (None: not yet)
 
     def phase(self, name):
         self.stage = name
@@ -312,7 +332,36 @@ class _Run:
     def _bound(self, nid):
         return udp_bound(self.fabric.nodes[nid].pid, self.port)
 
+    def _look_at_trigger(self, start_at):
+        """Has an agent written the origin of the failures?  Then time them from it."""
+        origin = read_origin(self.trigger_file)
+        if origin is not None:
+            self.origin_s = max(0.0, origin - start_at)
+
+    def _look_at_hosts(self):
+        """Every host complete?  Then let them go (``ALL``): until then each stays, to
+        answer its peers' late retransmissions with the final ACK."""
+        nodes = self.fabric.topo.nodes
+        marked = set(os.listdir(self.done_dir))
+        if all(nodes[n].name in marked for g in self.host_groups() for n in self.groups[g]
+               if nodes[n].kind == "host"):
+            with open(os.path.join(self.done_dir, ALL_DONE), "w"):
+                pass
+            self.all_done = True
+
+    def trigger_stats(self):
+        if self.trigger is None:
+            return None
+        by = None
+        if self.origin_s is not None:
+            with open(self.trigger_file) as f:
+                by = json.load(f).get("by")
+        return {"fired_us": None if self.origin_s is None else round(self.origin_s * 1e6, 1),
+                "by": by}
+
     def wait(self, start_at, deadline):
+        if self.trigger is not None:
+            self.origin_s = None
         hosts = self.host_groups()
         pending_ready = {nid for group in self.groups for nid in group}
         owner = {nid: g for g, group in enumerate(self.groups) for nid in group}
@@ -335,11 +384,17 @@ class _Run:
                                        for nid in pending_ready)
             if now >= start_at:
                 self.stage = "running"
-            while self.link_events and now >= start_at + self.link_events[0][0] / 1e12:
+            if self.origin_s is None:
+                self._look_at_trigger(start_at)
+            origin = None if self.origin_s is None else start_at + self.origin_s
+            while (origin is not None and self.link_events
+                   and now >= origin + self.link_events[0][0] / 1e12):
                 t, li, up = self.link_events.pop(0)
                 error = self.fabric.set_link(li, up)
-                late = time.time() - (start_at + t / 1e12)
+                late = time.time() - (origin + t / 1e12)
                 self.links_done.append((t, li, up, round(late, 3), error))
+            if not self.all_done and self.done_dir is not None:
+                self._look_at_hosts()
             done = [g for g in hosts if g in self.exit_at]
             if len(done) == len(hosts):
                 codes = [self.procs[g].returncode for g in hosts]
@@ -350,8 +405,10 @@ class _Run:
                 break
             self._report()
             nap = POLL_S
-            if self.link_events:
-                nap = min(nap, max(0.0, start_at + self.link_events[0][0] / 1e12 - now))
+            if self.origin_s is None:
+                nap = TRIGGER_POLL_S
+            elif self.link_events:
+                nap = min(nap, max(0.0, origin + self.link_events[0][0] / 1e12 - now))
             time.sleep(nap)
         last = max((self.exit_at[g] for g in hosts if g in self.exit_at),
                    default=time.time())
@@ -450,7 +507,12 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
         "left_behind": fabric.left_behind(), "fabric_errors": fabric.errors,
     }
     if faults:
-        failure_summary(summary, topo, faults, counters, detect_ps)
+        trigger = run.trigger_stats()
+        if trigger is not None:     # what the trigger link's ends saw (the largest count)
+            seen = [c["fault_trigger"]["packets_seen"] for c in counters
+                    if c.get("fault_trigger")]
+            trigger["packets_seen"] = max(seen) if seen else None
+        failure_summary(summary, topo, faults, counters, detect_ps, trigger)
         summary["failures"]["ip_link"] = [
             {"t_us": t / 1e6, "link": link_name(topo, li), "up": up, "late_s": late,
              "error": error} for t, li, up, late, error in run.links_done]

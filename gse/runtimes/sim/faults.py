@@ -109,6 +109,10 @@ class FaultInjector:
     """A schedule of failures played on a ``Network`` (see the module docstring)."""
 
     def __init__(self, net, schedule, detect_ps, seed=1):
+        if getattr(schedule, "after_packets", None) is not None:
+            raise ValueError("a fault schedule triggered by the traffic (--fail-after-packets) "
+                             "is for the UDP and Mininet runtimes: the simulation's clock is "
+                             "the traffic's, give the failure's time")
         if any(isinstance(p, HTSIM_PORTS) for p in net.ports):
             raise ValueError("link failures are not modelled in the htsim PFC model (its "
                              "ports and pipes are htsim's); use the default RoCE model")

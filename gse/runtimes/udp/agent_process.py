@@ -7,7 +7,10 @@ messages from time 0 on, and runs until
 
 * a host: its messages are all acknowledged and the messages it expects all delivered,
   and then ``linger_s`` passed without a datagram (late retransmissions still get their
-  ACK from a lingering receiver) -- exit "done";
+  ACK from a lingering receiver) -- exit "done".  With ``done_dir`` (a runner such as
+  Mininet's), it marks its work complete there and also waits for the runner's ``ALL``
+  (every host complete): a sender whose last ACK was lost -- to a failed link, say --
+  still gets its final ACK however long the loss takes to repair;
 * ``idle_exit_s`` (if set) passed without a datagram after the first -- exit "idle";
 * SIGTERM or SIGINT -- exit "signal";
 * ``timeout_s`` of wall time -- exit "timeout".
@@ -19,6 +22,7 @@ is), 1 if not.  Configuration errors exit with 2 and one line naming the field.
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -30,11 +34,14 @@ from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node
                                      protocol_config, write_json_atomic)
 from gse.runtimes.udp.io import Endpoint, Scheduler, loop_name, run_async
 from gse.runtimes.udp.netns import kernel_drops_in, open_udp_socket_in
-from gse.runtimes.udp.faults import install as install_faults
+from gse.runtimes.udp.faults import (PacketTrigger, claim_origin, has_faults,
+                                     install as install_faults, read_origin, trigger_ports)
 
 COUNTERS_FORMAT = "gse-agent-counters/1"
 RECORDS_FORMAT = "gse-agent-records/1"
 POLL_S = 0.05
+ALL_DONE = "ALL"          # in run.done_dir: the runner saw every host complete
+TRIGGER_EVERY_PS = 10 * 10 ** 9   # a trigger port's count is looked at every 10 ms
 
 
 class Agent:
@@ -56,6 +63,9 @@ class Agent:
         self.wall0 = time.perf_counter()
         self.last_rx = None
         self.hosts = [c for c in self.confs if c["role"] == "host"]
+        self.fault_origin_ps = None    # when this process's failures were installed
+        self.t0_unix = None            # the wall-clock instant of this process's time 0
+        self.trigger = None            # PacketTrigger: this process holds the trigger link
 
     @property
     def node(self):
@@ -102,9 +112,14 @@ class Agent:
                     self.last_rx = time.monotonic()
                     handler(data, addr)
                 await ep.start(on_datagram)
-            self.sched.start_clock(self._start_delay_ns())
+            delay_ns = self._start_delay_ns()
+            self.t0_unix = time.time() + delay_ns / 1e9
+            self.sched.start_clock(delay_ns)
+            if self.run["fault_origin_file"] is None:
+                self._install_faults(0)         # times on the clock just started
+            else:
+                self._watch_trigger()
             for conf, node in zip(self.confs, self.nodes):
-                install_faults(node, conf)      # times on the clock just started
                 if conf["role"] == "host":
                     for m in conf["messages"]:
                         self.sched.at(m["start_ps"], node.start, _Msg(m))
@@ -122,6 +137,39 @@ class Agent:
             for cap, conf in self.captures:
                 capture.close_all([cap], conf["pcap"]["dir"], "captures-%s.json" % conf["name"])
         return 0 if self.complete() else 1
+
+    def _install_faults(self, origin_ps):
+        self.fault_origin_ps = origin_ps
+        for conf, node in zip(self.confs, self.nodes):
+            install_faults(node, conf, origin_ps)
+
+    def _watch_trigger(self):
+        """This process's nodes at an end of the schedule's links: watch what they send
+        over them (each node on its own)."""
+        groups, packets = [], None
+        for conf, node in zip(self.confs, self.nodes):
+            mine, n = trigger_ports(node, conf)
+            if mine:
+                groups.append(mine)
+                packets = n
+        if groups:
+            self.trigger = PacketTrigger(self.sched, groups, packets, self._triggered,
+                                         TRIGGER_EVERY_PS)
+
+    def _triggered(self, now):
+        claim_origin(self.run["fault_origin_file"], self.t0_unix + now / 1e12,
+                     "+".join(c["name"] for c in self.confs))
+        self._fault_origin()
+
+    def _fault_origin(self):
+        """A schedule triggered by the traffic: install it once the runner has written
+        its origin (looked for at every turn of ``_wait``)."""
+        if self.fault_origin_ps is None and self.nodes:
+            origin = read_origin(self.run["fault_origin_file"])
+            if origin is not None:      # a wall-clock instant, on this agent's clock
+                if self.trigger is not None:
+                    self.trigger.stop()
+                self._install_faults(max(0, int((origin - self.t0_unix) * 1e12)))
 
     def _start_delay_ns(self):
         at = self.run["start_at_unix"]
@@ -149,15 +197,22 @@ class Agent:
         run = self.run
         deadline = time.monotonic() + run["timeout_s"]
         done_at = None
+        watch = (run["fault_origin_file"] is not None
+                 and any(has_faults(c) for c in self.confs))
         while True:
             now = time.monotonic()
             if now >= deadline:
                 return "timeout"
+            if watch:
+                self._fault_origin()
             quiet = now - self.last_rx if self.last_rx is not None else None
             if self.hosts and self.complete():
-                done_at = done_at or now
-                if now - done_at >= run["linger_s"] and (quiet is None
-                                                          or quiet >= run["linger_s"]):
+                if done_at is None:
+                    done_at = now
+                    self._mark_done()
+                if (now - done_at >= run["linger_s"] and (quiet is None
+                                                          or quiet >= run["linger_s"])
+                        and self._all_done()):
                     return "done"
             idle = run["idle_exit_s"]
             if idle is not None and quiet is not None and quiet >= idle:
@@ -167,6 +222,18 @@ class Agent:
                                               min(POLL_S, deadline - now))
             except asyncio.TimeoutError:
                 pass
+
+    def _mark_done(self):
+        """Tell the runner (``done_dir``) that this process's hosts are complete."""
+        folder = self.run["done_dir"]
+        if folder is not None:
+            for conf in self.hosts:
+                with open(os.path.join(folder, conf["name"]), "w"):
+                    pass
+
+    def _all_done(self):
+        folder = self.run["done_dir"]
+        return folder is None or os.path.exists(os.path.join(folder, ALL_DONE))
 
     def _write(self):
         now = self.sched.now() if self.sched else 0
@@ -192,6 +259,9 @@ class Agent:
                           "process_nodes": len(self.confs),
                           # the scheduler is the process's: its figures go with the first
                           "cpu_s": round(time.process_time(), 3) if i == 0 else 0.0,
+                          "fault_origin_ps": self.fault_origin_ps,
+                          "fault_trigger": (self.trigger.stats() if self.trigger is not None
+                                            and i == 0 else None),
                           "timer_events": self.sched.fired if self.sched and i == 0 else 0,
                           "timer_late": self.sched.lateness() if self.sched and i == 0
                           else {},

@@ -156,7 +156,10 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     ``route_updates`` (as the switches learn of each change, ``detect_ps`` later; -1:
     never) and, with ``link_faults``, each port of a failing link its ``faults`` timeline
     (what the port sees of its link; in Mininet the runner also takes the link down for
-    real).
+    real).  A schedule triggered by the traffic (``faults.after_packets``) puts
+    ``trigger_packets`` on both ports of each of its links: the schedule starts once a
+    node has sent that many packets over its such ports
+    (``gse.runtimes.udp.faults.PacketTrigger``).
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
@@ -200,6 +203,12 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
         deep = QueueConfig(cfg.leaf_queue_bytes, cfg.leaf_queue_bytes)
         leaf_queue = {name: getattr(deep, name) for name in deep.__slots__}
     port_faults, route_updates = _fault_timelines(topo, faults, detect_ps, link_faults)
+    trigger = {}
+    if faults and faults.after_packets is not None:
+        for li in faults.links():
+            link = topo.links[li]
+            trigger[(link.a, link.a_port)] = trigger[(link.b, link.b_port)] = \
+                faults.after_packets
     out = []
     for nid, node in enumerate(topo.nodes):
         ports = []
@@ -214,6 +223,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
             timeline = port_faults.get((nid, pidx))
             if timeline:
                 ports[-1]["faults"] = timeline
+            if (nid, pidx) in trigger:
+                ports[-1]["trigger_packets"] = trigger[(nid, pidx)]
         conf = {"format": FORMAT, "node": nid, "name": node.name, "kind": node.kind,
                 "role": "host" if node.kind == "host" else "switch", "hosts": n_hosts,
                 "bind": addrs[nid], "ports": ports, "seed": seed, "queue": queue,

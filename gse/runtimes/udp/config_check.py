@@ -40,6 +40,13 @@ RUN_DEFAULTS = {
     "precise_timers": False,   # True: poll for sub-millisecond timers (a busy core)
     "rcvbuf_bytes": 4 * 1024 * 1024,
     "slack_ps": 20 * PS_PER_US,
+    # a fault schedule triggered by the traffic: its times count from the origin (ps on
+    # the run's clock) that the runner writes here when the trigger fires
+    "fault_origin_file": None,
+    # a runner's hand-shake: a host marks its work complete here (a file named after the
+    # node) and exits only once the runner has written ALL (every host complete): until
+    # then its peers may still need its final ACKs
+    "done_dir": None,
 }
 
 MAX_ID = 2 ** 32 - 1           # ids and sizes are 32-bit fields on the wire
@@ -220,6 +227,7 @@ def _check_ports(conf, role, where):
                     or not 0 <= ev[2] <= 1):
                 raise ConfigError("%s: faults[%d] must be [t_ps >= 0, \"down\" | \"up\" | "
                                   "\"gray\", drop fraction 0..1], got %r" % (pw, j, ev))
+        _int(p, "trigger_packets", pw, 1, optional=True)
         _need(p, "faces_host", bool, pw)
 
 
@@ -247,6 +255,9 @@ def _check_run(conf, where):
     _need(run, "precise_timers", bool, rw)
     _int(run, "rcvbuf_bytes", rw, 0, 2 ** 31 - 1)
     _int(run, "slack_ps", rw, 0, 2 ** 63 - 1)
+    for key in ("fault_origin_file", "done_dir"):
+        if run[key] is not None and not _need(run, key, str, rw):
+            raise ConfigError("%s: option %r must be a path or null" % (rw, key))
 
 
 def _check_host(conf, nid, n_hosts, where):

@@ -17,8 +17,19 @@ In Mininet the links also fail for real (``ip link set ... down`` on the veth pa
 the runner); the ports' timelines then stand for what a port sees of its own carrier.
 The switches get ``route_updates`` as a routing protocol would give them.  Agents learn
 nothing else: a host's transport sees losses and timeouts.
+
+A schedule triggered by the traffic (``FaultSchedule.after_packets``) is installed only
+when its trigger fires, with its times counted from that origin: both ports of each of
+its links carry ``trigger_packets``, and a ``PacketTrigger`` fires once a node has sent
+that many packets over its such ports.  In one process (``gse run --runtime udp``) it
+installs every node's failures at once; among agent processes (Mininet) the agent whose
+trigger fired writes the origin -- a wall-clock instant -- to the file that
+``run.fault_origin_file`` names (``claim_origin``: the first writer wins), where the
+other agents and the runner read it (``read_origin``) and place it on their own clocks.
 """
 
+import json
+import os
 import random
 
 from gse.wire.packet import PRIO_DATA, RESUME
@@ -106,8 +117,9 @@ class RouteUpdates:
         self.entries += len(rows)
 
 
-def install(driver, conf):
-    """Schedule the failures of ``conf``'s ports and its route updates on ``driver``.
+def install(driver, conf, origin_ps=0):
+    """Schedule the failures of ``conf``'s ports and its route updates on ``driver``,
+    their times counted from ``origin_ps`` on the run's clock (0: its time 0).
 
     Call it once the run's clock has started (``Scheduler.start_clock``): the times are
     on that clock, and an event scheduled before it would be measured from the wrong
@@ -119,12 +131,87 @@ def install(driver, conf):
         if timeline:
             fault = port.fault = LinkFault(port, seed)
             for t, action, value in timeline:
-                sched.at(t, fault.event, (action, value))
+                sched.at(origin_ps + t, fault.event, (action, value))
     updates = conf.get("route_updates")
     if updates:
         route = driver.route_updates = RouteUpdates(driver.switch)
         for t, rows in updates:
-            sched.at(t, route.apply, rows)
+            sched.at(origin_ps + t, route.apply, rows)
+
+
+def has_faults(conf):
+    """Does ``conf`` give its node failures or route updates to install?"""
+    return bool(conf.get("route_updates")) or any(pc.get("faults") for pc in conf["ports"])
+
+
+def trigger_ports(driver, conf):
+    """``driver``'s ports that watch for a triggered schedule, and the packet count."""
+    ports = [(port, pc["trigger_packets"]) for pc, port in zip(conf["ports"], driver.ports)
+             if pc.get("trigger_packets")]
+    return [p for p, _ in ports], (ports[0][1] if ports else None)
+
+
+def claim_origin(path, origin_unix, who):
+    """Write the origin (``{"origin_unix", "by"}``) unless someone already has: the file
+    is linked into place, which fails if it exists, so the first trigger wins."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump({"origin_unix": origin_unix, "by": who}, f)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.remove(tmp)
+
+
+def read_origin(path):
+    """The origin written by ``claim_origin`` (a wall-clock instant, so that an agent whose
+    clock started late still fails its links when the others do), or None while none is."""
+    try:
+        with open(path) as f:
+            origin = json.load(f)["origin_unix"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(origin) if isinstance(origin, (int, float)) and origin > 0 else None
+
+
+class PacketTrigger:
+    """Fires ``fire(now)`` once the ports of one of ``groups`` (a node's ends of the
+    schedule's links) have sent ``packets`` packets, looked at every ``every_ps`` of the
+    run's clock."""
+
+    __slots__ = ("sched", "groups", "packets", "fire", "every_ps", "fired_ps", "seen")
+
+    def __init__(self, sched, groups, packets, fire, every_ps=1_000_000_000):
+        self.sched = sched
+        self.groups = groups
+        self.packets = packets
+        self.fire = fire
+        self.every_ps = every_ps
+        self.fired_ps = None
+        self.seen = 0
+        sched.at(sched.now(), self._look, None)
+
+    def _look(self, t, _arg):
+        if self.fired_ps is not None:
+            return
+        self.seen = max(sum(p.queue.counters.tx_packets for p in g) for g in self.groups)
+        now = self.sched.now()
+        if self.seen >= self.packets:
+            self.fired_ps = now
+            self.fire(now)
+        else:
+            self.sched.at(now + self.every_ps, self._look, None)
+
+    def stop(self):
+        """Another process's trigger fired first: stop looking."""
+        if self.fired_ps is None:
+            self.fired_ps = -1
+
+    def stats(self):
+        return {"fired_us": None if self.fired_ps is None or self.fired_ps < 0
+                else self.fired_ps / 1e6, "packets_seen": self.seen}
 
 
 def fault_totals(node_counters):

@@ -32,14 +32,14 @@ from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.fabric import LeafDriver
-from gse.runtimes.udp.faults import install as install_faults
+from gse.runtimes.udp.faults import PacketTrigger, install as install_faults, trigger_ports
 from gse.runtimes.udp.netns import kernel_drops
 from gse.runtimes.udp.node import DEFAULT_SLACK_PS
 from gse.runtimes.udp.results import (build_summary, failure_summary, message_records,
                                       udp_totals)
 
 ADDRESSING = ("ports", "ips")
-SETTLE_S = 2.0      # fabric mode: longest wait for the leaves to drain after the last ACK
+SETTLE_S = 10.0     # fabric mode, after the last ACK: longest wait with the leaves unchanged
 
 def address_plan(topo, addressing):
     """(ip, port) each node binds: ``ports`` = 127.0.0.1 with a kernel-chosen port per node;
@@ -102,6 +102,7 @@ class UdpNetwork:
         self.opened = False
         self.signal = None         # the signal that stopped the run, by name
         self.confs = []
+        self.trigger = None        # PacketTrigger of a schedule triggered by the traffic
 
     async def __aenter__(self):
         await self.open()
@@ -170,6 +171,10 @@ class UdpNetwork:
         if self.outstanding <= 0 and self.done is not None and not self.done.done():
             self.done.set_result("done")
 
+    def _install_faults(self, origin_ps):
+        for node, conf in zip(self.nodes, self.confs):
+            install_faults(node, conf, origin_ps)
+
     def _until(self, _t, _arg):
         if not self.done.done():
             self.done.set_result("until")
@@ -199,8 +204,12 @@ class UdpNetwork:
         self.outstanding = 2 * len(self.messages)
         sched = self.sched
         sched.start_clock()
-        for node, conf in zip(self.nodes, self.confs):
-            install_faults(node, conf)
+        if self.faults and self.faults.after_packets is not None:
+            groups = [trigger_ports(node, conf)[0] for node, conf in zip(self.nodes, self.confs)]
+            self.trigger = PacketTrigger(sched, [g for g in groups if g],
+                                         self.faults.after_packets, self._install_faults)
+        else:
+            self._install_faults(0)
         wall0 = time.perf_counter()
         for m in self.messages:
             sched.at(m.start_ps, self.hosts[m.src].start, m)
@@ -225,12 +234,31 @@ class UdpNetwork:
     async def _settle(self, deadline):
         """Fabric mode: once every message is done, let the leaves drain what is left in
         their queues (go-back-N resends that crossed the last ACK), so that the run ends
-        with no VOQ, demand or reorder buffer live (``fabric.leaves_idle``).  Bounded by
-        ``SETTLE_S`` and the run's own deadline."""
-        leaves = [n for n in self.nodes if isinstance(n, LeafDriver)]
-        end = min(deadline, time.perf_counter() + SETTLE_S)
-        while leaves and not all(n.agent.idle() for n in leaves):
-            if time.perf_counter() >= end:
+        with no VOQ, demand or reorder buffer live (``fabric.leaves_idle``): until the
+        fabric is quiet -- every leaf idle, nothing on an emulated wire or in a port's
+        queue, and no datagram received across a turn of the loop (one still in a socket
+        would be) -- bounded by the run's deadline and by ``SETTLE_S`` without any change.
+        A fixed 2 s, or the leaves' idleness alone, did not hold on a loaded machine: a
+        late resend reached a leaf after it."""
+        leaves = [n.agent for n in self.nodes if isinstance(n, LeafDriver)]
+        if not leaves:
+            return
+        ports = [p for n in self.nodes for p in n.ports]
+        held = None
+        quiet_until = 0.0
+        while True:
+            now = time.perf_counter()
+            state = (sum(n.datagrams for n in self.nodes),
+                     [(len(lf.voqs), len(lf.demands), len(lf.reorders), lf.voq_bytes,
+                       lf.reorder_bytes, sum(1 for d in lf.downlinks.values() if d.active))
+                      for lf in leaves])
+            if (state == held and all(lf.idle() for lf in leaves)
+                    and not any(p.wire or p.queue.data_bytes or p.queue.control_bytes
+                                for p in ports)):
+                return
+            if state != held:
+                held, quiet_until = state, now + SETTLE_S
+            if now >= deadline or now >= quiet_until:
                 return
             await asyncio.sleep(0.01)
 
@@ -285,7 +313,8 @@ class UdpNetwork:
         # a run stopped early (timeout, signal, --until-us) is a partial result: say so
         summary["complete"] = self.end == "done"
         if self.faults:
-            failure_summary(summary, self.topo, self.faults, counters, self.detect_ps)
+            failure_summary(summary, self.topo, self.faults, counters, self.detect_ps,
+                            self.trigger.stats() if self.trigger is not None else None)
         return RunResult(summary, records, self)
 
 

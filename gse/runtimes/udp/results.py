@@ -112,11 +112,14 @@ def build_summary(topo, records, ports, node_counters, host_agent_counters, conf
     return summary
 
 
-def failure_summary(summary, topo, schedule, node_counters, detect_ps):
+def failure_summary(summary, topo, schedule, node_counters, detect_ps, trigger=None):
     """Add ``failures`` to a UDP run's summary: the schedule, and what its links lost
     (from the ports' ``faults`` counters; per entry, summed over its links' ports, a
     link shared by two entries counted for the first), in the simulation's schema as far
-    as a real network can count it (no per-message attribution)."""
+    as a real network can count it (no per-message attribution).  A schedule triggered
+    by the traffic also gets ``trigger``: its packet count, when it fired (``fired_us``
+    on the run's clock, None if it never did) and the most packets a node had sent
+    over the schedule's links by then."""
     from gse.runtimes.udp.faults import CAUSES, fault_totals
     by_port = {}
     for c in node_counters:
@@ -143,6 +146,10 @@ def failure_summary(summary, topo, schedule, node_counters, detect_ps):
     drops = fault_totals(node_counters)
     summary["failures"] = {"entries": entries, "drops": drops, "route_updates": updates,
                            "detect_us": None if detect_ps < 0 else detect_ps / 1e6}
+    if schedule.after_packets is not None:
+        fired = dict(trigger or {"fired_us": None, "packets_seen": None})
+        fired["after_packets"] = schedule.after_packets
+        summary["failures"]["trigger"] = fired
     summary["drops"] += sum(drops.values())
     return summary
 
