@@ -117,7 +117,7 @@ class RoceHost(HostAgent):
                  "payload_bytes", "finished_hold", "max_finished",
                  "incoming_of", "max_inbound_per_peer", "max_inbound", "inbound_refused",
                  "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
-                 "nic_paused", "rate_log", "round_up", "cnp_grid")
+                 "nic_paused", "rate_log", "round_up", "cnp_grid", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -163,6 +163,7 @@ class RoceHost(HostAgent):
         # None, or a dict the DCQCN reaction point of every flow started from now on logs
         # its rate changes into: msg_id -> [(now, Rc, Rt, alpha), ...] (Dcqcn.log)
         self.rate_log = None
+        self.acked_done = 0       # packets of the flows finished here (progress())
 
     # -- application ----------------------------------------------------------------------
 
@@ -458,6 +459,7 @@ class RoceHost(HostAgent):
 
     def _finish(self, flow, now):
         flow.done = True
+        self.acked_done += flow.npkts
         del self.out[flow.msg_id]
         self.sent_done.append((flow.msg_id, flow.retransmits, now))
 
@@ -551,6 +553,20 @@ class RoceHost(HostAgent):
 
     def _push(self, t, kind, flow):
         self.timers.push(t, kind, flow)
+
+    def progress(self):
+        acked = self.acked_done
+        for flow in self.out.values():
+            acked += flow.una
+        return len(self.out), acked
+
+    def waiting(self):
+        out = {}
+        for flow in self.out.values():    # timed out / to send (NIC, rate, PAUSE) / acks
+            cause = ("path" if flow.rto_backoff > 1 else
+                     "send" if flow.next_psn < flow.npkts else "ack")
+            out[cause] = out.get(cause, 0) + 1
+        return out
 
     def counters(self):
         return {
