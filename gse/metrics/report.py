@@ -2,7 +2,7 @@
 
 import json
 
-from gse.metrics.stall import CAUSE_TEXT
+from gse.metrics.stall import describe_causes, time_text
 
 
 def _fmt(v):
@@ -60,10 +60,9 @@ def format_summary(s):
                         % ENDS.get(end, end)))
     if s.get("stall"):
         st = s["stall"]
-        rows.insert(2, ("stalled: no progress", "%g us up to %g us; %s" % (
-            round(st["at_us"] - st["progress_seen_us"], 3), st["at_us"],
-            ", ".join("%d %s" % (n, CAUSE_TEXT.get(c, c)) for c, n in st["waiting"].items())
-            or "nothing unfinished reported")))
+        rows.insert(2, ("stalled: no progress", "%s up to %s; %s" % (
+            time_text(st["at_us"] - st["progress_seen_us"]), time_text(st["at_us"]),
+            describe_causes(st))))
     width = max(len(r[0]) for r in rows)
     return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)
 

@@ -119,13 +119,37 @@ def stall_report(watch, now, counts, hosts, unfinished=None):
             "waiting": {c: counts[c] for c in order if counts.get(c)}}
 
 
+def look_at_hosts(watch, now, agents):
+    """One look of ``watch`` at ``agents`` at ``now``: the stall report if the run is
+    stuck, else None."""
+    unfinished, mark = host_progress(agents)
+    if not watch.look(now, unfinished, mark):
+        return None
+    counts, hosts = waiting_counts(agents)
+    return stall_report(watch, now, counts, hosts, unfinished)
+
+
+def describe_causes(report):
+    """``3 waiting for grants, 1 ...``: a report's causes in words."""
+    return ", ".join("%d %s" % (n, CAUSE_TEXT.get(c, c))
+                     for c, n in report["waiting"].items()) or "nothing reported"
+
+
+def time_text(us):
+    """A duration or time of the run's clock for people: us, ms or s."""
+    if us >= 1e6:
+        return "%.4g s" % (us / 1e6)
+    if us >= 1e3:
+        return "%.4g ms" % (us / 1e3)
+    return "%.4g us" % us
+
+
 def describe_stall(report):
     """One line for the user: what is stuck, per cause."""
-    causes = ", ".join("%d %s" % (n, CAUSE_TEXT.get(c, c))
-                       for c, n in report["waiting"].items()) or "nothing reported"
-    return ("no progress for %g us of the run's clock (nothing completed, acknowledged or "
-            "received between the watchdog's looks at %g us and %g us; span --stall-us "
-            "%g): %d unfinished message(s) on %d host(s): %s"
-            % (round(report["at_us"] - report["progress_seen_us"], 3),
-               report["progress_seen_us"], report["at_us"], report["span_us"],
-               report["unfinished"], report["hosts"], causes))
+    return ("no progress for %s of the run's clock (nothing completed, acknowledged or "
+            "received between the watchdog's looks at %s and %s; its span, --stall-us, is "
+            "%s): %d unfinished message(s) on %d host(s): %s"
+            % (time_text(report["at_us"] - report["progress_seen_us"]),
+               time_text(report["progress_seen_us"]), time_text(report["at_us"]),
+               time_text(report["span_us"]), report["unfinished"], report["hosts"],
+               describe_causes(report)))

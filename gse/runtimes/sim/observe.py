@@ -24,8 +24,7 @@ where the run stops, never what happened before.
 
 import gc
 
-from gse.metrics.stall import (StallWatch, host_progress, last_change_ps, span_of,
-                               stall_report, waiting_counts)
+from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 
 
 class quiet_gc:
@@ -119,10 +118,8 @@ class Watchdog:
         return lambda net: cls(net, span, not_before)
 
     def at_stop(self, now):
-        unfinished, mark = host_progress(self.agents)
-        if self.watch.look(now, unfinished, mark):
-            counts, hosts = waiting_counts(self.agents)
-            self.report = stall_report(self.watch, now, counts, hosts, unfinished)
+        self.report = look_at_hosts(self.watch, now, self.agents)
+        if self.report is not None:
             self.next_stop = -1
             return "stalled"
         self.next_stop = now + self.watch.check_ps

@@ -14,6 +14,7 @@ import os
 from gse import protocols
 from gse.config import PS_PER_US, ConfigError, fault_rates_error
 from gse.protocols import PROTOCOLS, default_config, pfc_config, queue_config
+from gse.metrics.stall import default_span_ps, last_change_ps
 from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS,  # noqa: F401
                                            check_node_config, check_outputs,
                                            load_node_config, protocol_config)
@@ -156,7 +157,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     ``route_updates`` (as the switches learn of each change, ``detect_ps`` later; -1:
     never) and, with ``link_faults``, each port of a failing link its ``faults`` timeline
     (what the port sees of its link; in Mininet the runner also takes the link down for
-    real).
+    real).  With ``faults`` and no ``stall_s`` in ``run``, the hosts' no-progress watchdog
+    waits the schedule's last change out on top of its default span.
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
@@ -175,6 +177,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
             raise ConfigError("unknown run option %r (known: %s)"
                               % (key, ", ".join(sorted(RUN_DEFAULTS))))
         run_opts[key] = value
+    if faults and run_opts["stall_s"] is None:
+        run_opts["stall_s"] = (default_span_ps(cfg) + last_change_ps(faults, detect_ps)) / 1e12
     n_hosts = len(topo.hosts)
     sends = [[] for _ in range(n_hosts)]
     expects = [[] for _ in range(n_hosts)]
