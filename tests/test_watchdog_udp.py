@@ -16,7 +16,8 @@ from gse.runtimes.udp.config import node_configs, udp_profile, write_node_config
 from gse.runtimes.udp.network import run_udp
 from gse.workloads.traffic import Message
 from topologies.fattree import fat_tree
-from topologies.topology import Topology
+
+from test_udp_agent import tiny_topology
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEAD = "tier:agg-core:100%@10us,detect=never"
@@ -49,13 +50,7 @@ def test_messages_that_start_late_are_not_a_stall_over_udp():
 def lone_host(tmp_path, **run):
     """Host h0 of a host-switch-host fabric, started alone: nothing it sends is
     answered."""
-    topo = Topology("pair")
-    h0 = topo.add_node("h0", "host", 0)
-    h1 = topo.add_node("h1", "host", 0)
-    s0 = topo.add_node("s0", "edge", 1)
-    topo.add_link(h0, s0, 0.2, 1_000_000)
-    topo.add_link(h1, s0, 0.2, 1_000_000)
-    topo = topo.finalize()
+    topo = tiny_topology()
     opts = {"timeout_s": 120.0, "loop": "asyncio"}
     opts.update(run)
     # it binds a port free when chosen; its switch "is" at the discard port

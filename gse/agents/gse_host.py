@@ -342,19 +342,6 @@ class GseHost(HostAgent):
     def _push(self, t, kind, msg):
         self.timers.push(t, kind, msg)
 
-    def progress(self):
-        acked = self.acked_done
-        for msg in self.out.values():
-            acked += msg.n_acked
-        return len(self.out), acked
-
-    def waiting(self):
-        out = {}
-        for msg in self.out.values():
-            cause = msg.waiting_for()
-            out[cause] = out.get(cause, 0) + 1
-        return out
-
     def counters(self):
         rx = self.receiver
         return {

@@ -55,13 +55,23 @@ class HostAgent:
     def progress(self):
         """``(unfinished, acked)``: messages started here and not yet acknowledged in full,
         and the packets acknowledged so far of every message ever started here -- a count
-        that only grows, and stands still exactly when nothing new is acknowledged."""
-        return 0, 0
+        that only grows, and stands still exactly when nothing new is acknowledged.
+
+        Read from the agent's unfinished messages (``out``: msg_id -> message with
+        ``acked_packets()``) and ``acked_done``, the packets of those it finished."""
+        acked = self.acked_done
+        for msg in self.out.values():
+            acked += msg.acked_packets()
+        return len(self.out), acked
 
     def waiting(self):
         """``{cause: count}`` over the unfinished messages: what each waits for
-        (``CAUSES``)."""
-        return {}
+        (``CAUSES``; each message's ``waiting_for()``)."""
+        out = {}
+        for msg in self.out.values():
+            cause = msg.waiting_for()
+            out[cause] = out.get(cause, 0) + 1
+        return out
 
     def on_pause(self, paused, now):
         """The NIC was PAUSEd (``paused`` True) or resumed by its link partner.  The runtime

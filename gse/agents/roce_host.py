@@ -91,6 +91,14 @@ class RoceFlow:
     def has_data(self):
         return not self.done and self.next_psn < self.npkts
 
+    def acked_packets(self):
+        return self.una
+
+    def waiting_for(self):
+        """Timed out with nothing acknowledged since / to send (its NIC, rate limiter or
+        a PAUSE holds it) / all out, unacknowledged (``HostAgent.waiting``)."""
+        return "path" if self.rto_backoff > 1 else "send" if self.next_psn < self.npkts else "ack"
+
 
 class RoceRecvFlow:
     __slots__ = ("expected", "npkts", "size", "unacked", "nak_for", "last_cnp", "src",
@@ -553,20 +561,6 @@ class RoceHost(HostAgent):
 
     def _push(self, t, kind, flow):
         self.timers.push(t, kind, flow)
-
-    def progress(self):
-        acked = self.acked_done
-        for flow in self.out.values():
-            acked += flow.una
-        return len(self.out), acked
-
-    def waiting(self):
-        out = {}
-        for flow in self.out.values():    # timed out / to send (NIC, rate, PAUSE) / acks
-            cause = ("path" if flow.rto_backoff > 1 else
-                     "send" if flow.next_psn < flow.npkts else "ack")
-            out[cause] = out.get(cause, 0) + 1
-        return out
 
     def counters(self):
         return {

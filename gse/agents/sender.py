@@ -220,6 +220,9 @@ class OutMsg:
         self.credit_received = ref + d
         return d
 
+    def acked_packets(self):
+        return self.n_acked
+
     def waiting_for(self):
         """What this unfinished message waits for (``gse.agents.interface.CAUSES``): read
         by a watchdog that has found the run stuck."""
