@@ -6,6 +6,7 @@ Times are the simulation's virtual clock.  The stuck runs carry an ``until_ps`` 
 the watchdog's span as a safety bound: without the watchdog they would run to it (or,
 without it, for ever)."""
 
+import json
 import random
 
 import pytest
@@ -194,3 +195,27 @@ def test_agents_report_progress_and_what_they_wait_for():
     while r.poll(0) is not None:
         pass
     assert r.waiting() == {"ack": 1}
+
+
+def test_a_stuck_run_with_a_progress_bar_or_quiet(tmp_path, capsys):
+    import io
+    from gse.cli.main import main
+    from gse.cli.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    out = Tty()
+    with Progress(True, out) as progress:
+        res = run_simulation(TOPO, perm(200_000), "gse", GseConfig(), 1, until_ps=BOUND_PS,
+                             faults=build_schedule(TOPO, [DEAD]),
+                             observers=[progress.sim("gse", 16)])
+    assert res.summary["end"] == "stalled" and "events/s" in out.getvalue()
+    path = tmp_path / "s.json"
+    rc = main(["sim", "--k", "4", "--size", "200000", "--fail", DEAD, "--quiet",
+               "--json", str(path)])
+    cap = capsys.readouterr()
+    assert rc == 1 and cap.out == ""
+    assert cap.err.startswith("gse sim: error: no progress for 6.4 ms of the run's clock")
+    assert "waiting for a path" in cap.err
+    assert json.loads(path.read_text())["stall"]["span_us"] == 6400

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from gse.config import PS_PER_US
-from gse.metrics.stall import default_span_ps
+from gse.metrics.stall import default_span_ps, last_change_ps
 from gse.protocols import default_config
 from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
 from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
@@ -187,10 +187,13 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     ``placement`` (``placement_groups``) says which nodes share an agent process;
     ``precise_timers`` has the agents wake for their timers to the microsecond
     (``gse.runtimes.udp.io.Scheduler``) instead of sleeping at least a millisecond.
-    ``stall_s``: the host agents' no-progress watchdog (``run.stall_s``; None: 4 x
-    ``rto_max_ps``, 0: off).  Once a host agent has exited stalled the run cannot
-    complete: the others get one more span to finish, then the run ends ("stalled"), and
-    the summary's ``stall`` says what the hosts' unfinished messages waited for.
+    ``stall_s``: the host agents' no-progress watchdog (``run.stall_s``; 0: off; None:
+    4 x ``rto_max_ps`` plus the fault schedule's last change plus the start budget: a
+    switch agent that comes up late, as on a loaded machine, leaves the hosts that
+    started on time nothing to talk to, which is not a stuck run).  Once a host agent has
+    exited stalled the run cannot complete: the others get one more span to finish, then
+    the run ends ("stalled"), and the summary's ``stall`` says what the hosts' unfinished
+    messages waited for.
     """
     check_protocol(protocol)
     reason = mininet_unavailable()
@@ -215,7 +218,10 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     run = _Run(fabric, protocol, progress, label)
     run.placement = placement
     run.precise = bool(precise_timers)
-    run.stall_grace_s = (default_span_ps(cfg) / 1e12 if stall_s is None else stall_s) or None
+    if stall_s is None:
+        stall_s = round((default_span_ps(cfg) + last_change_ps(faults, detect_ps)) / 1e12
+                        + budget, 3)
+    run.stall_grace_s = stall_s or None
     t_all = time.perf_counter()
     try:
         with guard(bound):
@@ -226,8 +232,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                             "rcvbuf_bytes": SOCKET_BUFFER_BYTES, "linger_s": linger_s}
                 if slack_ps is not None:
                     run_opts["slack_ps"] = int(slack_ps)
-                if stall_s is not None:
-                    run_opts["stall_s"] = stall_s
+                run_opts["stall_s"] = stall_s
                 t_launch = time.time()
                 start_at = t_launch + budget
                 run_opts["start_at_unix"] = start_at
