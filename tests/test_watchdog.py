@@ -14,8 +14,8 @@ import pytest
 from gse.agents.gse_host import GseHost
 from gse.agents.roce_host import RoceHost
 from gse.config import GseConfig, RoceConfig
-from gse.metrics.stall import (SPAN_RTOS, StallWatch, default_span_ps, describe_stall,
-                               last_change_ps)
+from gse.metrics.stall import (REALTIME_MIN_SPAN_PS, SPAN_RTOS, StallWatch, default_span_ps,
+                               describe_stall, last_change_ps)
 from gse.protocols import default_config
 from gse.runtimes.sim.run import run_simulation
 from gse.workloads.collectives import Collective
@@ -169,6 +169,13 @@ def test_stall_watch_counts_only_time_with_work_unfinished():
     assert w.look(1200, 1, (1, 0))
     with pytest.raises(ValueError):
         StallWatch(0)
+
+
+def test_a_real_clock_span_is_at_least_a_second():
+    assert default_span_ps(GseConfig()) == 6_400_000_000            # 4 x 1.6 ms
+    assert default_span_ps(GseConfig(), realtime=True) == REALTIME_MIN_SPAN_PS == 10 ** 12
+    assert default_span_ps(RoceConfig()) == 64_000_000_000                # 4 x 16 ms
+    assert default_span_ps(RoceConfig(rto_max_ps=10 ** 12), realtime=True) == 4 * 10 ** 12
 
 
 def test_agents_report_progress_and_what_they_wait_for():

@@ -18,12 +18,16 @@ The default span is ``SPAN_RTOS`` x the protocol's largest RTO (``rto_max_ps``: 
 that gets no answer probes once per maximum RTO, so four unanswered probes in a row), and
 never ends before the fault schedule's last change (a link failure, a restore, the
 switches learning of one) plus that span: a fabric cut off until the switches route
-around it is not stuck.  ``--stall-us`` sets it; 0 turns the watchdog off.
+around it is not stuck.  On a real clock it is at least ``REALTIME_MIN_SPAN_PS`` (1 s):
+a loaded machine may not run a process for a good part of a second, and simulation-sized
+timers (a 1.6 ms maximum RTO) would make that look like a stuck run.  ``--stall-us``
+sets it; 0 turns the watchdog off.
 """
 
 from gse.agents.interface import CAUSES
 
 SPAN_RTOS = 4
+REALTIME_MIN_SPAN_PS = 1_000_000_000_000
 
 CAUSE_TEXT = {
     "path": "waiting for a path (timed out, nothing acknowledged since)",
@@ -35,9 +39,11 @@ CAUSE_TEXT = {
 }
 
 
-def default_span_ps(config):
-    """The watchdog's span for a protocol config: ``SPAN_RTOS`` maximum RTOs."""
-    return SPAN_RTOS * config.rto_max_ps
+def default_span_ps(config, realtime=False):
+    """The watchdog's span for a protocol config: ``SPAN_RTOS`` maximum RTOs (on a real
+    clock, ``realtime``, at least ``REALTIME_MIN_SPAN_PS``)."""
+    span = SPAN_RTOS * config.rto_max_ps
+    return max(span, REALTIME_MIN_SPAN_PS) if realtime else span
 
 
 def last_change_ps(faults, detect_ps=-1):
@@ -51,11 +57,11 @@ def last_change_ps(faults, detect_ps=-1):
     return max(times, default=0)
 
 
-def span_of(stall_ps, config):
+def span_of(stall_ps, config, realtime=False):
     """``stall_ps`` as the runs take it (None: the default for ``config``; <= 0: off) ->
     the span in picoseconds, 0 for off."""
     if stall_ps is None:
-        return default_span_ps(config)
+        return default_span_ps(config, realtime)
     return stall_ps if stall_ps > 0 else 0
 
 

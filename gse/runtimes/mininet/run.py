@@ -219,7 +219,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     run.placement = placement
     run.precise = bool(precise_timers)
     if stall_s is None:
-        stall_s = round((default_span_ps(cfg) + last_change_ps(faults, detect_ps)) / 1e12
+        stall_s = round((default_span_ps(cfg, True) + last_change_ps(faults, detect_ps)) / 1e12
                         + budget, 3)
     run.stall_grace_s = stall_s or None
     t_all = time.perf_counter()

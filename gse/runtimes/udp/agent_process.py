@@ -164,7 +164,7 @@ class Agent:
             return None
         stall_s = self.run["stall_s"]
         if stall_s is None:
-            span = max(default_span_ps(protocol_config(c)) for c in self.hosts)
+            span = max(default_span_ps(protocol_config(c), True) for c in self.hosts)
         else:
             span = int(round(stall_s * 1e12))
         return StallWatch(span) if span > 0 else None

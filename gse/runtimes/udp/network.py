@@ -233,7 +233,7 @@ class UdpNetwork:
         """Until the run ends or ``timeout_s`` pass, the watchdog looking at the hosts
         every quarter of its span (``gse.metrics.stall``)."""
         deadline = loop.time() + timeout_s
-        span = span_of(self.stall_ps, self.config)
+        span = span_of(self.stall_ps, self.config, realtime=True)
         watch = StallWatch(span, last_change_ps(self.faults, self.detect_ps)) if span else None
         agents = [h.agent for h in self.hosts]
         while not self.done.done():
