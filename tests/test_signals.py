@@ -29,12 +29,12 @@ ENDED_S = 120
 class Command:
     """``gse ARGS`` with standard error on a pseudo-terminal, read as it comes."""
 
-    def __init__(self, args, cwd):
+    def __init__(self, args, cwd, preexec_fn=None):
         master, slave = pty.openpty()
         env = dict(os.environ, COLUMNS="200", PYTHONPATH=ROOT)
         self.proc = subprocess.Popen([sys.executable, "-m", "gse"] + args, cwd=cwd, env=env,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=slave)
+                                     stderr=slave, preexec_fn=preexec_fn)
         os.close(slave)
         self.master = master
         self.err = b""
@@ -95,6 +95,23 @@ def test_sim_writes_its_partial_results_on_a_signal(tmp_path, sig):
     assert s["messages"] == 16 and 0 < s["delivered"] < 16
     assert len((tmp_path / "flows.csv").read_text().splitlines()) == 17
     assert "NO: stopped by %s" % sig.name in out
+
+
+def test_a_signal_ignored_from_the_start_stays_ignored(tmp_path):
+    """``cmd &`` in a shell script starts it with SIGINT ignored: it keeps running."""
+    cmd = Command(["sim"] + DEAD + ["--json", "out.json"], str(tmp_path),
+                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    cmd.wait_for("events/s")
+    cmd.proc.send_signal(signal.SIGINT)
+    mark = len(cmd.err)
+    deadline = time.monotonic() + STARTED_S
+    while len(cmd.err) < mark + 2000:            # it draws on: it is running after it
+        assert cmd.proc.poll() is None, cmd.err[-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    rc, err, _ = cmd.stop(signal.SIGTERM)
+    assert rc == 128 + signal.SIGTERM, err
+    assert json.loads((tmp_path / "out.json").read_text())["signal"] == "SIGTERM"
 
 
 def test_compare_keeps_the_protocols_it_ran(tmp_path):

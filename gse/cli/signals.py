@@ -38,7 +38,8 @@ class Interrupted(Exception):
 
 class StopSignals:
     """SIGINT and SIGTERM noted (or raised as ``Interrupted``) while held; in the main
-    thread only (elsewhere the signals keep their handlers)."""
+    thread only (elsewhere the signals keep their handlers), and not a signal the process
+    was started with ignored (``cmd &`` in a shell script ignores SIGINT)."""
 
     def __init__(self, raise_at_once=False):
         self.raise_at_once = raise_at_once
@@ -49,6 +50,8 @@ class StopSignals:
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in STOP_SIGNALS:
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue        # ignored by whoever started us (a background job)
                 self.saved[sig] = signal.signal(sig, self._handle)
         return self
 
