@@ -4,8 +4,9 @@
     python experiments/bench_sim.py                 # k=8 permutation and 32:1 incast
     python experiments/bench_sim.py --scenario perm-k8 --seeds 1 2 3
 
-Each scenario runs in its own process so that peak RSS is that run's alone.  The figures
-are printed, never asserted: the machines are shared and noisy.
+Each scenario runs in its own process so that peak RSS is that run's alone; CPU time is
+printed beside wall time (on a loaded machine the two part).  The figures are printed,
+never asserted: the machines are shared and noisy.
 """
 
 import argparse
@@ -47,10 +48,14 @@ def run_one(name, seed, protocol):
     if "unsched" in sc:
         cfg.unsched_bytes = sc["unsched"]
     setup = time.perf_counter() - t0
+    cpu0 = time.process_time()
     s = run_simulation(topo, msgs, protocol, cfg, seed).summary
+    cpu = time.process_time() - cpu0
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from gse import _build
     return {"scenario": name, "protocol": protocol, "seed": seed, "setup_s": round(setup, 3),
-            "wall_s": s["wall_s"], "events": s["events"], "events_per_s": s["events_per_s"],
+            "build": _build.build(), "wall_s": s["wall_s"], "cpu_s": round(cpu, 3),
+            "events": s["events"], "events_per_s": s["events_per_s"],
             "peak_rss_mib": round(rss_mib, 1), "lost": s["lost"],
             "fct_p50_us": s["fct_us"]["p50"], "fct_p99_us": s["fct_us"]["p99"],
             "fct_max_us": s["fct_us"]["max"], "slowdown_p99": s["slowdown"]["p99"],
@@ -71,7 +76,7 @@ def main():
         print(json.dumps(run_one(names[0], args.seeds[0], args.protocol)))
         return 0
     rows = []
-    cols = ("scenario", "seed", "wall_s", "events", "events_per_s", "peak_rss_mib", "lost",
+    cols = ("scenario", "seed", "wall_s", "cpu_s", "events", "events_per_s", "peak_rss_mib", "lost",
             "fct_p50_us", "fct_p99_us", "fct_max_us", "slowdown_p99", "goodput_p50_gbps")
     print(" ".join("%14s" % c for c in cols), flush=True)
     for name in names:

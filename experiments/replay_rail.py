@@ -78,25 +78,16 @@ def bucket_times(result, colls):
     return {k: round((hi - lo) / 1e6, 1) for k, (lo, hi) in groups.items()}
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[1])
-    p.add_argument("--protocols", default=",".join(PROTOCOLS))
-    p.add_argument("--quick", action="store_true", help="smaller buffers (a smoke run)")
-    p.add_argument("--only", choices=("dp-step", "dp-step-rail", "moe"), action="append")
-    p.add_argument("--json", default=os.path.join(ROOT, "results", "replay_rail.json"))
-    p.add_argument("--plot", default=os.path.join(ROOT, "results", "replay_rail.png"))
-    args = p.parse_args(argv)
-    protocols = [x for x in args.protocols.split(",") if x]
-    if "roce" not in PROTOCOLS:
-        print("note: the RoCE/PFC baseline is not available yet; running GSE only")
+def run_study(seeds, protocols, quick=False, only=None, log=print):
+    """(topology, {workload: {protocol: [one row per seed]}}): every replay of the study
+    (also what experiments/doc_figures.py quotes)."""
     topo = spine_leaf_rail(servers=SERVERS, nics_per_server=NICS)
-    print("fabric: %s, %d NICs, 100 Gb/s links, 1 us per link" % (topo.name, len(topo.hosts)))
+    log("fabric: %s, %d NICs, 100 Gb/s links, 1 us per link" % (topo.name, len(topo.hosts)))
     results = {}
-    for name, colls in workloads(args.quick).items():
-        if args.only and name not in args.only:
+    for name, colls in workloads(quick).items():
+        if only and name not in only:
             continue
-        for seed in args.seeds:
+        for seed in seeds:
             for proto in protocols:
                 t0 = time.perf_counter()
                 r = replay(topo, colls, proto, seed=seed)
@@ -109,8 +100,25 @@ def main(argv=None):
                     "retransmits": s["retransmits"], "trims": s["trims"], "drops": s["drops"],
                     "pfc_pauses": s.get("pfc_pauses"), "paused_us": s.get("paused_time_us"),
                     "peak_queue_bytes": s["peak_queue_bytes"]["max"]})
-                print("  %-13s %-5s seed %d: %8.1f us  (%.0f s wall)"
-                      % (name, proto, seed, s["replay_time_us"], wall), flush=True)
+                log("  %-13s %-5s seed %d: %8.1f us  (%.0f s wall)"
+                    % (name, proto, seed, s["replay_time_us"], wall))
+    return topo, results
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1])
+    p.add_argument("--protocols", default=",".join(PROTOCOLS))
+    p.add_argument("--quick", action="store_true", help="smaller buffers (a smoke run)")
+    p.add_argument("--only", choices=("dp-step", "dp-step-rail", "moe"), action="append")
+    p.add_argument("--json", default=os.path.join(ROOT, "results", "replay_rail.json"))
+    p.add_argument("--plot", default=os.path.join(ROOT, "results", "replay_rail.png"))
+    args = p.parse_args(argv)
+    protocols = [x for x in args.protocols.split(",") if x]
+    if "roce" not in PROTOCOLS:
+        print("note: the RoCE/PFC baseline is not available yet; running GSE only")
+    topo, results = run_study(args.seeds, protocols, args.quick, args.only,
+                              lambda line: print(line, flush=True))
     print()
     print(table(results))
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)

@@ -26,6 +26,7 @@ import pytest
 from gse.runtimes.sim.run import run_simulation
 from gse.wire import uet_headers as uh
 from gse.workloads.cmfile import CmFileError, read_cm_workload
+from gse.workloads.collectives import expand
 from gse.workloads.replay import replay, ring_bound_ps
 from gse.workloads.traces import TraceError, load_trace
 from topologies.fattree import fat_tree
@@ -84,7 +85,7 @@ def test_custom_ring_all_reduce_completes_within_2_percent_of_ring_bound_plus_co
 def test_every_pytorch_et_with_communication_loads():
     base = need("param", "et_replay", "tests", "inputs")
     files = sorted(p for p in glob.glob(os.path.join(base, "**", "*"), recursive=True)
-                   if os.path.isfile(p))
+                   if os.path.isfile(p) and not p.endswith(".py"))    # the package's __init__
     loaded, no_comms, kineto = [], [], []
     for f in files:
         try:
@@ -130,11 +131,38 @@ def test_resnet_2gpu_sizes_and_counts_equal_the_file():
     assert r.summary["collectives_done"] == 21 and r.summary["lost"] == 0
 
 
-def test_dlrm_eight_ranks_from_one_archive():
+def test_dlrm_eight_ranks_from_one_archive_with_the_recorded_alltoallv_splits():
     f = need("param", "et_replay", "tests", "inputs", "dlrm_pytorch_et.tar.gz")
     t = load_trace(f)
-    assert len(t.sources) == 8 and t.ranks() == list(range(8)) and t.notes[:0] == []
+    assert len(t.sources) == 8 and t.ranks() == list(range(8)) and t.notes == []
     assert Counter(c.op for c in t.collectives) == {"all_to_all": 5, "all_reduce": 3}
+    (uneven,) = [c for c in t.collectives if c.splits is not None]
+    # every rank sends 1,664 of its 3,392 float32 rows to rank 3: 3.92x the even share
+    assert uneven.size == 3392 * 4 and {row[3] for row in uneven.splits} == {1664 * 4}
+    plan = expand(uneven)
+    into = Counter()
+    for d, size in zip(plan.dst, plan.size):
+        into[d] += size
+    assert into[3] == 7 * 1664 * 4 and into[0] == 7 * 96 * 4     # even: 7 x 1,696 each
+    r = replay(fat_tree(4), t, "gse")
+    assert r.summary["collectives_done"] == 8 and r.summary["lost"] == 0
+    assert r.collectives[uneven.id - 1].bytes_moved == plan.bytes_sent()
+
+
+def test_single_gpu_resnet_traces_replay_data_parallel_at_the_world_size_asked():
+    base = need("param", "et_replay", "tests", "inputs")
+    for f in ("resnet_1gpu_et.json.tar.gz", "resnet_et.json.gz",
+              os.path.join("1.0.3-chakra.0.0.4", "resnet_1gpu_et.json.gz")):
+        t = load_trace(os.path.join(base, f))
+        assert t.ranks() == [0] and "nothing crosses the network" in t.notes[-1]
+        t = load_trace(os.path.join(base, f), world_size=4)
+        assert t.ranks() == [0, 1, 2, 3] and "data-parallel" in t.notes[0]
+        assert [(c.op, c.size) for c in t.collectives] == 3 * (
+            [("broadcast", s) for s in RESNET_BROADCASTS]
+            + [("all_reduce", s) for s in RESNET_ALL_REDUCES])
+    with pytest.raises(TraceError, match="world size 4 contradicts the trace"):
+        load_trace(os.path.join(base, "1.1.0-chakra.0.0.4", "resnet_2gpu_et.json.gz"),
+                   world_size=4)
 
 
 # -- Chakra's own test traces ---------------------------------------------------------------

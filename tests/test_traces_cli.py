@@ -60,9 +60,15 @@ def test_replay_errors_name_the_file_and_record(tmp_path, capsys):
     assert main(["replay", str(bad)] + RAIL) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "line 2" in err
-    assert main(["replay", os.path.join(DATA, "all_reduce_8npus_1MB.jsonl"), "--runtime",
-                 "udp"] + RAIL) == 2
-    assert "not available yet" in capsys.readouterr().err
+    for runtime in ("udp", "mininet"):                 # offered only where it works
+        with pytest.raises(SystemExit) as exit_:
+            main(["replay", os.path.join(DATA, "all_reduce_8npus_1MB.jsonl"), "--runtime",
+                  runtime] + RAIL)
+        assert exit_.value.code == 2
+        assert "invalid choice: '%s' (choose from 'sim')" % runtime in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    assert "--runtime {sim}" in capsys.readouterr().out
     assert main(["replay", os.path.join(DATA, "all_to_all_16npus_1MB.jsonl"),
                  "--topology", "spine-leaf-rail", "--servers", "1"]) == 2
     assert "hosts 0..7" in capsys.readouterr().err

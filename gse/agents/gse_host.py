@@ -350,7 +350,7 @@ class GseHost(HostAgent):
             "requests": self.requests_sent, "retransmits": self.retransmits,
             "retransmit_bytes": self.retransmit_bytes, "tail_probes": self.tail_probes,
             "acks": rx.acks, "nacks": rx.nacks, "grants": rx.grants_sent,
-            "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
+            "regrants": rx.regrants, "duplicates": rx.duplicates, "ecn_seen": rx.ecn_seen,
             "unknown_grants": self.unknown_grants, "requests_refused": rx.requests_refused,
             "requests_expired": rx.requests_expired, "grant_holds": rx.scheduler.holds,
             "inbound_refused": rx.inbound_refused, "inbound_expired": rx.inbound_expired,

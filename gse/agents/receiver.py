@@ -19,6 +19,15 @@ the grant asks again, and the REQUEST, carrying absolute totals, recreates it.  
 message whose granted data stops coming for ``request_timeout_ps`` is held out of the
 scheduler until its data (or a REQUEST) comes: a sender that died costs a timeout of
 grants, not the rest of its message.
+
+A re-REQUEST (``F_RETX``: its sender had no GRANT for a request timeout) never takes
+back credit already granted: with a wide fan-in a sender's turn comes less often than its
+request timeout, and the re-REQUEST often crosses the GRANT on its way.  Credit granted
+twice made the second GRANT stale at the sender, which then had nothing to send for it,
+so the message was held for data that could not come, and every REQUEST after that put
+it back only to be held again (issue 24: a 127:1 incast stopped at 96 messages).  Now
+the receiver repeats the cumulative total (no new credit; lost grants are made up, late
+ones change nothing) and lifts the hold (``_starved``).
 """
 
 from gse.agents.bitmap import ReceiveBitmap
@@ -42,7 +51,7 @@ def reassembly_cost(npkts):
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",
-                 "trimmed")
+                 "trimmed", "regrant_ps")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
         self.src = src
@@ -63,14 +72,16 @@ class InMsg:
         # resends of trimmed packets) + the payload of every trim seen here
         self.requested = 0
         self.trimmed = 0
+        self.regrant_ps = 0       # no repeated GRANT (``_starved``) before then
 
 
 class ReceiverSide:
     __slots__ = ("addr", "mtu", "ack_every", "ack_delay", "charge_cap", "messages", "finished",
                  "scheduler", "order",
-                 "delivered", "duplicates", "acks", "nacks", "grants_sent", "ecn_seen",
-                 "payload_bytes", "max_per_peer", "max_unproven", "unproven_of", "unproven",
-                 "granted_unproven", "expire_ps", "requests_refused", "requests_expired",
+                 "delivered", "duplicates", "acks", "nacks", "grants_sent", "regrants",
+                 "ecn_seen", "payload_bytes", "max_per_peer", "max_unproven", "unproven_of",
+                 "unproven", "granted_unproven", "expire_ps", "requests_refused",
+                 "requests_expired",
                  "max_inbound_per_peer", "max_inbound", "max_reassembly", "inbound_of",
                  "inbound", "reassembly", "idle_ps", "next_idle_sweep", "inbound_refused",
                  "inbound_expired",
@@ -96,6 +107,7 @@ class ReceiverSide:
         self.acks = 0
         self.nacks = 0
         self.grants_sent = 0
+        self.regrants = 0         # GRANTs repeating a total for a starved sender
         self.ecn_seen = 0
         self.payload_bytes = 0
         self.max_per_peer = config.max_requests_per_peer
@@ -343,15 +355,36 @@ class ReceiverSide:
             # (expired) and recreated; count what the sender already has
             demand.granted_total = pkt.aux
         if pkt.flags & F_RETX:
-            if pkt.aux < demand.granted_total:
-                # The sender has starved for a whole timeout: grants were lost on the way.
-                demand.granted_total = pkt.aux
-                demand.owed_since = -1      # so it may be granted again
+            self._starved(msg, pkt.aux, now, out)
         elif not msg.charged:
             return self._announce(msg, pkt.credit, now)
         if pkt.credit > msg.requested:
             msg.requested = pkt.credit
         return self.scheduler.set_need(demand, msg.requested + msg.trimmed, now)
+
+    def _starved(self, msg, seen, now, out):
+        """A re-REQUEST: the sender has had no GRANT for a request timeout and holds
+        ``seen`` bytes of credit, all spent.
+
+        What this side granted beyond ``seen`` is lost or still on its way, and the two
+        cannot be told apart here: where many senders share the downlink, a sender's turn
+        comes less often than its request timeout, and its re-REQUEST crosses the GRANT
+        that ends its wait.  So the credit is not granted again (GRANTs carry the
+        cumulative total: a second grant of credit that arrives anyway is stale at the
+        sender, which then has nothing to send for it); the total is repeated instead,
+        adding no credit: it restores lost grants and changes nothing for late ones
+        (fabric mode's leaves do the same).  At most one repeat per message per half a
+        request timeout (an honest sender asks at most once per timeout), so a flood of
+        re-REQUESTs draws a bounded trickle of GRANTs.  And a sender that asks is alive
+        and cannot send without credit: a demand held for want of its data gets its turn
+        back.  ``granted_total`` never goes down, so a lying sender gains no credit
+        beyond the need it announced."""
+        demand = msg.demand
+        if seen < demand.granted_total and now >= msg.regrant_ps:
+            msg.regrant_ps = now + self.expire_ps // 2
+            out.append(self._grant_packet(demand, 0, now))
+            self.regrants += 1
+        demand.owed_since = -1
 
     def _announce(self, msg, scheduled_need, now):
         """First news of a message: its credit need, and its unscheduled window.
@@ -381,8 +414,12 @@ class ReceiverSide:
         demand, amount = issued
         if not demand.proven:
             self.granted_unproven.append((now, demand.key))
-        src, msg_id = demand.key
         self.grants_sent += 1
+        return self._grant_packet(demand, amount, now)
+
+    def _grant_packet(self, demand, amount, now):
+        """A GRANT adding ``amount`` bytes (0: a repeat of the total) to ``demand``."""
+        src, msg_id = demand.key
         msg = self.messages.get(demand.key)
         entropy = msg.entropy if msg is not None else 0
         # aux: the message's cumulative credit (mod 2^32), so a lost GRANT is made up by

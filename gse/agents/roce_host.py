@@ -18,8 +18,10 @@ order queue pairs became active; ``htsim`` is what htsim's RoCE host does (roce.
 queue.cpp FairPriorityQueue, fairpullqueue.cpp).  There every flow has its own pacer that
 puts one packet into the host's queue per wire time at line rate, from its start on, and
 stops while the host is PAUSEd (restarting at the RESUME, or one wire time after its last
-packet if that is later); the host's queue sends ACKs first, then data round robin by flow
-id, one packet per turn, from a cursor that keeps its place when flows come and go.  Here
+packet if that is later; a flow that starts during a PAUSE never heard it and goes on until
+the next one, roce.cpp:235-238); the host's queue sends ACKs first, then data, each class
+round robin by flow id, one packet per turn, from a cursor that keeps its place when flows
+come and go (ACKs in ``gse.common.fairq.FairQueue``).  Here
 the pacers are timers (``T_GEN``) that make a flow's next packet available, and the NIC
 takes available packets in htsim's order (``_poll_by_id``).  A pacer is rarely the binding
 limit on a shared NIC, but it is at ties: a packet the pacer makes at the instant the NIC
@@ -35,6 +37,7 @@ from bisect import bisect_left, bisect_right, insort
 
 from gse.agents.dcqcn import NEVER, Dcqcn
 from gse.agents.interface import HostAgent
+from gse.common.fairq import FairQueue
 from gse.common.fifo import Fifo
 from gse.common.finished import FinishedIds
 from gse.common.timers import TimerHeap
@@ -54,7 +57,7 @@ class RoceFlow:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "next_psn", "una",
                  "high", "entropy", "cc", "next_send", "rto_deadline", "rto_backoff",
                  "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed", "last_len",
-                 "gen", "gen_at", "last_gen")
+                 "gen", "gen_at", "last_gen", "paused")
 
     def __init__(self, msg_id, src, dst, size, mtu, cc, round_up=False):
         if size <= 0 or size >= 2 ** 32:
@@ -84,6 +87,7 @@ class RoceFlow:
         self.gen = self.npkts     # packets its pacer made available (htsim NIC: counts up)
         self.gen_at = NEVER                 # when the pacer makes the next one
         self.last_gen = 0
+        self.paused = False       # htsim NIC: its pacer heard a PAUSE, no RESUME yet
 
     def payload_of(self, psn):
         return self.last_len if psn == self.npkts - 1 else self.mtu
@@ -125,7 +129,7 @@ class RoceHost(HostAgent):
                  "payload_bytes", "finished_hold", "max_finished",
                  "incoming_of", "max_inbound_per_peer", "max_inbound", "inbound_refused",
                  "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
-                 "nic_paused", "rate_log", "round_up", "cnp_grid", "acked_done")
+                 "acks", "rate_log", "round_up", "cnp_grid", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -167,7 +171,9 @@ class RoceHost(HostAgent):
         self.cursor = -1          # msg_id the round robin resumes at; -1: from the start
         # one wire time at line rate, truncated as htsim's RoceSrc spacing (roce.h)
         self.pacer_ps = (config.mtu + HEADER_BYTES) * 8_000_000 // self.line_mbps
-        self.nic_paused = False
+        # ACKs and NAKs round robin by flow id (htsim's high-priority FairPullQueue), or
+        # None: control packets in ``control``, first come first served
+        self.acks = FairQueue() if self.by_id else None
         # None, or a dict the DCQCN reaction point of every flow started from now on logs
         # its rate changes into: msg_id -> [(now, Rc, Rt, alpha), ...] (Dcqcn.log)
         self.rate_log = None
@@ -202,11 +208,15 @@ class RoceHost(HostAgent):
     # -- runtime interface ----------------------------------------------------------------
 
     def has_work(self):
-        return bool(self.control) or bool(self.ring) or bool(self.active)
+        return (bool(self.control) or bool(self.ring) or bool(self.active)
+                or (self.acks is not None and self.acks.count > 0))
 
     def poll(self, now, data_ok=True):
         if self.control:
             return self.control.popleft()
+        acks = self.acks
+        if acks is not None and acks.count > 0:
+            return acks.popleft()
         if not data_ok:
             return None
         if self.by_id:
@@ -359,9 +369,8 @@ class RoceHost(HostAgent):
                                        now - flow.last_cnp >= self.cnp_interval):
             flow.last_cnp = now
             self.cnps_sent += 1
-            self.control.append(new_packet(CNP, self.addr, pkt.src, pkt.msg_id, 0,
-                                           pkt.entropy, 0, 0, 0, 0, 0, 0, 0, now,
-                                           PRIO_CONTROL))
+            self._control(new_packet(CNP, self.addr, pkt.src, pkt.msg_id, 0, pkt.entropy,
+                                     0, 0, 0, 0, 0, 0, 0, now, PRIO_CONTROL))
         psn = pkt.psn
         if psn == flow.expected:
             flow.expected = psn + 1
@@ -381,9 +390,9 @@ class RoceHost(HostAgent):
             if flow.nak_for != flow.expected:
                 flow.nak_for = flow.expected
                 self.naks_sent += 1
-                self.control.append(new_packet(NACK, self.addr, pkt.src, pkt.msg_id,
-                                               flow.expected, pkt.entropy, 0, 0, flow.size,
-                                               0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+                self._control(new_packet(NACK, self.addr, pkt.src, pkt.msg_id, flow.expected,
+                                         pkt.entropy, 0, 0, flow.size, 0, 0, 0, 0, pkt.ts,
+                                         PRIO_CONTROL))
         else:
             self.duplicates += 1
             self._ack(pkt, flow.expected)
@@ -416,8 +425,14 @@ class RoceHost(HostAgent):
 
     def _ack(self, pkt, cum):
         self.acks_sent += 1
-        self.control.append(new_packet(ACK, self.addr, pkt.src, pkt.msg_id, cum, pkt.entropy,
-                                       0, 0, pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+        self._control(new_packet(ACK, self.addr, pkt.src, pkt.msg_id, cum, pkt.entropy, 0, 0,
+                                 pkt.msg_len, 0, 0, 0, 0, pkt.ts, PRIO_CONTROL))
+
+    def _control(self, pkt):
+        if self.acks is not None:
+            self.acks.append(pkt)
+        else:
+            self.control.append(pkt)
 
     # -- sender feedback ------------------------------------------------------------------
 
@@ -514,17 +529,17 @@ class RoceHost(HostAgent):
         if flow.marked:
             flow.marked = False
             self.cnps_sent += 1
-            self.control.append(new_packet(CNP, self.addr, flow.src, flow.msg_id, 0,
-                                           flow.entropy, 0, 0, 0, 0, 0, 0, 0, t, PRIO_CONTROL))
+            self._control(new_packet(CNP, self.addr, flow.src, flow.msg_id, 0, flow.entropy,
+                                     0, 0, 0, 0, 0, 0, 0, t, PRIO_CONTROL))
         self._push(t + self.cnp_interval, T_CNP, flow)
 
     def _on_pacer(self, flow, t, now):
         """htsim NIC: the flow's pacer makes its next packet available; a pacer that falls
-        due while the host is paused stops until the RESUME (roce.cpp doNextEvent)."""
+        due while its flow is paused stops until the RESUME (roce.cpp doNextEvent)."""
         if flow.done or t != flow.gen_at:
             return
         flow.gen_at = NEVER
-        if self.nic_paused:
+        if flow.paused:
             return
         flow.gen += 1
         flow.last_gen = now
@@ -535,10 +550,12 @@ class RoceHost(HostAgent):
     def on_pause(self, paused, now):
         """PAUSE or RESUME at the host's NIC: htsim's host queue relays it to every flow's
         pacer; at the RESUME a stopped pacer goes on at once, or one wire time after its
-        last packet if that is later."""
+        last packet if that is later.  Only flows started by then hear it (a flow that
+        starts during a PAUSE paces on, roce.cpp RoceSrc::receivePacket)."""
         if not self.by_id:
             return
-        self.nic_paused = paused
+        for flow in self.out.values():
+            flow.paused = paused
         if paused:
             return
         for flow in self.out.values():

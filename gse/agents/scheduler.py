@@ -9,8 +9,9 @@ A message known only from its REQUEST (``Demand.proven`` False: no DATA has come
 granted for at most ``probation_ps`` after its first grant unless its data starts
 arriving, so a REQUEST that nobody follows up (a phantom, a dead sender) costs that much of
 the downlink at most, not its whole claimed size; a proven message whose granted data stops
-arriving for ``stall_ps`` is held likewise.  A held demand leaves the queue; its next DATA
-(or a REQUEST) puts it back.
+arriving for ``stall_ps`` is held likewise.  A held demand leaves the queue; its next DATA,
+or its sender's re-REQUEST (the receiver clears ``owed_since``: a sender that asks has
+nothing left to send), puts it back.
 
 Policies: ``rr`` (round robin over messages that still need credit: fair sharing),
 ``srpt`` (the message with the fewest bytes left to grant first; ties by arrival: lowest
@@ -149,7 +150,7 @@ class CreditScheduler:
                 continue
             owed = demand.owed_since
             if owed >= 0 and self._overdue(demand, now - owed):
-                demand.queued = False     # held until its data (or a REQUEST) comes
+                demand.queued = False     # held until its data (or a re-REQUEST) comes
                 self.holds += 1
                 continue
             if owed < 0:

@@ -7,8 +7,11 @@
     gse replay resnet_2gpu_et.json.gz --topology fat-tree --k 4       # one rank of an SPMD run
     gse replay custom_allreduce/ --compute-model unlimited --compute-scale 0.5
 
-Loaded by ``gse.cli.main`` (``EXTENSIONS``).  Runtime ``sim`` is the deterministic simulation;
-the UDP and Mininet runtimes do not replay dependencies yet and are refused by name.
+Loaded by ``gse.cli.main`` (``EXTENSIONS``).  The replay runs on the deterministic simulation
+only: its driver (``gse.workloads.replay``) starts each flow from the simulation's event queue
+when the deliveries it waits for have happened, which the UDP runtime (real timers, one
+event loop) and Mininet (an agent process per node, traffic fixed in their configurations
+before the start) do not offer, so ``--runtime`` takes ``sim`` alone.
 """
 
 import argparse
@@ -31,7 +34,7 @@ from gse.workloads.traces import FORMATS, load_trace
 from gse.workloads.traces.jsonl import parse_ranks
 from topologies.registry import describe_topology_args
 
-RUNTIMES = ("sim", "udp", "mininet")
+RUNTIMES = ("sim",)            # the replay driver runs on the simulation's event queue
 
 
 def add_commands(sub):
@@ -44,7 +47,8 @@ def add_commands(sub):
     p.add_argument("--format", default="auto", choices=FORMATS,
                    help="trace format (default: from the file names and contents)")
     p.add_argument("--runtime", default="sim", choices=RUNTIMES,
-                   help="sim: deterministic simulation (udp, mininet: not yet for replay)")
+                   help="sim, the deterministic simulation (the only runtime that replays "
+                        "dependencies: docs/traces.md)")
     p.add_argument("--compare", action="store_true",
                    help="run every protocol of --protocols and print them side by side")
     p.add_argument("--protocols", default=",".join(PROTOCOLS),
@@ -65,7 +69,8 @@ def add_commands(sub):
                         "time on each; unlimited = every op as soon as it is ready")
     p.add_argument("--world-size", type=int, default=None, metavar="N",
                    help="the number of ranks when the trace's files are fewer and it does not "
-                        "say (one rank's file of an SPMD run)")
+                        "say (one rank's file of an SPMD run), or to replay a single-GPU "
+                        "PyTorch trace data-parallel over N ranks")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
     add_stall_option(p)
@@ -95,7 +100,7 @@ def apply_algorithms(collectives, specs):
     if not want:
         return list(collectives)
     return [Collective(c.id, c.op, c.ranks, c.size, want.get(c.op, c.algo), c.root, c.after,
-                       c.start_ps, c.dtype, c.tag, c.chunk_bytes, c.where)
+                       c.start_ps, c.dtype, c.tag, c.chunk_bytes, c.where, c.splits)
             for c in collectives]
 
 
@@ -186,10 +191,6 @@ def cmd_replay(args):
 
 
 def _replay(args, stop):
-    if args.runtime != "sim":
-        raise ValueError("replay on the %s runtime is not available yet (it needs the runtime "
-                         "to report deliveries to the replay driver); use --runtime sim"
-                         % args.runtime)
     check_outputs(args)
     if args.compute_scale < 0 or args.compute_scale != args.compute_scale:
         raise ValueError("--compute-scale must be >= 0, got %r" % args.compute_scale)
@@ -272,6 +273,11 @@ def _replay(args, stop):
         plot_collective_times(results, args.plot, "replay of %s on %s"
                               % (trace.name or trace.format, args.topology))
         print("plot written to %s" % args.plot)
+    if not any(c.bytes_moved for r in results.values() for c in r.collectives):
+        print("gse replay: this replay moved no data%s" % (
+            ": every collective is over one rank (a single-GPU trace?); give --world-size N "
+            "to replay them over N ranks" if all(len(c.ranks) == 1 for c in colls) else ""),
+            file=sys.stderr)
     ok = all(r.summary["lost"] == 0 and r.summary["collectives_done"] ==
              r.summary["collectives_total"] and r.summary.get("programs", {}).get(
                  "ops_not_done", 0) == 0 for r in results.values())

@@ -78,6 +78,20 @@ def ideal_ps(topo, src, dst, size, mtu, cache):
     return rtt + (wire_bytes(size, mtu) * 8_000_000 + mbps - 1) // mbps
 
 
+def receiver_bound_ps(topo, messages, mtu):
+    """The soonest the last of ``messages`` can complete: the busiest receiver's downlink
+    carrying every wire byte sent to it back to back, plus the largest base RTT to it.
+    An incast's last FCT over this is how far from ideal the transport shares the link."""
+    per_dst = {}
+    for m in messages:
+        wire, rtt, mbps = per_dst.get(m.dst, (0, 0, 0))
+        rtt = max(rtt, topo.base_rtt_ps(m.src, m.dst, mtu + HEADER_BYTES, HEADER_BYTES))
+        rate = int(round(topo.bottleneck_gbps(m.src, m.dst) * 1000))
+        per_dst[m.dst] = (wire + wire_bytes(m.size, mtu), rtt, min(mbps, rate) if mbps else rate)
+    return max((rtt + (wire * 8_000_000 + mbps - 1) // mbps
+                for wire, rtt, mbps in per_dst.values()), default=0)
+
+
 def _us(ps):
     return None if ps is None else round(ps / 1e6, 3)
 

@@ -21,7 +21,9 @@ all_reduce hd      halving-doubling (Rabenseifner): log2 N reduce-scatter steps 
                    the all-gather; 2 log2 N steps; N must be a power of two
 reduce_scatter     ring, N-1 steps of S/N
 all_gather         ring, N-1 steps of S/N (S is the gathered output)
-all_to_all         direct: N(N-1) flows of S/N, all at once
+all_to_all         direct: N(N-1) flows of S/N, all at once; an uneven all-to-all
+                   (alltoallv) gives ``splits``, the bytes each rank sends to each
+                   rank, and S is the largest rank's send buffer
 broadcast ring     pipelined chain from the root along the ring order: the buffer is
                    cut into chunks of ``chunk_bytes`` (default 128 KiB, as NCCL
                    pipelines); chunk c leaves rank i once it has arrived from i-1 and
@@ -83,14 +85,16 @@ class Collective:
     ``after`` is a tuple of ``(collective id, lag_ps)`` (a plain id means lag 0); ``dtype``
     and ``tag`` are carried for reports only.  Times are integer picoseconds.  ``where``
     is the file and record it was read from (None when made in code): every error about
-    it, here or when it is replayed, names that place.
+    it, here or when it is replayed, names that place.  ``splits`` (uneven all-to-all
+    only): ``splits[i][j]`` bytes from position i to position j, diagonal included (a
+    rank's share for itself, which crosses no link); ``size`` is then the largest row.
     """
 
     __slots__ = ("id", "op", "ranks", "size", "algo", "root", "after", "start_ps", "dtype",
-                 "tag", "chunk_bytes", "where")
+                 "tag", "chunk_bytes", "where", "splits")
 
     def __init__(self, id, op, ranks, size, algo=None, root=0, after=(), start_ps=0,
-                 dtype=None, tag=None, chunk_bytes=None, where=None):
+                 dtype=None, tag=None, chunk_bytes=None, where=None, splits=None):
         self.id = id
         self.op = op
         self.ranks = tuple(ranks)
@@ -104,6 +108,7 @@ class Collective:
         self.tag = tag
         self.chunk_bytes = chunk_bytes
         self.where = where
+        self.splits = None if splits is None else tuple(tuple(row) for row in splits)
         self.check()
 
     def describe(self):
@@ -148,6 +153,8 @@ class Collective:
                                              or self.chunk_bytes <= 0):
             raise CollectiveError("%s: chunk_bytes must be a positive integer" % what)
         n = len(self.ranks)
+        if self.splits is not None:
+            self._check_splits(what, n)
         if self.op == "all_reduce" and self.algo == "hd" and n & (n - 1):
             raise CollectiveError("%s: halving-doubling needs a power-of-two number of ranks, "
                                   "got %d (use the ring)" % (what, n))
@@ -157,12 +164,32 @@ class Collective:
                                   "above a message's %d" % (what, self.op, self.size, n, flow,
                                                             MAX_FLOW_BYTES))
 
+    def _check_splits(self, what, n):
+        if self.op != "all_to_all":
+            raise CollectiveError("%s: splits are for all_to_all, not %s" % (what, self.op))
+        if len(self.splits) != n or any(len(row) != n for row in self.splits):
+            raise CollectiveError("%s: splits must be %d rows of %d byte counts (one per "
+                                  "rank), got %r" % (what, n, n, [list(r) for r in self.splits]))
+        for row in self.splits:
+            for v in row:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise CollectiveError("%s: splits must be integers >= 0 bytes, got %r"
+                                          % (what, v))
+        big = max(sum(row) for row in self.splits)
+        if self.size != big:
+            raise CollectiveError("%s: an uneven all_to_all's size is its largest send buffer "
+                                  "(the largest row of splits), %d bytes, not %d"
+                                  % (what, big, self.size))
+
     def largest_flow(self):
         """Bytes of the largest flow ``expand`` makes of this collective (without making
         them: an all-to-all over thousands of ranks has millions)."""
         n, size, op = len(self.ranks), self.size, self.op
         if n == 1:
             return 0
+        if self.splits is not None:
+            return max(v for i, row in enumerate(self.splits) for j, v in enumerate(row)
+                       if i != j)
         if op == "send" or (op == "broadcast" and self.algo == "tree"):
             return size
         if op == "all_reduce" and self.algo == "hd":
@@ -177,7 +204,7 @@ class Collective:
         """What makes two collectives the same call (ids included, dtype and tag not)."""
         return (self.id, self.op, self.ranks, self.size, self.algo,
                 self.root if self.op in ROOTED else None, tuple(sorted(self.after)),
-                self.start_ps)
+                self.start_ps, self.splits)
 
     def __eq__(self, other):
         if not isinstance(other, Collective):
@@ -188,8 +215,9 @@ class Collective:
         return hash(self.key())
 
     def __repr__(self):
-        return "Collective(%d %s/%s %d ranks %d B%s%s)" % (
+        return "Collective(%d %s/%s %d ranks %d B%s%s%s)" % (
             self.id, self.op, self.algo, len(self.ranks), self.size,
+            " uneven" if self.splits is not None else "",
             " after %s" % (list(self.after),) if self.after else "",
             " start %d ps" % self.start_ps if self.start_ps else "")
 
@@ -208,6 +236,8 @@ class Collective:
             d["tag"] = self.tag
         if self.chunk_bytes:
             d["chunk_bytes"] = self.chunk_bytes
+        if self.splits is not None:
+            d["splits"] = [list(row) for row in self.splits]
         return d
 
 
@@ -303,13 +333,14 @@ def halving_doubling_all_reduce(n, size):
     return plan
 
 
-def all_to_all(n, size):
+def all_to_all(n, size, splits=None):
+    """Every rank to every other at once: S/N each, or ``splits[i][j]`` bytes."""
     plan = Plan(n)
     sizes = chunks(size, n)
     for i in range(n):
         for j in range(n):
             if i != j:
-                plan.add(i, j, sizes[j])
+                plan.add(i, j, sizes[j] if splits is None else splits[i][j])
     return plan
 
 
@@ -366,7 +397,7 @@ def expand(coll):
     if op == "all_gather":
         return ring_all_gather(n, size)
     if op == "all_to_all":
-        return all_to_all(n, size)
+        return all_to_all(n, size, coll.splits)
     if op == "send":
         plan = Plan(2)
         plan.add(0, 1, size)

@@ -398,12 +398,18 @@ def ring_bound_ps(topo, ring_hosts, size, mtu=4096):
     is the slowest host link.
     """
     n = len(ring_hosts)
-    total = 0
     rate = min(topo.host_link(h).gbps for h in ring_hosts)
-    for i, h in enumerate(ring_hosts):
-        links = topo.path_links(h, ring_hosts[(i + 1) % n])
-        total += topo.switch_latency_ps * (len(links) - 1)
-        total += sum(l.delay_ps + serialisation_ps(mtu + HEADER_BYTES, l.gbps) for l in links)
+    total = sum(hop_one_way_ps(topo, h, ring_hosts[(i + 1) % n], mtu)
+                for i, h in enumerate(ring_hosts))
     one_way = total / n
     bound = 2 * (n - 1) / n * size * 8 * 1000 / rate + 2 * (n - 1) * one_way
     return int(round(bound)), int(round(one_way))
+
+
+def hop_one_way_ps(topo, src, dst, mtu=4096):
+    """What one full packet takes from host ``src``'s NIC to host ``dst``'s on an idle
+    fabric: per link its propagation and the packet's serialisation (store and forward),
+    plus each switch's latency."""
+    links = topo.path_links(src, dst)
+    return topo.switch_latency_ps * (len(links) - 1) + sum(
+        l.delay_ps + serialisation_ps(mtu + HEADER_BYTES, l.gbps) for l in links)

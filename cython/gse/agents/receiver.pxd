@@ -34,6 +34,7 @@ cdef class InMsg:
     cdef public long long heard
     cdef public long long requested
     cdef public long long trimmed
+    cdef public long long regrant_ps
 
 
 cdef class ReceiverSide:
@@ -51,6 +52,7 @@ cdef class ReceiverSide:
     cdef public long long acks
     cdef public long long nacks
     cdef public long long grants_sent
+    cdef public long long regrants
     cdef public long long ecn_seen
     cdef public long long payload_bytes
     cdef public long long max_per_peer
@@ -114,9 +116,15 @@ cdef class ReceiverSide:
     @cython.locals(msg=InMsg, demand=Demand)
     cpdef long long on_request(self, Packet pkt, long long now, object out) except? -2
 
+    @cython.locals(demand=Demand)
+    cpdef _starved(self, InMsg msg, long long seen, long long now, object out)
+
     @cython.locals(sched=CreditScheduler, unsched="long long", due="long long", d="long long")
     cpdef long long _announce(self, InMsg msg, long long scheduled_need,
                               long long now) except? -2
 
-    @cython.locals(demand=Demand, amount="long long", msg=InMsg, entropy="long long")
+    @cython.locals(demand=Demand, amount="long long")
     cpdef Packet grant(self, long long now)
+
+    @cython.locals(msg=InMsg, entropy="long long")
+    cpdef Packet _grant_packet(self, Demand demand, long long amount, long long now)

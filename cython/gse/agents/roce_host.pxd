@@ -44,6 +44,7 @@ cdef class RoceFlow:
     cdef public long long gen
     cdef public long long gen_at
     cdef public long long last_gen
+    cdef public bint paused
 
     cpdef long long payload_of(self, long long psn) except? -1
 
@@ -100,7 +101,7 @@ cdef class RoceHost(HostAgent):
     cdef public list all_ids
     cdef public long long cursor
     cdef public long long pacer_ps
-    cdef public bint nic_paused
+    cdef public object acks
     cdef public dict rate_log
     cdef public bint round_up
     cdef public bint cnp_grid
@@ -143,6 +144,8 @@ cdef class RoceHost(HostAgent):
     cpdef _on_data(self, Packet pkt, long long now)
 
     cpdef _ack(self, Packet pkt, long long cum)
+
+    cpdef _control(self, Packet pkt)
 
     @cython.locals(flow=RoceFlow)
     cpdef RoceFlow _flow(self, Packet pkt)

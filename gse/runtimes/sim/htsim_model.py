@@ -12,7 +12,8 @@ event for event where it can:
 * **PAUSE and RESUME** travel on their own pipe with the link's delay, not through a queue
   and without serialisation (``CallbackPipe``, queue_lossless_input.cpp:54, :114); a PAUSE
   holds until its RESUME, there are no quanta (queue_lossless_output.cpp:50-69); it holds
-  every packet of the port, control too, after the one being sent.
+  every packet of the port, control too, after the one being sent; at the RESUME an idle
+  port starts its next packet in the same event.
 * **A host's NIC**, paused, sends nothing at all, ACKs included, and relays the PAUSE and
   the RESUME to its senders' pacers (queue.cpp FairPriorityQueue::receivePacket): the
   runtime calls ``agent.on_pause``.
@@ -118,6 +119,16 @@ class HtsimSwitchPort(LinkPort):
             self.wake_pending = False
         else:
             self.begin(nxt, self.eq.now)
+
+    def restart(self, now):
+        """RESUME: an idle port begins its next packet in the same event, as htsim's
+        LosslessOutputQueue does (queue_lossless_output.cpp:61-69), not in a wake-up of its
+        own: its completion then falls due before an arrival the link's pipe scheduled
+        later for the same instant, which decides whether that arrival passes XOFF."""
+        if not self.wake_pending:
+            nxt = self.queue.dequeue()
+            if nxt is not None:
+                self.begin(nxt, now)
 
     def on_pfc(self, pkt, now):
         _hold(self, pkt, now)

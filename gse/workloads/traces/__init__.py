@@ -19,7 +19,8 @@ record.
 from gse.workloads.traces.chakra import read_chakra, write_chakra
 from gse.workloads.traces.common import Trace, TraceError
 from gse.workloads.traces.jsonl import read_jsonl, write_jsonl
-from gse.workloads.traces.pytorch_et import read_pytorch_et, write_pytorch_et
+from gse.workloads.traces.pytorch_et import read_pytorch_et
+from gse.workloads.traces.pytorch_et_writer import write_pytorch_et
 from gse.workloads.traces.sources import Source, expand_sources
 
 FORMATS = ("auto", "jsonl", "chakra", "pytorch")

@@ -43,7 +43,8 @@ from gse.workloads.traces.chakra_schema import (COLL, COMM_TYPE_OF, COMM_TYPES, 
                                                 metadata_record, node_record, read_et)
 from gse.workloads.traces.common import (Call, Tally, Trace, TraceError, check_rank_files,
                                          ranks_for_files)
-from gse.workloads.traces.program import COMM, COMPUTE, PASS, Op, Program, assemble_programs
+from gse.workloads.traces.program import (COMM, COMPUTE, PASS, Op, Program, assemble_programs,
+                                          check_every_rank_communicates)
 from gse.workloads.traces.sources import expand_sources
 
 __all__ = ["COLL", "COMP", "RECV", "SEND", "attr_record", "metadata_record", "node_record",
@@ -333,7 +334,9 @@ def read_chakra(sources, world_size=None):
     if not any(op.kind == COMM for p in programs.values() for op in p.ops):
         raise TraceError(names[0], None, "no communication nodes in %d file(s) (%d nodes "
                          "skipped)" % (len(names), tally.skipped_total()))
+    check_every_rank_communicates(programs, empty_only=True)
     colls, programs = assemble_programs(programs, world)
+    check_every_rank_communicates(programs)
     mirrored = sorted(r for r, p in programs.items() if p.mirror_of is not None)
     if mirrored:
         notes.append("ranks %s have no file: they run rank %d's program (--world-size %d)"
@@ -376,6 +379,10 @@ def write_chakra(prefix, collectives):
     """
     colls = list(collectives)
     check_trace(colls)
+    for c in colls:
+        if c.splits is not None:
+            raise ValueError("collective %d: an uneven all-to-all cannot be written to Chakra "
+                             "(comm_size is one size for every rank)" % c.id)
     by_id = {c.id: c for c in colls}
     world = sorted({r for c in colls for r in c.ranks})
     next_id = [max(by_id) + 1]

@@ -13,7 +13,7 @@ import heapq
 import os
 import re
 
-from gse.workloads.collectives import Collective, CollectiveError
+from gse.workloads.collectives import Collective, CollectiveError, chunks
 
 
 class TraceError(ValueError):
@@ -194,7 +194,7 @@ def check_rank_files(calls_by_rank):
         if r != i:
             raise TraceError(path, None, "the rank files are ranks %s but rank %d has none; "
                              "give the file of every rank, 0..N-1"
-                             % (_span(ranks), i))
+                             % (rank_span(ranks), i))
     stated = {}
     for r in ranks:
         for c in calls_by_rank[r]:
@@ -206,10 +206,12 @@ def check_rank_files(calls_by_rank):
         if npus != len(ranks):
             raise TraceError(p, where, "node %r says %d NPUs but %d rank files were given "
                              "(ranks %s); give exactly the files of one run"
-                             % (tag, npus, len(ranks), _span(ranks)))
+                             % (tag, npus, len(ranks), rank_span(ranks)))
 
 
-def _span(ranks):
+def rank_span(ranks):
+    """Ranks for a message: "0..7" when contiguous, else listed."""
+    ranks = list(ranks)
     if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return "%d..%d" % (ranks[0], ranks[-1])
     return ", ".join(map(str, ranks))
@@ -219,10 +221,10 @@ class Call:
     """One rank's record of one collective call, before the ranks are matched."""
 
     __slots__ = ("key", "op", "size", "root", "ranks", "algo", "deps", "start_ps", "dtype",
-                 "tag", "node_id", "path", "where")
+                 "tag", "node_id", "path", "where", "splits")
 
     def __init__(self, key, op, size, path, where, root=None, ranks=None, algo=None,
-                 deps=(), start_ps=0, dtype=None, tag=None, node_id=0):
+                 deps=(), start_ps=0, dtype=None, tag=None, node_id=0, splits=None):
         self.key = key
         self.op = op
         self.size = size
@@ -236,10 +238,65 @@ class Call:
         self.node_id = node_id
         self.path = path
         self.where = where
+        self.splits = splits      # uneven all-to-all: (bytes sent to, bytes received from
+        #                           each rank of the group), either None if not recorded
+
+
+def uneven_splits(seen, group):
+    """(size, splits, note) of an all-to-all from its ranks' calls: (``Call.size``, None,
+    None) when the recorded split sizes are even or absent, else the largest send buffer
+    and the matrix ``splits[i][j]`` (bytes from group position i to position j).
+
+    A rank's row is its recorded input splits; a rank's output splits (what it receives
+    from each rank) must agree with the senders' rows.  A rank of the group whose input
+    splits are not recorded (no file) sends what the receivers' output splits say, else
+    what the first recorded rank sends (SPMD), and the note says so."""
+    calls = {r: c for r, _, c in seen if c.splits is not None}
+    if not calls:
+        return seen[0][2].size, None, None
+    n = len(group)
+    rep_rank, rep_call = next(((r, c) for r, c in calls.items() if c.splits[0] is not None),
+                              (seen[0][0], seen[0][2]))
+    rep_row = rep_call.splits[0] if rep_call.splits is not None and rep_call.splits[0] \
+        else chunks(rep_call.size, n)
+    rows = [None] * n
+    for i, r in enumerate(group):
+        if r in calls and calls[r].splits[0] is not None:
+            rows[i] = list(calls[r].splits[0])
+    copied = []
+    for i, r in enumerate(group):
+        if rows[i] is not None:
+            continue
+        row = []
+        for j, rj in enumerate(group):
+            col = calls[rj].splits[1] if rj in calls else None
+            row.append(col[i] if col is not None else rep_row[j])
+        rows[i] = row
+        copied.append(r)
+    for j, rj in enumerate(group):
+        c = calls.get(rj)
+        col = c.splits[1] if c is not None else None
+        if col is None:
+            continue
+        for i, ri in enumerate(group):
+            if ri in calls and rows[i][j] != col[i]:
+                raise TraceError(c.path, c.where, "rank %d's all-to-all receives %d bytes from "
+                                 "rank %d (its output splits) but rank %d's call sends it %d "
+                                 "(%s, %s)" % (rj, col[i], ri, ri, rows[i][j], calls[ri].path,
+                                               calls[ri].where))
+    flat = {v for row in rows for v in row}
+    if len(flat) == 1:
+        return sum(rows[0]), None, None
+    note = None
+    if copied:
+        note = ("%s: %s: what ranks %s send in this uneven all-to-all is not recorded (no "
+                "file): taken from the receivers' output splits, else from rank %d's (SPMD)"
+                % (rep_call.path, rep_call.where, rank_span(copied), rep_rank))
+    return max(sum(row) for row in rows), tuple(tuple(row) for row in rows), note
 
 
 def assemble(calls_by_rank, fmt, need_all_ranks):
-    """Collectives from {rank: [Call]} (each list in the rank's own issue order).
+    """(collectives, notes) from {rank: [Call]} (each list in the rank's own issue order).
 
     ``need_all_ranks``: the group of a call without explicit ``ranks`` is the set of ranks
     whose files hold it, so it must appear in at least two files (Chakra); with explicit
@@ -247,6 +304,7 @@ def assemble(calls_by_rank, fmt, need_all_ranks):
     """
     inst = {}                                   # key -> [(rank, position, Call)]
     order = []
+    notes = []
     for rank in sorted(calls_by_rank):
         for pos, call in enumerate(calls_by_rank[rank]):
             lst = inst.get(call.key)
@@ -261,7 +319,7 @@ def assemble(calls_by_rank, fmt, need_all_ranks):
         for r, _, c in seen[1:]:
             for what, a, b in (("op", c0.op, c.op), ("bytes", c0.size, c.size),
                                ("root", c0.root, c.root), ("ranks", c0.ranks, c.ranks)):
-                if a != b:
+                if a != b and not (what == "bytes" and c.splits is not None):
                     raise TraceError(c.path, c.where, "rank %d's call does not match rank %d's "
                                      "(%s, %s): %s %r vs %r" % (r, r0, c0.path, c0.where, what,
                                                                b, a))
@@ -272,6 +330,13 @@ def assemble(calls_by_rank, fmt, need_all_ranks):
                 raise TraceError(c0.path, c0.where, "rank %d has this call but is not in its "
                                  "group %r" % (missing[0], list(c0.ranks)))
             group = tuple(c0.ranks)
+            lacking = [r for r in group if calls_by_rank.get(r) and r not in present]
+            if lacking:
+                r = lacking[0]
+                raise TraceError(c0.path, c0.where, "rank %d's file (%s) does not hold this %s "
+                                 "of its group %s, which rank %d's file holds: files of "
+                                 "different runs, or one cut short?" % (
+                                     r, calls_by_rank[r][0].path, c0.op, rank_span(group), r0))
         else:
             group = tuple(present)
             if need_all_ranks and len(group) < 2 and c0.op != "send":
@@ -321,13 +386,18 @@ def assemble(calls_by_rank, fmt, need_all_ranks):
     for key in out:
         seen = inst[key]
         c0 = seen[0][2]
+        size, splits = c0.size, None
+        if c0.op == "all_to_all":
+            size, splits, note = uneven_splits(seen, groups[key])
+            if note:
+                notes.append(note)
         try:
             colls.append(Collective(
-                ids[key], c0.op, groups[key], c0.size, algo=c0.algo,
+                ids[key], c0.op, groups[key], size, algo=c0.algo, splits=splits,
                 root=c0.root if c0.root is not None else groups[key][0],
                 after=sorted((ids[dk], lag) for dk, lag in deps[key].items()),
                 start_ps=max(c.start_ps for _, _, c in seen), dtype=c0.dtype, tag=c0.tag,
                 where="%s: %s" % (c0.path, c0.where)))
         except CollectiveError as exc:
             raise TraceError(c0.path, c0.where, str(exc)) from None
-    return colls
+    return colls, notes

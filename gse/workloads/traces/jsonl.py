@@ -25,7 +25,7 @@ from gse.workloads.traces.common import Trace, TraceError, dtype_bytes
 
 FORMAT_VERSION = 1
 KEYS = {"id", "op", "ranks", "group", "bytes", "count", "dtype", "algo", "root", "start_us",
-        "after", "delay_us", "tag", "chunk_bytes"}
+        "after", "delay_us", "tag", "chunk_bytes", "splits"}
 HEADER_KEYS = {"gse_trace", "name", "groups", "ranks", "description"}
 
 
@@ -104,9 +104,16 @@ def _record(obj, groups):
     dtype = obj.get("dtype")
     if dtype is not None and not isinstance(dtype, str):
         raise ValueError("dtype must be a string, got %r" % (dtype,))
-    if ("bytes" in obj) == ("count" in obj):
+    splits = obj.get("splits")
+    if splits is not None and (not isinstance(splits, list)
+                               or not all(isinstance(row, list) for row in splits)):
+        raise ValueError("splits must be a list of rows, one per rank, of the bytes it sends "
+                         "to each rank, got %r" % (splits,))
+    if splits is not None and "bytes" not in obj and "count" not in obj:
+        size = max((sum(r) for r in splits if all(isinstance(v, int) for v in r)), default=0)
+    elif ("bytes" in obj) == ("count" in obj):
         raise ValueError("give exactly one of 'bytes' and 'count' (with 'dtype')")
-    if "bytes" in obj:
+    elif "bytes" in obj:
         size = obj["bytes"]
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ValueError("bytes must be an integer >= 0, got %r" % (size,))
@@ -143,7 +150,8 @@ def _record(obj, groups):
     if tag is not None and not isinstance(tag, str):
         raise ValueError("tag must be a string, got %r" % (tag,))
     return Collective(cid, op, ranks, size, algo=algo, root=root, after=after,
-                      start_ps=start_ps, dtype=dtype, tag=tag, chunk_bytes=obj.get("chunk_bytes"))
+                      start_ps=start_ps, dtype=dtype, tag=tag, chunk_bytes=obj.get("chunk_bytes"),
+                      splits=splits)
 
 
 def read_jsonl(path):

@@ -25,7 +25,7 @@ receive finishes after the send started).
 import heapq
 
 from gse.workloads.collectives import Collective, CollectiveError
-from gse.workloads.traces.common import TraceError
+from gse.workloads.traces.common import TraceError, rank_span
 
 COMPUTE, COMM, PASS = "compute", "comm", "pass"
 STREAMS = ("gpu", "cpu")
@@ -102,6 +102,48 @@ def _check_agree(seen):
                                                            a))
 
 
+def _check_members(programs, inst, groups):
+    """Without a world size, a collective that names no ranks is over the ranks whose
+    files hold it.  A process group's collectives are then all over the same ranks: a
+    rank whose file holds some of them and not the others (a file cut short) would
+    silently shrink the later ones, so it is refused, naming the rank, its file and the
+    first call it lacks."""
+    members = {}
+    for key, seen in inst.items():
+        if seen[0][2].ranks is None and key[0] == "coll":
+            members.setdefault(key[1], set()).update(r for r, _, _ in seen)
+    for key in sorted((k for k in inst if k[0] == "coll" and k[1] in members),
+                      key=lambda k: (k[1], k[2])):
+        absent = sorted(members[key[1]] - set(groups[key]))
+        if absent:
+            r = absent[0]
+            c0 = inst[key][0][2]
+            held = sum(1 for k in inst if k[:2] == key[:2] and r in groups[k])
+            raise TraceError(c0.path, c0.where, "rank %d's file (%s) does not hold this %s, "
+                             "collective %d of process group %r, which ranks %s hold; it holds "
+                             "%d of the group's collectives (a file cut short?): give the whole "
+                             "file of every rank" % (r, programs[r].path, c0.op, key[2] + 1,
+                                                     key[1], rank_span(groups[key]), held))
+
+
+def check_every_rank_communicates(programs, empty_only=False):
+    """A rank's file that takes part in no communication of the run is refused (a file cut
+    to its metadata, or the file of another run): its rank would silently drop out of
+    every collective.  ``empty_only``: refuse only files without any node (checked before
+    the calls are matched, whose errors would otherwise speak of the other ranks)."""
+    silent = [r for r in sorted(programs) if programs[r].mirror_of is None
+              and not any(op.kind == COMM for op in programs[r].ops)
+              and not (empty_only and programs[r].ops)]
+    if silent and len(silent) < len(programs):
+        r = silent[0]
+        prog = programs[r]
+        held = ("no nodes, only its metadata" if not prog.ops else
+                "%d node(s) but no communication node" % len(prog.ops))
+        raise TraceError(prog.path, None, "rank %d's file holds %s, while the other ranks' "
+                         "files communicate: rank %d would take part in no collective; give the "
+                         "whole file of every rank (a truncated file?)" % (r, held, r))
+
+
 def assemble_programs(programs, world=None):
     """(collectives, programs) from {rank: Program} whose COMM ops carry Calls.
 
@@ -145,6 +187,8 @@ def assemble_programs(programs, world=None):
                                  "of ranks (--world-size) to replay one rank's file as the "
                                  "program of every rank" % (c0.op, present[0]))
         groups[key] = group
+    if world is None:
+        _check_members(programs, inst, groups)
     for key, seen in inst.items():             # both sides of a transfer must be there
         c0 = seen[0][2]
         if c0.op != "send":

@@ -1,5 +1,6 @@
 """PyTorch execution traces (the JSON that ``torch.profiler.ExecutionTraceObserver`` writes,
-one file per rank): reader for schemas 1.0.1 to 1.1.1, and a writer for tests and samples.
+one file per rank): reader for schemas 1.0.1 to 1.1.1 (the writer, for tests and samples,
+is ``pytorch_et_writer``).
 
 The document is ``{"schema", "pid", "time", "start_ts", "nodes": [...], "finish_ts"}``.
 Schema 1.0.1 nodes have flat keys (``inputs`` is the list of values, ``input_types``...);
@@ -35,8 +36,15 @@ input, all-gather and gather by the output, reduce-scatter and scatter by the in
 ``pg_config_info``: ``[{"pg_name", "ranks", "group_size", ...}]`` where ``ranks: []``
 means every rank ``0..group_size-1``.  Without it, a group is start, stride and size
 (1.0.3+), else the world size (1.0.2's position 7, else ``world_size`` given by the user,
-else the ranks whose files were given).  Pre-1.0.3 groups are process-local pointers;
-they are named by the order they first appear in (the same in every rank's file).
+else the ranks whose files were given, which must be 0..N-1).  Pre-1.0.3 groups are
+process-local pointers; they are named by the order they first appear in (the same in
+every rank's file).  A ``world_size`` that contradicts the recorded groups is refused,
+except over a single-GPU trace (groups of one rank), whose collectives it replays over
+that many ranks, data-parallel.
+
+**Uneven all-to-all.**  ``all_to_allv`` records its input and output split sizes (rows of
+the tensor): a rank's input splits are the bytes it sends to each rank, replayed as
+recorded (``common.uneven_splits``), and its output splits must agree with the senders'.
 
 **Rank of a file.**  From the trace itself: the rank position of the calls that carry the
 caller's rank (all of them must agree).  Only a trace with no such call falls back to the
@@ -51,9 +59,9 @@ data-less calls are skipped and counted; fields the replay does not use are coun
 
 import json
 
-from gse.workloads.collectives import ROOTED, check_trace
+from gse.workloads.collectives import ROOTED
 from gse.workloads.traces.common import (TORCH_DTYPES, Call, Tally, Trace, TraceError, assemble,
-                                         dtype_bytes, rank_from_path)
+                                         dtype_bytes, rank_from_path, rank_span)
 from gse.workloads.traces.sources import as_text, expand_sources
 
 COLLECTIVES = {
@@ -164,7 +172,8 @@ class _Comm:
     """One record_param_comms node, read from attributes and positions."""
 
     __slots__ = ("cname", "op", "rank_field", "pg", "start", "stride", "size", "world",
-                 "in_bytes", "out_bytes", "dtype", "splits", "attrs", "where", "node_id")
+                 "in_bytes", "out_bytes", "dtype", "splits", "out_splits", "attrs", "where",
+                 "node_id")
 
 
 def _comm(name, where, node, pg_alias, tally):
@@ -214,17 +223,36 @@ def _comm(name, where, node, pg_alias, tally):
     else:
         c.in_bytes = _tensor_bytes(values[0]) if data_form else 0
         c.out_bytes = _tensor_bytes(_io(node, "outputs")[0])
-    splits = attrs.get("in_split_size", pos(4))
-    if isinstance(splits, str):
-        try:
-            splits = json.loads(splits)
-        except ValueError:
-            splits = []
-    c.splits = splits if isinstance(splits, list) else []
+    c.splits = _split_list(attrs.get("in_split_size", pos(4)))
+    c.out_splits = _split_list(attrs.get("out_split_size", pos(5)))
     for a in attrs:
         if a not in USED_ATTRS:
             tally.ignore("record_param_comms attr %r" % a)
     return c
+
+
+def _split_list(value):
+    """An all-to-all's split sizes (a list, or its JSON text in 1.1.x attributes)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return value if isinstance(value, list) and all(_is_int(v) for v in value) else []
+
+
+def _split_bytes(name, c, splits, nbytes, n, what):
+    """Split sizes (in rows of the tensor) as bytes per rank of the group, or None."""
+    if not splits:
+        return None
+    if len(splits) != n:
+        raise TraceError(name, c.where, "all-to-all %s split sizes %r name %d ranks but its "
+                         "process group has %d" % (what, splits, len(splits), n))
+    rows = sum(splits)
+    if (rows == 0) != (nbytes == 0) or (rows and nbytes % rows):
+        raise TraceError(name, c.where, "all-to-all %s split sizes %r (%d rows) do not divide "
+                         "its %d bytes" % (what, splits, rows, nbytes))
+    return [v * (nbytes // rows) if rows else 0 for v in splits]
 
 
 def _pg_table(name, doc):
@@ -317,23 +345,37 @@ def _file_rank(f):
     return None, None
 
 
-def _group(name, c, f, world):
+def _recorded_group(c, f):
+    """(ranks, how the trace says them) of a call's process group, or (None, None)."""
     if c.pg in f.pgs:
-        return f.pgs[c.pg]
+        return f.pgs[c.pg], "the process-group init node"
     if _is_int(c.size) and c.size > 0:
         start = c.start if _is_int(c.start) and c.start >= 0 else 0
         stride = c.stride if _is_int(c.stride) and c.stride > 0 else 1
-        return [start + k * stride for k in range(c.size)]
+        return [start + k * stride for k in range(c.size)], "the group size of its calls"
     if _is_int(c.world) and c.world > 0:
-        return list(range(c.world))
+        return list(range(c.world)), "the world size of its calls"
+    return None, None
+
+
+def _group(name, c, f, world):
+    ranks, _ = _recorded_group(c, f)
+    if ranks is not None:
+        return ranks
     if world:
+        if list(world) != list(range(len(world))):
+            missing = min(set(range(max(world) + 1)) - set(world))
+            raise TraceError(name, c.where, "the trace does not say which ranks process group "
+                             "%r has, and the files given are ranks %s: rank %d has no file; "
+                             "give every rank's file, or the world size"
+                             % (c.pg, rank_span(world), missing))
         return list(world)
     raise TraceError(name, c.where, "the trace does not say which ranks process group %r has "
                      "(no process-group init node, no group size); give every rank's file or "
                      "the world size" % (c.pg,))
 
 
-def _calls(f, world, tally, notes):
+def _calls(f, world, tally, notes, dp_world=None):
     name = f.source.name
     rank = f.rank
     calls = []
@@ -346,7 +388,7 @@ def _calls(f, world, tally, notes):
         if c.op is None:
             raise TraceError(name, c.where, "unknown collective_name %r (known: %s)"
                              % (c.cname, ", ".join(sorted(COLLECTIVES))))
-        ranks = _group(name, c, f, world)
+        ranks = list(dp_world) if dp_world else _group(name, c, f, world)
         if c.op in ("send", "recv"):
             peer_key = "dst_rank" if c.op == "send" else "src_rank"
             if peer_key in c.attrs:
@@ -370,8 +412,12 @@ def _calls(f, world, tally, notes):
             raise TraceError(name, c.where, "process group %r has ranks %r, not this file's rank "
                              "%d (%s)" % (c.pg, ranks, rank, f.how))
         size = c.out_bytes if c.op in OUTPUT_SIZED else c.in_bytes
-        if c.op == "all_to_all" and len(set(c.splits)) > 1:
-            notes.append("%s: %s: uneven all-to-all splits replayed as even" % (name, c.where))
+        splits = None
+        if c.op == "all_to_all" and not dp_world:
+            splits = (_split_bytes(name, c, c.splits, c.in_bytes, len(ranks), "input"),
+                      _split_bytes(name, c, c.out_splits, c.out_bytes, len(ranks), "output"))
+            if splits == (None, None):
+                splits = None                   # all_to_all_single without splits: even
         root = None
         if c.op in ROOTED:
             if "root_rank" in c.attrs:
@@ -386,8 +432,41 @@ def _calls(f, world, tally, notes):
         deps = [(last_in_pg[pg], 0)] if pg in last_in_pg else []
         last_in_pg[pg] = len(calls)
         calls.append(Call(("coll", pg, k), c.op, size, name, c.where, root=root,
-                          ranks=tuple(ranks), deps=deps, dtype=c.dtype, node_id=c.node_id))
+                          ranks=tuple(ranks), deps=deps, dtype=c.dtype, node_id=c.node_id,
+                          splits=splits))
     return calls
+
+
+def _world(files, world_size, notes):
+    """The ranks a single-GPU trace (its process groups record one rank) is replayed over,
+    data-parallel, when ``world_size`` asks for more; None otherwise.  A world size that
+    contradicts the groups the trace records is refused: it would be ignored."""
+    recorded = {}
+    for f in files:
+        if world_size is not None and f.rank >= world_size:
+            raise TraceError(f.source.name, None, "rank %d (from %s) is not below the world "
+                             "size %d" % (f.rank, f.how, world_size))
+        for c in f.comms:
+            if c.op is not None and c.cname not in NO_DATA:
+                ranks, how = _recorded_group(c, f)
+                if ranks:
+                    recorded.setdefault(max(ranks) + 1, (f.source.name, c, how, ranks))
+    if world_size is None or not recorded:
+        return None
+    size = max(recorded)
+    name, c, how, ranks = recorded[size]
+    if size == 1 and world_size > 1:
+        notes.append("%s: the trace records a world of one rank (a single-GPU run): its "
+                     "collectives are replayed over ranks 0..%d (--world-size %d), "
+                     "data-parallel, every rank making rank 0's calls"
+                     % (name, world_size - 1, world_size))
+        return range(world_size)
+    if size != world_size:
+        raise TraceError(name, c.where, "the world size %d contradicts the trace: process group "
+                         "%r has ranks %s (from %s), a world of %d; the world size is for traces "
+                         "that do not record their groups, or that record one rank (replayed "
+                         "data-parallel)" % (world_size, c.pg, rank_span(ranks), how, size))
+    return None
 
 
 def read_pytorch_et(sources, world_size=None):
@@ -416,120 +495,26 @@ def read_pytorch_et(sources, world_size=None):
                              "give each rank's file once" % (f.rank, f.how,
                                                             by_rank[f.rank].source.name))
         by_rank[f.rank] = f
+    dp_world = _world(files, world_size, notes)
     world = range(world_size) if world_size is not None else (
         sorted(by_rank) if len(by_rank) > 1 else None)
-    calls = {rank: _calls(f, world, tally, notes) for rank, f in by_rank.items()}
-    colls = assemble(calls, "pytorch", need_all_ranks=False)
+    calls = {rank: _calls(f, world, tally, notes, dp_world) for rank, f in by_rank.items()}
+    silent = sorted(r for r, cs in calls.items() if not cs)
+    if silent and len(silent) < len(calls):
+        f = by_rank[silent[0]]
+        raise TraceError(f.source.name, None, "rank %d's file holds no communication call with "
+                         "data (%d nodes), while the other ranks' files do: rank %d would take "
+                         "part in no collective; give the whole file of every rank"
+                         % (f.rank, f.records, f.rank))
+    colls, more = assemble(calls, "pytorch", need_all_ranks=False)
+    notes.extend(more)
     if not colls:
         raise TraceError(sources[0].name, None, "no record_param_comms nodes with data in %d "
                          "file(s) (%d nodes skipped)" % (len(sources), tally.skipped_total()))
+    if all(len(c.ranks) == 1 for c in colls):
+        notes.append("every collective is over one rank (the trace records a world of one "
+                     "rank: a single-GPU run), so nothing crosses the network; give the world "
+                     "size (--world-size N) to replay them over N ranks, data-parallel")
     return Trace(colls, "pytorch", [s.name for s in sources],
                  records=sum(f.records for f in files), skipped=tally.skipped, notes=notes,
                  ignored=tally.ignored)
-
-
-# -- writing --------------------------------------------------------------------------------
-
-_TORCH_NAME = {v: k for k, v in TORCH_DTYPES.items()}
-_WRITE_NAME = {"all_reduce": "allreduce", "reduce_scatter": "_reduce_scatter_base",
-               "all_gather": "_allgather_base", "all_to_all": "all_to_all",
-               "broadcast": "broadcast", "reduce": "reduce", "gather": "gather",
-               "scatter": "scatter"}
-
-
-def write_pytorch_et(prefix, collectives):
-    """One ``<prefix>.<rank>.json`` per rank, as the observer would record the calls.
-
-    Only what the format can say is kept: the order of calls within a process group, no
-    lags or start times (refused when present, as are dependencies across groups).
-    """
-    colls = list(collectives)
-    check_trace(colls)
-    groups = {}
-    last = {}
-    for c in colls:
-        if c.start_ps:
-            raise ValueError("collective %d: a start time cannot be written to a PyTorch ET"
-                             % c.id)
-        if c.op != "send":
-            name = groups.setdefault(tuple(c.ranks), str(len(groups)))
-            want = [(last[name], 0)] if name in last else []
-            if sorted(c.after) != want:
-                raise ValueError("collective %d: a PyTorch ET only says that a call follows "
-                                 "the previous one of its process group (%s), not %r"
-                                 % (c.id, want, list(c.after)))
-            last[name] = c.id
-    world = sorted({r for c in colls for r in c.ranks})
-    pg_list = [{"pg_name": name, "pg_desc": "default_pg" if name == "0" else "pg" + name,
-                "backend_config": "cuda:nccl", "pg_size": len(ranks), "ranks": list(ranks)}
-               for ranks, name in groups.items()]
-    paths = []
-    for rank in world:
-        nodes = [{"id": 2, "name": PG_INIT, "ctrl_deps": 1,
-                  "inputs": {"values": [json.dumps(pg_list)], "shapes": [[]],
-                             "types": ["String"]},
-                  "outputs": {"values": [], "shapes": [], "types": []}, "attrs": []}]
-        for c in colls:
-            if rank not in c.ranks:
-                continue
-            dname = _TORCH_NAME.get(c.dtype or "uint8", "Byte")
-            width = dtype_bytes(TORCH_DTYPES[dname])
-            if c.size % width:
-                raise ValueError("collective %d: %d bytes is not a whole number of %s"
-                                 % (c.id, c.size, dname))
-            n = len(c.ranks)
-            elems = c.size // width
-            nid = 10 * c.id + 10
-            nodes.append({"id": nid - 1, "name": "c10d::%s_" % c.op, "ctrl_deps": 1,
-                          "inputs": {"values": [], "shapes": [], "types": []},
-                          "outputs": {"values": [], "shapes": [], "types": []}, "attrs": []})
-            if c.op == "send":
-                src, dst = c.ranks
-                attrs = {"collective_name": "send" if rank == src else "recv",
-                         "dtype": dname, "in_msg_nelems": elems, "out_msg_nelems": elems,
-                         ("dst_rank" if rank == src else "src_rank"): dst if rank == src
-                         else src, "tag": c.id}
-            else:
-                name = groups[tuple(c.ranks)]
-                n_in = elems // n if c.op in OUTPUT_SIZED else elems
-                n_out = elems // n if c.op in ("reduce_scatter", "scatter") else elems
-                if (c.op in OUTPUT_SIZED or c.op in ("reduce_scatter", "scatter")) and elems % n:
-                    raise ValueError("collective %d: %d elements do not split over %d ranks"
-                                     % (c.id, elems, n))
-                stride = (c.ranks[1] - c.ranks[0]) if n > 1 else 1
-                attrs = {"collective_name": _WRITE_NAME[c.op], "dtype": dname,
-                         "in_msg_nelems": n_in, "out_msg_nelems": n_out,
-                         "in_split_size": "[]", "out_split_size": "[]",
-                         "global_rank_start": c.ranks[0], "global_rank_stride": max(stride, 1),
-                         "pg_name": name, "pg_desc": "default_pg" if name == "0" else "pg" + name,
-                         "pg_size": n}
-                if c.op in ROOTED:
-                    attrs["root_rank"] = c.root
-            nodes.append({"id": nid, "name": "record_param_comms", "ctrl_deps": nid - 1,
-                          "inputs": {"values": [], "shapes": [], "types": []},
-                          "outputs": {"values": [], "shapes": [], "types": []},
-                          "attrs": [{"name": k, "type": _type_name(v), "value": v}
-                                    for k, v in attrs.items()]})
-            nodes.append({"id": nid + 1, "name": "nccl:%s" % c.op, "ctrl_deps": nid,
-                          "inputs": {"values": [], "shapes": [], "types": []},
-                          "outputs": {"values": [], "shapes": [], "types": []}, "attrs": []})
-        doc = {"schema": "1.1.1-chakra.0.0.4", "pid": 1000 + rank, "time": "2025-01-01 00:00:00",
-               "start_ts": 0, "nodes": nodes + [
-                   {"id": 1, "name": "[pytorch|profiler|execution_trace|process]",
-                    "ctrl_deps": 1, "inputs": {"values": [], "shapes": [], "types": []},
-                    "outputs": {"values": [], "shapes": [], "types": []}, "attrs": []}],
-               "finish_ts": 0}
-        path = "%s.%d.json" % (prefix, rank)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        paths.append(path)
-    return paths
-
-
-def _type_name(v):
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "uint64"
-    return "string"

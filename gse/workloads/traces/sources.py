@@ -16,6 +16,7 @@ import gzip
 import io
 import os
 import tarfile
+import zlib
 
 from gse.workloads.traces.common import TraceError
 
@@ -65,7 +66,7 @@ def _read_file(path):
     if raw.startswith(GZIP_MAGIC) and not _is_tar_name(path):
         try:
             return gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise TraceError(path, None, "a gzip file that does not decompress: %s" % exc) \
                 from None
     return raw
@@ -79,31 +80,68 @@ def _trace_name(name):
     return name.endswith(TRACE_SUFFIXES)
 
 
+# what a damaged archive raises while it is read: tarfile's errors, a gzip stream that
+# ends early (EOFError), bad compressed data (zlib.error), bad gzip framing (OSError)
+_DAMAGED = (tarfile.TarError, EOFError, OSError, zlib.error)
+END_BLOCK = 512                     # tar ends with zero blocks of this size (POSIX: two)
+
+
+def _damaged(exc):
+    return "the archive ends early or is damaged (truncated?): %s" % (
+        str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+def _members(tar, path):
+    """The archive's members, read to its end: a TraceError naming the last member read
+    if the archive is cut short, including a plain tar cut between two members (its
+    end-of-archive blocks are missing, which tarfile alone does not notice)."""
+    members = []
+    try:
+        while True:
+            m = tar.next()
+            if m is None:
+                break
+            members.append(m)
+        tar.fileobj.seek(tar.offset)
+        tail = tar.fileobj.read(END_BLOCK)
+    except _DAMAGED as exc:
+        where = "in or after member %r" % members[-1].name if members else "in its first member"
+        raise TraceError(path, where, _damaged(exc)) from None
+    if members and (len(tail) < END_BLOCK or tail.strip(b"\0")):
+        raise TraceError(path, "after member %r" % members[-1].name, "the archive ends "
+                         "without tar's end-of-archive blocks: it is truncated (a member "
+                         "may be missing)")
+    return members
+
+
 def archive_sources(path):
-    """The trace members of a tar archive (gzip or plain), in name order."""
+    """The trace members of a tar archive (gzip or plain), in name order.  A truncated or
+    damaged archive is a TraceError naming the archive and the member."""
     try:
         tar = tarfile.open(path, "r:*")
-    except (tarfile.TarError, OSError) as exc:
+    except _DAMAGED as exc:
         raise TraceError(path, None, "not a readable tar archive: %s" % exc) from None
     out = []
     skipped = 0
     with tar:
-        members = sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name)
+        members = sorted((m for m in _members(tar, path) if m.isfile()), key=lambda m: m.name)
         for m in members:
             base = os.path.basename(m.name)
             if base.startswith(".") or not _trace_name(base):
                 skipped += 1
                 continue
-            if m.size > MAX_MEMBER_BYTES:
-                raise TraceError("%s:%s" % (path, m.name), None, "member of %d bytes is too "
-                                 "large to be read" % m.size)
-            f = tar.extractfile(m)
-            raw = f.read()
             name = "%s:%s" % (path, m.name)
+            if m.size > MAX_MEMBER_BYTES:
+                raise TraceError(name, None, "member of %d bytes is too large to be read"
+                                 % m.size)
+            try:
+                raw = tar.extractfile(m).read()
+            except _DAMAGED as exc:
+                raise TraceError(name, None, _damaged(exc)) from None
             if raw.startswith(GZIP_MAGIC):
                 try:
                     raw = gzip.decompress(raw)
-                except (OSError, EOFError) as exc:
+                except (OSError, EOFError, zlib.error) as exc:
                     raise TraceError(name, None, "a gzip member that does not decompress: %s"
                                      % exc) from None
             out.append(Source(name, path, raw))
@@ -113,6 +151,20 @@ def archive_sources(path):
     for s in out:
         s.skipped_members = skipped
     return out
+
+
+def _is_archive(path):
+    """A tar archive by its name, or by its first bytes when the name says nothing (a file
+    that cannot even be opened as one is read as a plain trace file, which names the
+    problem)."""
+    if _is_tar_name(path):
+        return True
+    if _trace_name(path):
+        return False
+    try:
+        return tarfile.is_tarfile(path)
+    except _DAMAGED:
+        return False
 
 
 def _directory(path):
@@ -139,7 +191,7 @@ def expand_sources(paths):
         else:
             files = [p]
         for f in files:
-            if _is_tar_name(f) or (not _trace_name(f) and tarfile.is_tarfile(f)):
+            if _is_archive(f):
                 out.extend(archive_sources(f))
             else:
                 out.append(Source(f, f))
