@@ -152,7 +152,9 @@ def test_agent_writes_its_counters_on_sigint(tmp_path):
     topo = tiny_topology()
     confs = node_configs(topo, [Message(1, 0, 1, 10_000)], address_of=free_addresses(3),
                          output_dir=str(tmp_path), run={"start_delay_s": 0.0,
-                                                        "timeout_s": 60.0})
+                                                        "timeout_s": 60.0,
+                                                        # nobody answers it: no watchdog
+                                                        "stall_s": 0})
     path = write_node_configs(confs, str(tmp_path / "conf"))[0]
     proc = start_agent(path)
     addr = tuple(confs[0]["bind"])

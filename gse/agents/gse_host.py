@@ -27,7 +27,7 @@ class GseHost(HostAgent):
                  "receiver", "sent_done", "malformed", "stray", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
-                 "unknown_grants", "expiry_at", "paths")
+                 "unknown_grants", "expiry_at", "paths", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -58,6 +58,7 @@ class GseHost(HostAgent):
         # is suspected dead}), shared by the messages to it (EntropySelector.suspect):
         # what one learnt about the paths the next need not learn again
         self.paths = {}
+        self.acked_done = 0       # packets of the messages finished here (progress())
 
     # -- application ----------------------------------------------------------------------
 
@@ -210,6 +211,7 @@ class GseHost(HostAgent):
 
     def _finish(self, msg, now):
         msg.finish_ps = now
+        self.acked_done += msg.npkts
         del self.out[msg.msg_id]
         self.sent_done.append((msg.msg_id, msg.retransmits, now))
 

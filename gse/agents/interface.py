@@ -5,7 +5,18 @@ documents the calls; in the compiled build (cython/gse/agents/interface.pxd) it 
 extension type through which the simulator calls an agent's methods directly, whichever the protocol.
 Runtimes may drive any object with these methods (duck typing), the compiled simulator
 only a ``HostAgent``.
+
+``progress()`` and ``waiting()`` are what the runtimes' no-progress watchdog reads
+(``gse.metrics.stall``): they scan the unfinished messages, so a runtime calls them now and
+then (a look every quarter of the watchdog's span), never per event.
 """
+
+# What an unfinished message can be waiting for (``HostAgent.waiting``), most telling first:
+# "path": data of it timed out and nothing was acknowledged since (a dead path, or a peer
+# that never answers); "grant": credit it asked for has not come; "send": it may send and
+# waits for its NIC (busy with others, rate-limited or PFC-paused); "timer": a resend waits
+# for the retransmission timer to let it go; "ack": all of it is out, unacknowledged.
+CAUSES = ("path", "grant", "send", "timer", "ack")
 
 
 class HostAgent:
@@ -40,6 +51,27 @@ class HostAgent:
     def on_timer(self, now):
         """The deadline passed."""
         raise NotImplementedError
+
+    def progress(self):
+        """``(unfinished, acked)``: messages started here and not yet acknowledged in full,
+        and the packets acknowledged so far of every message ever started here -- a count
+        that only grows, and stands still exactly when nothing new is acknowledged.
+
+        Read from the agent's unfinished messages (``out``: msg_id -> message with
+        ``acked_packets()``) and ``acked_done``, the packets of those it finished."""
+        acked = self.acked_done
+        for msg in self.out.values():
+            acked += msg.acked_packets()
+        return len(self.out), acked
+
+    def waiting(self):
+        """``{cause: count}`` over the unfinished messages: what each waits for
+        (``CAUSES``; each message's ``waiting_for()``)."""
+        out = {}
+        for msg in self.out.values():
+            cause = msg.waiting_for()
+            out[cause] = out.get(cause, 0) + 1
+        return out
 
     def on_pause(self, paused, now):
         """The NIC was PAUSEd (``paused`` True) or resumed by its link partner.  The runtime

@@ -95,6 +95,14 @@ class RoceFlow:
     def has_data(self):
         return not self.done and self.next_psn < self.npkts
 
+    def acked_packets(self):
+        return self.una
+
+    def waiting_for(self):
+        """Timed out with nothing acknowledged since / to send (its NIC, rate limiter or
+        a PAUSE holds it) / all out, unacknowledged (``HostAgent.waiting``)."""
+        return "path" if self.rto_backoff > 1 else "send" if self.next_psn < self.npkts else "ack"
+
 
 class RoceRecvFlow:
     __slots__ = ("expected", "npkts", "size", "unacked", "nak_for", "last_cnp", "src",
@@ -121,7 +129,7 @@ class RoceHost(HostAgent):
                  "payload_bytes", "finished_hold", "max_finished",
                  "incoming_of", "max_inbound_per_peer", "max_inbound", "inbound_refused",
                  "by_id", "active", "active_ids", "all_ids", "cursor", "pacer_ps",
-                 "acks", "rate_log", "round_up", "cnp_grid")
+                 "acks", "rate_log", "round_up", "cnp_grid", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         self.addr = addr
@@ -169,6 +177,7 @@ class RoceHost(HostAgent):
         # None, or a dict the DCQCN reaction point of every flow started from now on logs
         # its rate changes into: msg_id -> [(now, Rc, Rt, alpha), ...] (Dcqcn.log)
         self.rate_log = None
+        self.acked_done = 0       # packets of the flows finished here (progress())
 
     # -- application ----------------------------------------------------------------------
 
@@ -473,6 +482,7 @@ class RoceHost(HostAgent):
 
     def _finish(self, flow, now):
         flow.done = True
+        self.acked_done += flow.npkts
         del self.out[flow.msg_id]
         self.sent_done.append((flow.msg_id, flow.retransmits, now))
 

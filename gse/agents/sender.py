@@ -220,6 +220,20 @@ class OutMsg:
         self.credit_received = ref + d
         return d
 
+    def acked_packets(self):
+        return self.n_acked
+
+    def waiting_for(self):
+        """What this unfinished message waits for (``gse.agents.interface.CAUSES``): read
+        by a watchdog that has found the run stuck."""
+        if self.rto_backoff > 1:
+            return "path"            # timed out, and nothing acknowledged since
+        if self.can_send():
+            return "send"
+        if self.credit_received < self.need_total:
+            return "grant"
+        return "timer" if self.retx else "ack"
+
     def starved(self):
         """Waiting for credit that has not come."""
         return (not self.done and self.credit_received < self.need_total

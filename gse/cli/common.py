@@ -198,4 +198,33 @@ def write_json(path, obj):
 
 def until_ps(args):
     """``--until-us`` as the runtimes take it: picoseconds, -1 for no bound."""
-    return -1 if getattr(args, "until_us", None) is None else int(args.until_us * PS_PER_US)
+    us = getattr(args, "until_us", None)
+    if us is None:
+        return -1
+    if not 0 <= us < float("inf"):
+        raise ValueError("--until-us must be a time >= 0 (microseconds), got %r" % us)
+    return int(us * PS_PER_US)
+
+
+def add_stall_option(p):
+    """``--stall-us``: the no-progress watchdog's span (``gse.metrics.stall``)."""
+    p.add_argument("--stall-us", type=float, default=None, metavar="US",
+                   help="end the run when nothing completes, is acknowledged or received for "
+                        "this long on the run's clock while messages are unfinished (default: "
+                        "4 x the protocol's rto_max_ps, 6.4 ms for GSE, 64 ms for RoCE and "
+                        "fabric mode, 4 s over UDP, and not before the failures' last change; "
+                        "0: never)")
+
+
+def stall_ps(args):
+    """``--stall-us`` as the runtimes take it: None for the default, 0 for off."""
+    us = getattr(args, "stall_us", None)
+    if us is None:
+        return None
+    if not 0 <= us < float("inf"):
+        raise ValueError("--stall-us must be a time >= 0 (microseconds; 0: no watchdog), "
+                         "got %r" % us)
+    ps = int(round(us * PS_PER_US))
+    if us > 0 and ps == 0:
+        raise ValueError("--stall-us %r is below a picosecond" % us)
+    return ps

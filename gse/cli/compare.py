@@ -6,9 +6,11 @@
 
 from gse.cli.common import (
     add_run_options,
+    add_stall_option,
     baseline_line,
     describe_run,
     gse_config_from_args,
+    stall_ps,
     topology_from_args,
     workload_from_args,
     until_ps,
@@ -18,9 +20,10 @@ from gse.cli.faults import detect_ps, faults_from_args
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
 from gse.cli.progress import Progress, wanted
+from gse.cli.signals import StopSignals, exit_code, note_signal
 from gse.metrics.report import side_by_side, write_records
 from gse.protocols import PROTOCOLS
-from gse.runtimes.sim.run import compare
+from gse.runtimes.sim.run import run_simulation
 
 
 def add_commands(sub):
@@ -30,11 +33,19 @@ def add_commands(sub):
                    help="comma-separated protocols to run (default: all)")
     p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
     p.add_argument("--plot", metavar="FILE.png", help="draw the FCT CDFs (needs matplotlib)")
+    add_stall_option(p)
     add_observe_options(p)
     return {"compare": cmd_compare}
 
 
 def cmd_compare(args):
+    """A stop signal ends the run in progress (partial results, ``"complete": false``)
+    and the protocols not run yet are left out; exit 128 + the signal."""
+    with StopSignals() as stop:
+        return _compare(args, stop)
+
+
+def _compare(args, stop):
     topo = topology_from_args(args)
     messages, triggers = workload_from_args(args, topo)
     if not messages and triggers is None:
@@ -46,15 +57,21 @@ def cmd_compare(args):
                              % (p, ", ".join(PROTOCOLS)))
     configs = {p: gse_config_from_args(args, p) for p in protocols}
     faults = faults_from_args(args, topo)
+    until, stall = until_ps(args), stall_ps(args)
     check_outputs(args)
+    results = {}
     with Progress(wanted(args)) as progress:
-        watch = {p: sim_observers(args, p, True) + [progress.sim(p, len(messages))]
-                 for p in protocols}
-        results = compare(topo, messages, configs, args.seed, args.loss, args.corrupt,
-                          until_ps(args), sample_ps(args), watch, triggers=triggers,
-                          faults=faults, detect_ps=detect_ps(args))
+        for p in protocols:
+            if stop.signal and results:      # the first one runs: a summary to write
+                break
+            watch = sim_observers(args, p, True) + [progress.sim(p, len(messages)),
+                                                     stop.observer()]
+            results[p] = run_simulation(topo, messages, p, configs[p], args.seed, args.loss,
+                                        args.corrupt, until, sample_ps(args), watch,
+                                        triggers=triggers, faults=faults,
+                                        detect_ps=detect_ps(args), stall_ps=stall)
     for p, result in results.items():
-        describe_run(result.summary, args, configs[p])
+        note_signal(describe_run(result.summary, args, configs[p]), stop)
     if not args.quiet:
         if "roce" in results:
             print(baseline_line(args.baseline))
@@ -73,5 +90,7 @@ def cmd_compare(args):
         plot_fct_cdfs(results, args.plot, "%s, %s" % (args.topology, args.traffic_file
                                                       or args.traffic))
         print("plot written to %s" % args.plot)
-    return 0 if all(r.summary["lost"] == 0 and not r.summary.get("never_started")
-                    for r in results.values()) else 1
+    ok = all(r.summary["lost"] == 0 and not r.summary.get("never_started")
+             for r in results.values())
+    return exit_code("compare", [(p, r.summary) for p, r in results.items()], stop, ok,
+                     args.json)

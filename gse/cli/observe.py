@@ -55,13 +55,19 @@ def sample_ps(args):
 
 def check_outputs(args):
     """Fail before a long run, not after it: options sound, libraries importable, and the
-    directories of ``--json``, ``--records`` and ``--plot`` exist."""
+    files of ``--json``, ``--records`` and ``--plot`` can be written (a file name, in a
+    directory that exists and is writable)."""
     for opt in ("json", "records", "plot"):
         path = getattr(args, opt, None)
         if path:
             d = os.path.dirname(os.path.abspath(path))
+            if os.path.isdir(path):
+                raise ValueError("--%s %s: is a directory; give the name of a file to write"
+                                 % (opt, path))
             if not os.path.isdir(d):
                 raise ValueError("--%s %s: directory %s does not exist" % (opt, path, d))
+            if not os.access(d, os.W_OK):
+                raise ValueError("--%s %s: directory %s is not writable" % (opt, path, d))
     if sample_ps(args) and args.timeseries_format == "parquet":
         from gse.metrics.columnar import pyarrow_module
         pyarrow_module()

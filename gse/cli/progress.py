@@ -98,6 +98,28 @@ class Progress:
         return update
 
 
+class WallSteps:
+    """Steps of virtual time that take about ``target_s`` of wall time each: what an
+    observer of a simulation that looks by the wall clock (a progress bar, a signal
+    check) asks for as its ``next_stop``.  ``spent``: the wall time of the last step."""
+
+    def __init__(self, target_s=STEP_S, clock=time.perf_counter):
+        self.target_s = target_s
+        self.clock = clock
+        self.step = PS_PER_US             # virtual time between looks, adapted
+        self.wall = clock()
+        self.spent = 0.0
+
+    def next_stop(self, now):
+        wall = self.clock()
+        self.spent = wall - self.wall
+        if self.spent > 0:
+            # aim at target_s per look; grow at most 4x at a time (the load changes)
+            self.step = max(1000, int(self.step * min(4.0, self.target_s / self.spent)))
+        self.wall = wall
+        return now + self.step
+
+
 class SimProgress:
     """The observer behind ``Progress.sim``: looks every ~``STEP_S`` of wall time."""
 
@@ -106,25 +128,18 @@ class SimProgress:
         self.display = display
         self.task = task
         self.total = total
-        self.clock = clock
-        self.step = PS_PER_US             # virtual time between looks, adapted
-        self.next_stop = net.eq.now + self.step
-        self.wall = clock()
+        self.steps = WallSteps(STEP_S, clock)
+        self.next_stop = net.eq.now + self.steps.step
         self.events = net.eq.events
         self.rate = 0.0
 
     def at_stop(self, now):
-        wall = self.clock()
         eq = self.net.eq
-        spent = wall - self.wall
-        if spent > 0:
-            self.rate = (eq.events - self.events) / spent
-            # aim at STEP_S per look; grow at most 4x at a time (the load changes)
-            self.step = max(1000, int(self.step * min(4.0, STEP_S / spent)))
-        self.wall = wall
+        self.next_stop = self.steps.next_stop(now)
+        if self.steps.spent > 0:
+            self.rate = (eq.events - self.events) / self.steps.spent
         self.events = eq.events
         self._show(now)
-        self.next_stop = now + self.step
 
     def close(self, now):
         self._show(now)

@@ -17,12 +17,14 @@ before the start) do not offer, so ``--runtime`` takes ``sim`` alone.
 import argparse
 import sys
 
-from gse.cli.common import (add_output_options, add_protocol_options, add_topology_options,
-                            gse_config_from_args, topology_from_args, until_ps, write_json)
+from gse.cli.common import (add_output_options, add_protocol_options, add_stall_option,
+                            add_topology_options, gse_config_from_args, stall_ps,
+                            topology_from_args, until_ps, write_json)
 from gse.cli.faults import add_fault_options, detect_ps, faults_from_args
 from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
                              write_observed)
 from gse.cli.progress import Progress, wanted
+from gse.cli.signals import StopSignals, exit_code, note_signal
 from gse.metrics.report import format_side_by_side, format_summary, write_records
 from gse.protocols import PROTOCOLS
 from gse.workloads.collectives import ALGORITHMS, Collective
@@ -71,6 +73,7 @@ def add_commands(sub):
                         "PyTorch trace data-parallel over N ranks")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--until-us", type=float, default=None, help="stop each run at this time")
+    add_stall_option(p)
     p.add_argument("--plot", metavar="FILE.png",
                    help="bar chart of collective completion times (needs matplotlib)")
     add_topology_options(p)
@@ -181,6 +184,13 @@ def plot_collective_times(results_by_protocol, path, title=None):
 
 
 def cmd_replay(args):
+    """A stop signal ends the replay in progress (partial results written, ``"complete":
+    false``; protocols not run yet left out): exit 128 + the signal."""
+    with StopSignals() as stop:
+        return _replay(args, stop)
+
+
+def _replay(args, stop):
     check_outputs(args)
     if args.compute_scale < 0 or args.compute_scale != args.compute_scale:
         raise ValueError("--compute-scale must be >= 0, got %r" % args.compute_scale)
@@ -188,7 +198,7 @@ def cmd_replay(args):
     colls = apply_algorithms(trace.collectives, args.algorithm)
     topo = topology_from_args(args)
     hosts = rank_map(args.rank_hosts, trace.ranks())
-    until = until_ps(args)
+    until, stall = until_ps(args), stall_ps(args)
     if args.compare:
         protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
         for p in protocols:
@@ -206,13 +216,16 @@ def cmd_replay(args):
     faults = faults_from_args(args, topo)
     with Progress(wanted(args)) as progress:
         for p in protocols:
+            if stop.signal and results:      # the first one runs: a summary to write
+                break
             cfg = gse_config_from_args(cargs, p)
             watch = sim_observers(args, p, len(protocols) > 1)
-            watch.append(progress.sim("replay " + p, None))
+            watch += [progress.sim("replay " + p, None), stop.observer()]
             res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts,
                          until, args.compute_scale, sample_ps(args), watch,
                          compute_model=args.compute_model, programs=trace.programs,
-                         faults=faults, detect_ps=detect_ps(args))
+                         faults=faults, detect_ps=detect_ps(args), stall_ps=stall)
+            note_signal(res.summary, stop)
             res.summary["topology"] = describe_topology_args(args)
             res.summary["trace"] = trace.summary()
             res.summary["runtime"] = args.runtime
@@ -276,4 +289,5 @@ def cmd_replay(args):
                       % (p, "ended" if pr["ops_not_done"] == 0 else
                          "did NOT end (%d ops left)" % pr["ops_not_done"], pr["end_us"],
                          pr["first_rank_end_us"]))
-    return 0 if ok else 1
+    return exit_code("replay", [(p if len(results) > 1 else None, r.summary)
+                                for p, r in results.items()], stop, ok, args.json)

@@ -17,12 +17,14 @@ import importlib.util
 import signal
 import sys
 
-from gse.cli.common import (add_run_options, describe_run, emit, gse_config_from_args,
-                            topology_from_args, traffic_from_args, until_ps)
+from gse.cli.common import (add_run_options, add_stall_option, describe_run, emit,
+                            gse_config_from_args, stall_ps, topology_from_args,
+                            traffic_from_args, until_ps)
 from gse.cli.faults import detect_ps, faults_from_args
 from gse.cli.observe import add_observe_options, check_outputs, pcap_options
 from gse.cli.progress import Progress, wanted
 from gse.config import PS_PER_US, fault_rates_error
+from gse.metrics.stall import describe_stall
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
                                      udp_protocols, write_node_configs)
 from gse.runtimes.udp.io import LOOPS
@@ -58,7 +60,8 @@ def run_from_args(args, topo, messages, config):
                      pcap=pcap_options(args),
                      progress=None if hook is None else hook(len(messages)),
                      secure_key_file=args.secure,
-                     faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
+                     faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
+                     stall_ps=stall_ps(args))
     return result.summary, result.records
 
 
@@ -74,6 +77,8 @@ def cmd_run(args):
     if not messages:
         raise ValueError("the traffic has no messages")
     cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
+    until_ps(args)                      # bad times refused here, before anything starts
+    stall_ps(args)
     check_outputs(args)
     try:
         with Progress(wanted(args)) as progress:
@@ -100,15 +105,24 @@ def cmd_run(args):
               % (stopped_by, summary["delivered"], summary["messages"],
                  " written to %s" % args.json if args.json else ""), file=sys.stderr)
         return 128 + getattr(signal, stopped_by)
+    if summary.get("stall"):
+        print("gse run: error: %s" % describe_stall(summary["stall"]), file=sys.stderr)
+        return 1
     return 0 if summary["lost"] == 0 else 1
 
 
 def cmd_agent_configs(args):
+    if not 1 <= args.port <= 65535:
+        raise ValueError("--port must be a UDP port 1..65535 that every agent binds and "
+                         "sends to, got %d" % args.port)
     topo = topology_from_args(args)
     messages = traffic_from_args(args, topo)
     cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
     addrs = loopback_addresses(topo, args.base_ip, args.port)
     run = {"timeout_s": args.timeout_s, "loop": args.loop}
+    stall = stall_ps(args)
+    if stall is not None:
+        run["stall_s"] = stall / 1e12
     confs = node_configs(topo, messages, args.protocol, cfg, args.seed, addrs, args.loss,
                          args.corrupt, output_dir=args.out_dir, run=run, wire=args.wire,
                          secure_key_file=args.secure,
@@ -133,6 +147,7 @@ def _udp_run_options(p):
                    help="wall-clock bound of the run (default 120)")
     g.add_argument("--until-us", type=float, default=None,
                    help="stop when the run's clock reaches this time")
+    add_stall_option(g)
     g.add_argument("--loop", choices=LOOPS, default="auto",
                    help="event loop (auto: uvloop when installed)")
     g.add_argument("--addressing", choices=("ports", "ips"), default="ports",
@@ -179,6 +194,7 @@ def add_commands(sub):
     p.add_argument("--base-ip", default="127.77.0.0", help="node n binds base + n + 1")
     p.add_argument("--port", type=int, default=47000, help="UDP port of every node")
     p.add_argument("--timeout-s", type=float, default=RUN_DEFAULTS["timeout_s"])
+    add_stall_option(p)
     p.add_argument("--loop", choices=LOOPS, default="auto")
     _wire_option(p)
     _secure_option(p)

@@ -10,8 +10,11 @@ per run, Parquet and CSV) in ``gse.sweep.runner``.  Run again, a sweep skips the
 already in its table.
 """
 
+import sys
+
 from gse.cli.progress import Progress, wanted
-from gse.sweep.runner import run_sweep, table_paths
+from gse.cli.signals import Interrupted, StopSignals
+from gse.sweep.runner import read_done, run_sweep, table_paths
 from gse.sweep.spec import load_spec
 
 
@@ -67,9 +70,16 @@ def cmd_sweep(args):
             print(run.run_id, " ".join(run.argv))
         print("%d runs; table: %s" % (len(runs), ", ".join(table_paths(out))))
         return 0
-    with _Bar(args, len(runs)) as bar:
-        result = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
-                           progress=bar, resume=not args.fresh)
+    try:
+        with StopSignals(raise_at_once=True) as stop, _Bar(args, len(runs)) as bar:
+            result = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
+                               progress=bar, resume=not args.fresh)
+    except Interrupted as exc:         # run_sweep wrote the rows it had on its way out
+        kept = read_done(table_paths(out))
+        print("gse sweep: interrupted by %s: %d of %d runs in %s (run it again to go on)"
+              % (exc.signal, len(kept), len(runs), ", ".join(table_paths(out))),
+              file=sys.stderr)
+        return stop.exit_code
     if not args.quiet:
         print("%s: %d runs (%d now, %d from the table), %d failed -> %s"
               % (spec.name, len(result.rows), result.ran, result.skipped, result.failed,

@@ -2,6 +2,8 @@
 
 import json
 
+from gse.metrics.stall import describe_causes, time_text
+
 
 def _fmt(v):
     if v is None:
@@ -9,6 +11,9 @@ def _fmt(v):
     if isinstance(v, float):
         return "%.4g" % v if abs(v) < 1000 else "%.1f" % v
     return str(v)
+
+
+ENDS = {"stalled": "the no-progress watchdog", "until": "--until-us", "timeout": "--timeout-s"}
 
 
 def format_summary(s):
@@ -48,10 +53,16 @@ def format_summary(s):
         ("events / wall s / events/s", "%d / %s / %s" % (s["events"], _fmt(s["wall_s"]),
                                                           _fmt(s["events_per_s"]))),
     ]
-    if s.get("complete") is False:      # a real-network run stopped early
+    if s.get("complete") is False:      # a run stopped early: partial results
         udp = s.get("udp", {})
+        end = s.get("signal") or udp.get("signal") or s.get("end") or udp.get("end") or "?"
         rows.insert(1, ("complete", "NO: stopped by %s (partial results)"
-                        % (udp.get("signal") or udp.get("end") or "?")))
+                        % ENDS.get(end, end)))
+    if s.get("stall"):
+        st = s["stall"]
+        rows.insert(2, ("stalled: no progress", "%s up to %s; %s" % (
+            time_text(st["at_us"] - st["progress_seen_us"]), time_text(st["at_us"]),
+            describe_causes(st))))
     width = max(len(r[0]) for r in rows)
     return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)
 
@@ -90,6 +101,8 @@ def format_side_by_side(summaries, labels):
             ("peak queue B", lambda s: s["peak_queue_bytes"]["max"]),
             ("PFC pauses", lambda s: s.get("pfc_pauses")),
             ("paused us", lambda s: s.get("paused_time_us"))]
+    if any(s.get("complete") is False for s in summaries):
+        keys.insert(0, ("ended by", lambda s: s.get("signal") or s.get("end")))
     if any(s.get("failures") for s in summaries):
         keys.append(("failure drops", lambda s: sum(s["failures"]["drops"].values())
                      if s.get("failures") else None))

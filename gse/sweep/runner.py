@@ -10,8 +10,9 @@ The table has one row per run, in the grid's order: ``run_id``, ``status``, ``er
 one column per grid key (its value or its group's label), the ``gse sim`` arguments
 (``argv``), the summary columns (``gse.sweep.single.SUMMARY_COLUMNS``), and what the run
 cost (``run_s``, ``worker_rss_mib``).  It is written as Parquet and as CSV
-(``gse.metrics.columnar``) every few seconds while runs complete and at the end, so an
-interrupted sweep keeps what it finished; run again, it skips every run whose
+(``gse.metrics.columnar``) when the first run completes, every few seconds after, and at
+the end, so an interrupted sweep keeps what it finished (``gse sweep`` ends on SIGINT or
+SIGTERM by writing it: ``gse.cli.signals``); run again, it skips every run whose
 ``run_id`` is already in the table with status ``ok`` (failed runs are tried again).
 A run that fails (an exception, or its worker died) is a row with ``status=failed``
 and the error; the others go on.
@@ -133,7 +134,16 @@ class LocalDask:
                                         dashboard_address=None)
             self.client = Client(self.cluster)
 
-    def close(self):
+    def close(self, interrupted=False):
+        """Close the client and the local cluster.  ``interrupted``: runs may still be
+        going; their workers are stopped the hard way (the nanny kills a busy worker after
+        a few seconds), so their logs are hushed first: a worker that loses the
+        scheduler while it computes logs a traceback of no use to anyone."""
+        if interrupted and self.cluster is not None:
+            try:
+                self.client.run(_hush_logs, on_error="ignore")
+            except Exception:             # the workers may be gone already
+                pass
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
@@ -141,9 +151,15 @@ class LocalDask:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(interrupted=exc_type is not None)
         return False
+
+
+def _hush_logs():
+    """(Run on a worker) only critical log records from here on."""
+    import logging
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 
 def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=None,
@@ -182,6 +198,7 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
     report()
     if pending:
         own = None
+        finished = False
         if client is None:
             own = LocalDask(scheduler, workers)
             client = own.client
@@ -190,7 +207,7 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
             futures = [client.submit(run_row, r.run_id, r.argv, pure=False,
                                      key="gse-run-%s-%s" % (r.run_id, os.getpid()))
                        for r in pending]
-            last = time.monotonic()
+            last = None                   # the first row is written at once
             for fut in as_completed(futures):
                 run = by_id[fut.key.split("-")[2]]
                 try:
@@ -207,12 +224,13 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
                 rows[run.run_id] = row
                 fut.release()
                 report()
-                if time.monotonic() - last > WRITE_EVERY_S:
+                if last is None or time.monotonic() - last > WRITE_EVERY_S:
                     write_rows(ordered(), spec, paths)
                     last = time.monotonic()
+            finished = True
         finally:
             write_rows(ordered(), spec, paths)      # what finished, even if interrupted
             if own is not None:
-                own.close()
+                own.close(interrupted=not finished)
     write_rows(ordered(), spec, paths)
     return SweepResult(ordered(), len(pending), len(done), failed, paths)

@@ -14,11 +14,14 @@ import traceback
 
 from gse.cli.common import (
     add_run_options,
+    add_stall_option,
     gse_config_from_args,
+    stall_ps,
     topology_from_args,
     until_ps,
     workload_from_args,
 )
+from gse.cli.faults import detect_ps, faults_from_args
 from gse.protocols import PROTOCOLS
 from gse.runtimes.sim.run import run_simulation
 
@@ -48,6 +51,9 @@ SUMMARY_COLUMNS = (
     ("sim_time_us", "float64", ("sim_time_us",)),
     ("events", "int64", ("events",)),
     ("wall_s", "float64", ("wall_s",)),
+    # how the run ended: done, until, or stalled (the no-progress watchdog; gse sim's
+    # --stall-us), so a row of a stuck run says so
+    ("end", "string", ("end",)),
 )
 # columns that measure the machine, not the simulation (left out of identity checks)
 WALL_COLUMNS = ("wall_s", "run_s", "worker_rss_mib")
@@ -63,6 +69,7 @@ def sim_parser():
     p = _Parser(prog="gse sim", add_help=False)
     add_run_options(p, PROTOCOLS)
     p.add_argument("--until-us", type=float, default=None)
+    add_stall_option(p)
     return p
 
 
@@ -80,7 +87,9 @@ def run_summary(argv):
         raise ValueError("the traffic has no messages")
     cfg = gse_config_from_args(args)
     result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
-                            args.corrupt, until_ps(args), triggers=triggers)
+                            args.corrupt, until_ps(args), triggers=triggers,
+                            faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
+                            stall_ps=stall_ps(args))
     return result.summary
 
 

@@ -76,7 +76,9 @@ class FaultError(ValueError):
         self.where = where
         self.text = text
         self.problem = problem
-        super().__init__("%s: %s: %r" % (where, problem, text))
+        # the entry's text, when there is one (a file that cannot be read has none)
+        super().__init__("%s: %s: %r" % (where, problem, text) if text
+                         else "%s: %s" % (where, problem))
 
 
 def parse_time_ps(text):

@@ -34,7 +34,7 @@ import time
 
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.protocols import PROTOCOLS, default_config
-from gse.runtimes.sim.observe import run_observed
+from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
 from gse.runtimes.sim.faults import FaultInjector
 from gse.runtimes.sim.run import DEFAULT_DETECT_PS, build_network, pfc_summary
 from gse.runtimes.sim.sampler import Sampler
@@ -312,9 +312,10 @@ class Replayer:
 
     # -- running ------------------------------------------------------------------------
 
-    def run(self, until_ps=-1, sample_ps=0, observers=()):
-        """Replay to the end (or ``until_ps``); ``sample_ps`` and ``observers`` as in
-        ``gse.runtimes.sim.run.run_simulation``."""
+    def run(self, until_ps=-1, sample_ps=0, observers=(), stall_ps=None):
+        """Replay to the end (or ``until_ps``); ``sample_ps``, ``observers`` and
+        ``stall_ps`` (the no-progress watchdog: a compute phase with nothing in flight is
+        never a stall) as in ``gse.runtimes.sim.run.run_simulation``."""
         net = self.net
         if self.runner is not None:
             self.runner.start()
@@ -324,9 +325,12 @@ class Replayer:
                     if st.rank_wait[pos] == 0:
                         net.eq.at(st.rank_ready[pos], self._enter_event, st, pos)
         sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
-        watching = [sampler] + [make(net) for make in observers]
+        make_dog = Watchdog.factory(stall_ps, self.cfg, self.faults and self.faults.schedule,
+                                    self.detect_ps)
+        dog = make_dog(net) if make_dog else None
+        watching = [sampler, dog] + [make(net) for make in observers]
         wall0 = time.perf_counter()
-        run_observed(net, until_ps, watching)
+        end = run_observed(net, until_ps, watching)
         wall = time.perf_counter() - wall0
         for r in self.records:
             key = (r.src, r.msg_id)
@@ -349,13 +353,14 @@ class Replayer:
         summary["collectives"] = [r.as_dict() for r in results]
         summary["collectives_done"] = sum(1 for r in results if r.done)
         summary["collectives_total"] = len(results)
-        end = max((r.end_ps for r in results), default=0)
+        end_ps = max((r.end_ps for r in results), default=0)
         if self.runner is not None:
             summary["programs"] = self.runner.summary()
             summary["compute_model"] = self.compute_model
-            end = max(end, self.runner.end_ps())
+            end_ps = max(end_ps, self.runner.end_ps())
         summary["compute_scale"] = self.compute_scale
-        summary["replay_time_us"] = round(end / 1e6, 4)
+        summary["replay_time_us"] = round(end_ps / 1e6, 4)
+        mark_end(summary, end, dog)
         ts = None if sampler is None else sampler.result({"protocol": self.protocol,
                                                           "seed": self.seed})
         return ReplayResult(summary, results, self.records, net, ts)
@@ -369,7 +374,7 @@ def _first_with(colls, rank):
 def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
            corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0, sample_ps=0,
            observers=(), compute_model="streams", programs=None, faults=None,
-           detect_ps=DEFAULT_DETECT_PS):
+           detect_ps=DEFAULT_DETECT_PS, stall_ps=None):
     """Replay ``collectives`` (a list, or a ``Trace``: its per-rank programs, if it has
     them, drive the replay) and return a ``ReplayResult``; ``faults`` and ``detect_ps``
     as in ``gse.runtimes.sim.run.run_simulation``."""
@@ -378,7 +383,7 @@ def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0
         programs = getattr(collectives, "programs", None)
     return Replayer(topo, colls, protocol, config, seed, loss_rate, corrupt_rate, rank_hosts,
                     compute_scale, programs, compute_model, faults, detect_ps).run(
-                        until_ps, sample_ps, observers)
+                        until_ps, sample_ps, observers, stall_ps)
 
 
 def ring_bound_ps(topo, ring_hosts, size, mtu=4096):

@@ -41,7 +41,7 @@ from functools import partial
 
 from gse.metrics.records import summarize, wire_bytes
 from gse.protocols import PROTOCOLS, default_config
-from gse.runtimes.sim.observe import run_observed
+from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
 from gse.runtimes.sim.run import build_network, pfc_summary
 from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import bus_factor, chunks
@@ -399,16 +399,20 @@ class StreamRun:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, until_ps=-1, observers=()):
+    def run(self, until_ps=-1, observers=(), stall_ps=None):
+        """Run the phases (to ``until_ps`` at most); ``observers`` and ``stall_ps`` (the
+        no-progress watchdog) as in ``gse.runtimes.sim.run.run_simulation``."""
         for h in self.ranks:
             if self.group[0][h] >= 0:
                 self.eq.at(0, self._enter_event, h, 0)
-        watching = [make(self.net) for make in observers]
+        make_dog = Watchdog.factory(stall_ps, self.cfg)
+        dog = make_dog(self.net) if make_dog else None
+        watching = [dog] + [make(self.net) for make in observers]
         wall0 = time.perf_counter()
-        run_observed(self.net, until_ps, watching)
+        end = run_observed(self.net, until_ps, watching)
         wall = time.perf_counter() - wall0
-        return StreamResult(self._summary(wall), self._phase_results(), self.log, self.net,
-                            self)
+        summary = mark_end(self._summary(wall), end, dog)
+        return StreamResult(summary, self._phase_results(), self.log, self.net, self)
 
     def _phase_results(self):
         out = []

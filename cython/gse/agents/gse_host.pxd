@@ -43,6 +43,7 @@ cdef class GseHost(HostAgent):
     cdef public long long unknown_grants
     cdef public long long expiry_at
     cdef public dict paths
+    cdef public long long acked_done
 
     cpdef start_message(self, msg_id, dst, size, now)
 

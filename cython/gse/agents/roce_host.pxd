@@ -105,6 +105,7 @@ cdef class RoceHost(HostAgent):
     cdef public dict rate_log
     cdef public bint round_up
     cdef public bint cnp_grid
+    cdef public long long acked_done
     cdef public long long finished_hold
     cdef public long long max_finished
     cdef public dict incoming_of

@@ -32,13 +32,14 @@ import tempfile
 import time
 
 from gse.config import PS_PER_US
+from gse.metrics.stall import default_span_ps, last_change_ps
 from gse.protocols import default_config
 from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
 from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
 from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
-from gse.runtimes.udp.agent_process import ALL_DONE
+from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
 from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
 from gse.runtimes.udp.faults import read_origin
 from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
@@ -168,7 +169,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
                 progress=None, label=None, wire="gse", pcap=None, placement="node",
-                precise_timers=False, faults=None, detect_ps=-1):
+                precise_timers=False, faults=None, detect_ps=-1, stall_s=None):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -191,6 +192,13 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     ``placement`` (``placement_groups``) says which nodes share an agent process;
     ``precise_timers`` has the agents wake for their timers to the microsecond
     (``gse.runtimes.udp.io.Scheduler``) instead of sleeping at least a millisecond.
+    ``stall_s``: the host agents' no-progress watchdog (``run.stall_s``; 0: off; None:
+    4 x ``rto_max_ps`` plus the fault schedule's last change plus the start budget: a
+    switch agent that comes up late, as on a loaded machine, leaves the hosts that
+    started on time nothing to talk to, which is not a stuck run).  Once a host agent has
+    exited stalled the run cannot complete: the others get one more span to finish, then
+    the run ends ("stalled"), and the summary's ``stall`` says what the hosts' unfinished
+    messages waited for.
     """
     check_protocol(protocol)
     reason = mininet_unavailable()
@@ -215,6 +223,10 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     run = _Run(fabric, protocol, progress, label)
     run.placement = placement
     run.precise = bool(precise_timers)
+    if stall_s is None:
+        stall_s = round((default_span_ps(cfg, True) + last_change_ps(faults, detect_ps)) / 1e12
+                        + budget, 3)
+    run.stall_grace_s = stall_s or None
     t_all = time.perf_counter()
     try:
         with guard(bound):
@@ -225,6 +237,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                             "rcvbuf_bytes": SOCKET_BUFFER_BYTES, "linger_s": linger_s}
                 if slack_ps is not None:
                     run_opts["slack_ps"] = int(slack_ps)
+                run_opts["stall_s"] = stall_s
                 t_launch = time.time()
                 start_at = t_launch + budget
                 run_opts["start_at_unix"] = start_at
@@ -301,6 +314,8 @@ class _Run:
         self.trigger = None        # packets: a schedule the traffic starts (its origin file)
         self.trigger_file = None
         self.origin_s = 0.0        # the link events' origin, after time 0 (None: not yet)
+        self.stall_grace_s = None  # after a host agent stalled, the others' last span
+        self.stalled_at = None
 
     def phase(self, name):
         self.stage = name
@@ -396,9 +411,16 @@ class _Run:
             if not self.all_done and self.done_dir is not None:
                 self._look_at_hosts()
             done = [g for g in hosts if g in self.exit_at]
+            stalled = any(self.procs[g].returncode == EXIT_STALLED for g in done)
+            if stalled and self.stalled_at is None:
+                self.stalled_at = now
             if len(done) == len(hosts):
                 codes = [self.procs[g].returncode for g in hosts]
-                self.end = "done" if all(c == 0 for c in codes) else "incomplete"
+                self.end = ("done" if all(c == 0 for c in codes) else
+                            "stalled" if stalled else "incomplete")
+                break
+            if stalled and now - self.stalled_at >= (self.stall_grace_s or 0.0):
+                self.end = "stalled"        # the run cannot complete: no more waiting
                 break
             if now >= deadline:
                 self.end = "timeout"
@@ -497,6 +519,8 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
     for p in run.procs.values():
         key = str(p.returncode)
         codes[key] = codes.get(key, 0) + 1
+    summary["end"] = run.end
+    summary["complete"] = run.end == "done"
     summary["mininet"] = {
         "nodes": len(topo.nodes), "links": len(topo.links), "ip_base": ip_base, "port": port,
         "setup_s": _r(fabric.setup_s), "start_budget_s": budget,
@@ -579,7 +603,9 @@ def run_from_args(args, topo, messages, config):
     progress = getattr(args, "mininet_progress", None)     # gse run's progress bar
     if progress is None and sys.stderr.isatty() and not args.quiet:
         progress = ProgressLine()
+    from gse.cli.common import stall_ps
     from gse.cli.faults import detect_ps, faults_from_args
+    stall = stall_ps(args)
     result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
                          args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
                          slack_ps=None if slack is None else int(slack * PS_PER_US),
@@ -587,5 +613,6 @@ def run_from_args(args, topo, messages, config):
                          pcap=pcap_options(args),
                          placement=getattr(args, "placement", "node"),
                          precise_timers=getattr(args, "precise_timers", False),
-                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
+                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
+                         stall_s=None if stall is None else stall / 1e12)
     return result.summary, result.records

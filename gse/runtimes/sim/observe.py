@@ -11,15 +11,20 @@ An observer has:
 
 * ``next_stop``: the virtual time (ps) it wants to look next, -1 for never;
 * ``at_stop(now)``: called with the queue stopped at ``now`` (every event at or before
-  ``now`` has run); it updates ``next_stop``;
+  ``now`` has run); it updates ``next_stop``, and returns a reason (a string) to end the
+  run there, or None;
 * ``close(now)``: called once when the run ends (``now`` = the time of the last event, or
-  ``until_ps``).
+  ``until_ps``, or the stop an observer ended the run at).
 
-``gse.metrics.timeseries.Sampler`` (``--sample-us``) and ``gse.metrics.progress`` (the
-progress bar) are observers.
+``gse.metrics.timeseries.Sampler`` (``--sample-us``), ``gse.cli.progress`` (the progress
+bar) and ``Watchdog`` (the no-progress watchdog, ``gse.metrics.stall``) are observers; an
+observer that ends the run (the watchdog, a signal: ``gse.cli.signals``) changes only
+where the run stops, never what happened before.
 """
 
 import gc
+
+from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 
 
 class quiet_gc:
@@ -50,8 +55,8 @@ def run_observed(net, until_ps=-1, observers=()):
     """``net.run(until_ps)`` with ``observers`` called at the times they ask for (and
     the garbage collector quiet, ``quiet_gc``).
 
-    Returns what ``net.run`` returns: True if the event queue drained, False if the run
-    stopped at ``until_ps``."""
+    Returns why the run ended: "done" (the event queue drained), "until" (it reached
+    ``until_ps``) or the reason an observer gave ("stalled", "signal")."""
     with quiet_gc():
         return _run_observed(net, until_ps, observers)
 
@@ -59,29 +64,80 @@ def run_observed(net, until_ps=-1, observers=()):
 def _run_observed(net, until_ps, observers):
     observers = [o for o in observers if o is not None]
     if not observers:
-        return net.run(until_ps)
+        return "done" if net.run(until_ps) else "until"
     eq = net.eq
-    drained = False
+    end = None
     try:
-        while True:
+        while end is None:
             stop = -1
             for o in observers:
                 t = o.next_stop
                 if t >= 0 and (stop < 0 or t < stop):
                     stop = t
             if stop < 0 or (0 <= until_ps <= stop):
-                drained = net.run(until_ps)
+                end = "done" if net.run(until_ps) else "until"
                 break
             if stop < eq.now:
                 stop = eq.now
             if net.run(stop):
-                drained = True
+                end = "done"
                 break
             for o in observers:
                 if 0 <= o.next_stop <= stop:
-                    o.at_stop(stop)
+                    reason = o.at_stop(stop)
+                    if reason and end is None:
+                        end = reason
     finally:
         now = eq.now
         for o in observers:
             o.close(now)
-    return drained
+    return end
+
+
+class Watchdog:
+    """The no-progress watchdog on the virtual clock (``gse.metrics.stall``): looks at the
+    hosts every quarter span and ends the run ("stalled") when nothing completed, was
+    acknowledged or received for ``span_ps`` while messages were unfinished; ``report``
+    then says what they wait for.  Its looks read the agents and schedule nothing."""
+
+    def __init__(self, net, span_ps, not_before_ps=0):
+        self.net = net
+        self.agents = [h.agent for h in net.hosts]
+        self.watch = StallWatch(span_ps, not_before_ps)
+        self.next_stop = net.eq.now + self.watch.check_ps
+        self.report = None
+
+    @classmethod
+    def factory(cls, stall_ps, config, faults=None, detect_ps=-1):
+        """``make(net)`` for a run's observers: None when ``stall_ps`` turns it off
+        (``gse.metrics.stall.span_of``)."""
+        span = span_of(stall_ps, config)
+        if not span:
+            return None
+        not_before = last_change_ps(faults, detect_ps)
+        return lambda net: cls(net, span, not_before)
+
+    def at_stop(self, now):
+        self.report = look_at_hosts(self.watch, now, self.agents)
+        if self.report is not None:
+            self.next_stop = -1
+            return "stalled"
+        self.next_stop = now + self.watch.check_ps
+        return None
+
+    def close(self, now):
+        self.next_stop = -1
+
+
+def mark_end(summary, end, watchdog=None, complete=None):
+    """Say in a run's summary how it ended: ``end`` ("done", "until", "stalled",
+    "signal"), ``complete`` (ran to its end: drained, or stopped at ``--until-us`` with
+    every message done, unless ``complete`` says otherwise) and, when the watchdog
+    ended it, its ``stall`` report."""
+    summary["end"] = end
+    if complete is None:
+        complete = end == "done" or (end == "until" and summary.get("lost") == 0)
+    summary["complete"] = bool(complete)
+    if watchdog is not None and watchdog.report is not None:
+        summary["stall"] = watchdog.report
+    return summary

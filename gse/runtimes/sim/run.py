@@ -13,7 +13,7 @@ from gse.runtimes.sim import htsim_model
 from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
 from gse.runtimes.sim.faults import FaultInjector
 from gse.runtimes.sim.network import Network
-from gse.runtimes.sim.observe import run_observed
+from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
 from gse.runtimes.sim.routes import pin_routes
 from gse.runtimes.sim.sampler import Sampler
 from gse.runtimes.sim.triggers import TriggerRun
@@ -60,7 +60,8 @@ DEFAULT_DETECT_PS = 1_000_000_000      # 1 ms: switches learn of a failure this 
 
 def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                    corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None,
-                   routes=None, trace_rates=False, faults=None, detect_ps=DEFAULT_DETECT_PS):
+                   routes=None, trace_rates=False, faults=None, detect_ps=DEFAULT_DETECT_PS,
+                   stall_ps=None):
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
 
     ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
@@ -75,7 +76,12 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     (``result.network.hosts[i].agent.rate_log``, gse.metrics.rates).
     ``faults`` (a ``gse.workloads.faults.FaultSchedule``) fails links and switches as it
     says, the switches learning of each change ``detect_ps`` later (-1: never) unless an
-    entry says otherwise; the summary's ``failures`` gives the counters of each entry."""
+    entry says otherwise; the summary's ``failures`` gives the counters of each entry.
+    ``stall_ps``: the no-progress watchdog's span (``gse.metrics.stall``; None: its
+    default, 4 x ``rto_max_ps``; 0: off): a run that completes, acknowledges and receives
+    nothing for that long while messages are unfinished ends there.  The summary's
+    ``end`` says how the run ended ("done", "until", "stalled", or an observer's reason),
+    ``complete`` whether it ran to its end, and ``stall`` what a stalled run waited for."""
     cfg = config if config is not None else default_config(protocol)
     held = list(triggers.held) if triggers is not None else []
     for m in list(messages) + held:
@@ -100,9 +106,11 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
             MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))))
     net.schedule(messages)
     sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
-    watching = [sampler] + [make(net) for make in observers]
+    make_dog = Watchdog.factory(stall_ps, cfg, faults, detect_ps)
+    dog = make_dog(net) if make_dog else None
+    watching = [sampler, dog] + [make(net) for make in observers]
     wall0 = time.perf_counter()
-    run_observed(net, until_ps, watching)
+    end = run_observed(net, until_ps, watching)
     wall = time.perf_counter() - wall0
     for r in records:
         key = (r.src, r.msg_id)
@@ -127,6 +135,7 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
         summary["drops"] += sum(summary["failures"]["drops"].values())
     if protocol == "gse-fabric":
         fabric_summary(net, summary)
+    mark_end(summary, end, dog)
     result = RunResult(summary, records, net)
     if sampler is not None:
         result.timeseries = sampler.result({"protocol": protocol, "seed": seed})
@@ -135,7 +144,7 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
 
 def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1,
             sample_ps=0, observers=None, triggers=None, faults=None,
-            detect_ps=DEFAULT_DETECT_PS):
+            detect_ps=DEFAULT_DETECT_PS, stall_ps=None):
     """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}.
 
     ``observers``: ``{protocol: [make(net), ...]}`` (see ``run_simulation``)."""
@@ -143,5 +152,5 @@ def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, un
     return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
                                      corrupt_rate, until_ps, sample_ps,
                                      observers.get(protocol, ()), triggers,
-                                     faults=faults, detect_ps=detect_ps)
+                                     faults=faults, detect_ps=detect_ps, stall_ps=stall_ps)
             for protocol, cfg in configs.items()}

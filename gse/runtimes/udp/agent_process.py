@@ -13,11 +13,20 @@ messages from time 0 on, and runs until
   still gets its final ACK however long the loss takes to repair;
 * ``idle_exit_s`` (if set) passed without a datagram after the first -- exit "idle";
 * SIGTERM or SIGINT -- exit "signal";
-* ``timeout_s`` of wall time -- exit "timeout".
+* ``timeout_s`` of wall time -- exit "timeout";
+* its hosts' messages made no progress (nothing completed, acknowledged or received) for
+  ``stall_s`` while some were unfinished (the no-progress watchdog, ``gse.metrics.stall``:
+  by default 4 x the protocol's ``rto_max_ps``) -- exit "stalled".  The watchdog sees
+  this process's hosts only: a sender that its receiver leaves without grants longer than
+  that (an SRPT or FIFO receiver busy with others) looks stuck to it; raise ``stall_s``
+  for such runs.
 
 In every case it writes its counters (and a host its per-message records) as JSON before
 it exits, closes its socket, and returns 0 if its own work is complete (a switch's always
-is), 1 if not.  Configuration errors exit with 2 and one line naming the field.
+is), ``EXIT_STALLED`` (3) if the watchdog ended it, 1 if not complete otherwise.  A host's
+counters say what its unfinished messages wait for (``waiting``), and ``late_start_s``
+how late the agent came up after the shared ``start_at_unix`` (its own start is then its
+time 0).  Configuration errors exit with 2 and one line naming the field.
 """
 
 import argparse
@@ -28,6 +37,7 @@ import sys
 import time
 
 from gse.config import ConfigError
+from gse.metrics.stall import StallWatch, default_span_ps, describe_stall, look_at_hosts
 from gse.runtimes.udp import capture
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node_config,
@@ -42,6 +52,7 @@ RECORDS_FORMAT = "gse-agent-records/1"
 POLL_S = 0.05
 ALL_DONE = "ALL"          # in run.done_dir: the runner saw every host complete
 TRIGGER_EVERY_PS = 10 * 10 ** 9   # a trigger port's count is looked at every 10 ms
+EXIT_STALLED = 3
 
 
 class Agent:
@@ -66,6 +77,9 @@ class Agent:
         self.fault_origin_ps = None    # when this process's failures were installed
         self.t0_unix = None            # the wall-clock instant of this process's time 0
         self.trigger = None            # PacketTrigger: this process holds the trigger link
+        self.late_start_s = 0.0   # how late it came up after run.start_at_unix
+        self.watch = None         # the no-progress watchdog (gse.metrics.stall)
+        self.stall = None         # its report, when it ended the run
 
     @property
     def node(self):
@@ -119,6 +133,7 @@ class Agent:
                 self._install_faults(0)         # times on the clock just started
             else:
                 self._watch_trigger()
+            self.watch = self._watchdog()
             for conf, node in zip(self.confs, self.nodes):
                 if conf["role"] == "host":
                     for m in conf["messages"]:
@@ -136,6 +151,8 @@ class Agent:
                 await ep.close()
             for cap, conf in self.captures:
                 capture.close_all([cap], conf["pcap"]["dir"], "captures-%s.json" % conf["name"])
+        if self.exit == "stalled":
+            return EXIT_STALLED
         return 0 if self.complete() else 1
 
     def _install_faults(self, origin_ps):
@@ -174,7 +191,30 @@ class Agent:
     def _start_delay_ns(self):
         at = self.run["start_at_unix"]
         delay = (at - time.time()) if at is not None else self.run["start_delay_s"]
+        if delay < 0:             # up after the shared time 0: its own start is time 0
+            self.late_start_s = round(-delay, 3)
+            print("gse agent: %s: warning: started %.3f s after run.start_at_unix; its "
+                  "time 0 is its own start" % (self._names(), -delay), file=sys.stderr)
         return max(0, int(delay * 1e9))
+
+    def _names(self):
+        return ", ".join(c["name"] for c in self.confs)
+
+    def _host_agents(self):
+        return [node.agent for conf, node in zip(self.confs, self.nodes)
+                if conf["role"] == "host"]
+
+    def _watchdog(self):
+        """The watchdog over this process's hosts, or None (no hosts, or stall_s 0)."""
+        agents = self._host_agents()
+        if not agents:
+            return None
+        stall_s = self.run["stall_s"]
+        if stall_s is None:
+            span = max(default_span_ps(protocol_config(c), True) for c in self.hosts)
+        else:
+            span = int(round(stall_s * 1e12))
+        return StallWatch(span) if span > 0 else None
 
     def _on_signal(self):
         if not self.stop.done():
@@ -199,12 +239,22 @@ class Agent:
         done_at = None
         watch = (run["fault_origin_file"] is not None
                  and any(has_faults(c) for c in self.confs))
+        look_at = 0.0
+        agents = self._host_agents()
         while True:
             now = time.monotonic()
             if now >= deadline:
                 return "timeout"
             if watch:
                 self._fault_origin()
+            if self.watch is not None and now >= look_at:
+                look_at = now + self.watch.check_ps / 1e12
+                self.stall = look_at_hosts(self.watch, self.sched.now(), agents)
+                if self.stall is not None:
+                    print("gse agent: %s: error: %s" % (self._names(),
+                                                       describe_stall(self.stall)),
+                          file=sys.stderr)
+                    return "stalled"
             quiet = now - self.last_rx if self.last_rx is not None else None
             if self.hosts and self.complete():
                 if done_at is None:
@@ -252,8 +302,13 @@ class Agent:
                          if ep is not None and not ep.closed else {})
                 complete = (node is not None and (conf["role"] != "host"
                                                   or self._host_complete(conf, node)))
+                if node is not None and conf["role"] == "host":
+                    c["waiting"] = node.agent.waiting()     # its unfinished messages
+                    if self.stall is not None:
+                        c["stall"] = self.stall
                 c.update({"format": COUNTERS_FORMAT, "exit": self.exit or "error",
                           "complete": complete, "elapsed_ps": now,
+                          "late_start_s": self.late_start_s,
                           "wall_s": round(time.perf_counter() - self.wall0, 3),
                           "loop": loop, "kernel_drops": sum(drops.values()),
                           "process_nodes": len(self.confs),
@@ -284,11 +339,33 @@ class _Msg:
         self.start_ps = m["start_ps"]
 
 
+def check_together(confs, wheres=None):
+    """Nodes of one process must be distinct: two configurations of one node (the same
+    ``node`` id or ``name``), or two nodes writing the same output file, would overwrite
+    each other's results.  ``ConfigError`` names both files."""
+    wheres = wheres or ["config %d" % i for i in range(len(confs))]
+    seen = {}
+    for i, (conf, where) in enumerate(zip(confs, wheres)):
+        keys = [("node", conf["node"]), ("name", conf["name"])]
+        keys += [("output file", path) for path in (conf.get("output") or {}).values()
+                 if path]
+        for what, value in keys:
+            if what == "output file":
+                value = os.path.abspath(value)
+            other = seen.get((what, value))
+            if other is not None and other[0] != i:
+                raise ConfigError("%s and %s: both configure %s %r in one process (their "
+                                  "results would overwrite each other)"
+                                  % (other[1], where, what, value))
+            seen.setdefault((what, value), (i, where))
+
+
 def run_agent(confs, loop=None):
     """Run one node (a configuration dict) or several in this process (a list of them;
     checked here); returns the exit code."""
     confs = [confs] if isinstance(confs, dict) else list(confs)
     confs = [check_node_config(c) for c in confs]
+    check_together(confs)
     for c in confs:
         check_outputs(c)
     agent = Agent(confs)
@@ -312,6 +389,7 @@ def cmd_agent(args):
         for path in paths:
             confs.append(load_node_config(path))
             check_outputs(confs[-1], path)
+        check_together(confs, paths)
     except ConfigError as exc:
         print("gse agent: error: %s" % exc, file=sys.stderr)
         return 2

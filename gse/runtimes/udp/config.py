@@ -14,6 +14,7 @@ import os
 from gse import protocols
 from gse.config import PS_PER_US, ConfigError, fault_rates_error
 from gse.protocols import PROTOCOLS, default_config, pfc_config, queue_config
+from gse.metrics.stall import default_span_ps, last_change_ps
 from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS,  # noqa: F401
                                            check_node_config, check_outputs,
                                            load_node_config, protocol_config)
@@ -160,6 +161,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     ``trigger_packets`` on both ports of each of its links: the schedule starts once a
     node has sent that many packets over its such ports
     (``gse.runtimes.udp.faults.PacketTrigger``).
+    With ``faults`` and no ``stall_s`` in ``run``, the hosts' no-progress watchdog
+    waits the schedule's last change out on top of its default span.
     """
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
@@ -178,6 +181,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
             raise ConfigError("unknown run option %r (known: %s)"
                               % (key, ", ".join(sorted(RUN_DEFAULTS))))
         run_opts[key] = value
+    if faults and run_opts["stall_s"] is None:
+        run_opts["stall_s"] = (default_span_ps(cfg, True) + last_change_ps(faults, detect_ps)) / 1e12
     n_hosts = len(topo.hosts)
     sends = [[] for _ in range(n_hosts)]
     expects = [[] for _ in range(n_hosts)]

@@ -34,6 +34,9 @@ RUN_DEFAULTS = {
     "timeout_s": 60.0,         # wall-clock bound: the agent exits (and writes) by then
     "linger_s": 1.0,           # host: stay this long after its work is done and quiet
     "idle_exit_s": None,       # any node: exit after this long without a datagram
+    # hosts: exit ("stalled") after this long without progress while messages are
+    # unfinished (gse.metrics.stall); None: 4 x the protocol's rto_max_ps; 0: never
+    "stall_s": None,
     "start_delay_s": 0.5,      # time 0 is this long after start-up ...
     "start_at_unix": None,     # ... or at this wall-clock instant (shared by all agents)
     "loop": "auto",            # auto | asyncio | uvloop
@@ -110,11 +113,14 @@ def _real(conf, key, where, lo, hi=math.inf, lo_open=False, optional=False):
     return value
 
 
-def _addr(value, where):
+def _addr(value, where, lowest_port=0):
+    """[ip, port]: a port to send to (``lowest_port`` 1) or to bind (0: the kernel's
+    choice)."""
     if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
             or not isinstance(value[1], int) or isinstance(value[1], bool)
-            or not 0 <= value[1] <= 65535):
-        raise ConfigError("%s: address must be [ip, port], got %r" % (where, value))
+            or not lowest_port <= value[1] <= 65535):
+        raise ConfigError("%s: address must be [ip, port] with port %d..65535, got %r"
+                          % (where, lowest_port, value))
 
 
 def check_node_config(conf, where="config"):
@@ -212,7 +218,7 @@ def _check_ports(conf, role, where):
                               % (pw, p["port"]))
         _int(p, "peer", pw, 0)
         _int(p, "peer_port", pw, 0)
-        _addr(_need(p, "peer_addr", list, pw), pw + " field 'peer_addr'")
+        _addr(_need(p, "peer_addr", list, pw), pw + " field 'peer_addr'", 1)
         _real(p, "gbps", pw, MIN_GBPS)
         _int(p, "delay_ps", pw, 0, 2 ** 63 - 1)
         loss = _real(p, "loss", pw, 0.0, 1.0, optional=True) or 0.0
@@ -247,6 +253,8 @@ def _check_run(conf, where):
     _real(run, "start_delay_s", rw, 0.0)
     if run["idle_exit_s"] is not None:
         _real(run, "idle_exit_s", rw, 0.0, lo_open=True)
+    if run["stall_s"] is not None:
+        _real(run, "stall_s", rw, 0.0)
     if run["start_at_unix"] is not None:
         _real(run, "start_at_unix", rw, 0.0)
     if run["loop"] not in LOOPS:

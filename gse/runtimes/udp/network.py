@@ -25,6 +25,7 @@ import threading
 import time
 
 from gse.metrics.records import RunResult
+from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 from gse.protocols import default_config
 from gse.runtimes.udp import capture
 from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
@@ -61,7 +62,8 @@ class UdpNetwork:
     def __init__(self, topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
                  corrupt_rate=0.0, addressing="ports", slack_ps=DEFAULT_SLACK_PS,
                  precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None,
-                 progress=None, secure_key_file=None, faults=None, detect_ps=-1):
+                 progress=None, secure_key_file=None, faults=None, detect_ps=-1,
+                 stall_ps=None):
         check_protocol(protocol)
         self.secure_key_file = secure_key_file
         self.topo = topo
@@ -103,6 +105,10 @@ class UdpNetwork:
         self.signal = None         # the signal that stopped the run, by name
         self.confs = []
         self.trigger = None        # PacketTrigger of a schedule triggered by the traffic
+        # the no-progress watchdog (gse.metrics.stall) on the run's clock: None its
+        # default span (4 x rto_max_ps: 4 s with the real-time timers), 0 off
+        self.stall_ps = stall_ps
+        self.stall = None          # its report, when it ended the run
 
     async def __aenter__(self):
         await self.open()
@@ -186,10 +192,11 @@ class UdpNetwork:
 
     async def run(self, until_ps=-1, timeout_s=60.0, stop_signals=()):
         """Start the messages and wait until every one is delivered and acknowledged, the
-        clock passes ``until_ps``, ``timeout_s`` of wall time pass, or one of
-        ``stop_signals`` arrives (e.g. SIGINT, SIGTERM: the run stops as at a timeout, and
-        ``result()`` is what was delivered so far).  Returns why it stopped: "done",
-        "until", "timeout" or "signal"."""
+        clock passes ``until_ps``, ``timeout_s`` of wall time pass, nothing completes, is
+        acknowledged or received for the watchdog's span while messages are unfinished,
+        or one of ``stop_signals`` arrives (e.g. SIGINT, SIGTERM: the run stops as at a
+        timeout, and ``result()`` is what was delivered so far).  Returns why it stopped:
+        "done", "until", "timeout", "stalled" or "signal"."""
         if not self.nodes:
             raise RuntimeError("UdpNetwork.run before open()")
         loop = asyncio.get_running_loop()
@@ -218,8 +225,8 @@ class UdpNetwork:
         if not self.messages:
             self.done.set_result("done")
         try:
-            finished, _ = await asyncio.wait({self.done}, timeout=timeout_s)
-            self.end = self.done.result() if finished else "timeout"
+            await self._wait(loop, timeout_s)
+            self.end = self.done.result() if self.done.done() else "timeout"
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
@@ -230,6 +237,24 @@ class UdpNetwork:
         if self.end == "done":
             await self._settle(wall0 + timeout_s)
         return self.end
+
+    async def _wait(self, loop, timeout_s):
+        """Until the run ends or ``timeout_s`` pass, the watchdog looking at the hosts
+        every quarter of its span (``gse.metrics.stall``)."""
+        deadline = loop.time() + timeout_s
+        span = span_of(self.stall_ps, self.config, realtime=True)
+        watch = StallWatch(span, last_change_ps(self.faults, self.detect_ps)) if span else None
+        agents = [h.agent for h in self.hosts]
+        while not self.done.done():
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            await asyncio.wait({self.done}, timeout=(min(left, watch.check_ps / 1e12)
+                                                     if watch else left))
+            if watch is not None and not self.done.done():
+                self.stall = look_at_hosts(watch, self.sched.now(), agents)
+                if self.stall is not None:
+                    self.done.set_result("stalled")
 
     async def _settle(self, deadline):
         """Fabric mode: once every message is done, let the leaves drain what is left in
@@ -310,8 +335,12 @@ class UdpNetwork:
         summary = build_summary(self.topo, records, ports, counters,
                                 [h.agent.counters() for h in self.hosts], cfg,
                                 self.elapsed_ps, self.wall_s, extra, udp)
-        # a run stopped early (timeout, signal, --until-us) is a partial result: say so
+        # a run stopped early (timeout, signal, --until-us, the watchdog) is a partial
+        # result: say so
         summary["complete"] = self.end == "done"
+        summary["end"] = self.end
+        if self.stall is not None:
+            summary["stall"] = self.stall
         if self.faults:
             failure_summary(summary, self.topo, self.faults, counters, self.detect_ps,
                             self.trigger.stats() if self.trigger is not None else None)
@@ -322,10 +351,11 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
                         corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, addressing="ports",
                         slack_ps=DEFAULT_SLACK_PS, precise_timers=True,
                         rcvbuf_bytes=DEFAULT_RCVBUF, wire="gse", pcap=None, progress=None,
-                        stop_signals=(), secure_key_file=None, faults=None, detect_ps=-1):
+                        stop_signals=(), secure_key_file=None, faults=None, detect_ps=-1,
+                        stall_ps=None):
     net = UdpNetwork(topo, messages, protocol, config, seed, loss_rate, corrupt_rate,
                      addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap,
-                     progress, secure_key_file, faults, detect_ps)
+                     progress, secure_key_file, faults, detect_ps, stall_ps)
     async with net:
         await net.run(until_ps, timeout_s, stop_signals)
     return net.result()
@@ -335,7 +365,7 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
             corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
             slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
             wire="gse", pcap=None, progress=None, secure_key_file=None, faults=None,
-            detect_ps=-1):
+            detect_ps=-1, stall_ps=None):
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
     ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
     PDS/SES headers, ``gse.wire.uet``).
@@ -349,7 +379,9 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
     holds what was delivered so far, with ``summary["complete"]`` False and
     ``summary["udp"]["end"]`` "signal" (``["signal"]`` names it).
     ``faults`` fails links as the schedule says (times on the run's clock), the switches
-    learning of each change ``detect_ps`` later.
+    learning of each change ``detect_ps`` later.  ``stall_ps``: the no-progress
+    watchdog's span on the run's clock (``gse.metrics.stall``; None: 4 x ``rto_max_ps``,
+    0: off); a run it ends has ``summary["end"]`` "stalled" and ``summary["stall"]``.
     """
     for m in messages:
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
@@ -360,5 +392,5 @@ def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
     return run_async(lambda: run_udp_async(
         topo, messages, protocol, config, seed, loss_rate, corrupt_rate, until_ps, timeout_s,
         addressing, slack_ps, precise_timers, rcvbuf_bytes, wire, pcap, progress, signals,
-        secure_key_file, faults, detect_ps),
+        secure_key_file, faults, detect_ps, stall_ps),
         loop)

@@ -191,7 +191,34 @@ def summarize_agent_outputs(topo, messages, config, counter_files, record_files,
     base.update(extra or {})
     summary = build_summary(topo, records, ports, node_counters, hosts, config, elapsed,
                             wall_s, base, udp)
+    late = [c["late_start_s"] for c in node_counters if c.get("late_start_s")]
+    udp["late_starts"] = len(late)           # agents up after the shared time 0
+    udp["late_start_max_s"] = max(late, default=0.0)
+    stall = agents_stall(node_counters)
+    if stall is not None:
+        summary["stall"] = stall
     return summary, records
+
+
+def agents_stall(node_counters):
+    """The ``stall`` section of a run of agents of which some exited stalled (their
+    watchdog, ``gse.metrics.stall``): the stalled agents' span and looks, and what every
+    host's unfinished messages waited for when it exited; None if none stalled."""
+    reports = [c["stall"] for c in node_counters if c.get("stall")]
+    if not reports:
+        return None
+    waiting = {}
+    hosts = 0
+    for c in node_counters:
+        w = c.get("waiting") or {}
+        hosts += 1 if w else 0
+        for cause, n in w.items():
+            waiting[cause] = waiting.get(cause, 0) + n
+    return {"span_us": max(r["span_us"] for r in reports),
+            "progress_seen_us": min(r["progress_seen_us"] for r in reports),
+            "at_us": max(r["at_us"] for r in reports),
+            "unfinished": sum(waiting.values()), "hosts": hosts,
+            "waiting": waiting, "agents_stalled": len(reports)}
 
 
 def _read(path):
