@@ -63,9 +63,6 @@ def run_from_args(args, topo, messages, config):
 
 
 def cmd_run(args):
-    if args.secure and args.runtime != "udp":
-        raise ValueError("--secure runs on --runtime udp (and gse agent-configs for agents "
-                         "started by hand), not on %s yet" % args.runtime)
     problem = fault_rates_error(args.loss, args.corrupt)
     if problem:
         raise ValueError(problem)

@@ -115,7 +115,8 @@ def group_name(topo, group):
 
 
 def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                  output_dir, run, port=AGENT_PORT, wire="gse", faults=None, detect_ps=-1):
+                  output_dir, run, port=AGENT_PORT, wire="gse", faults=None, detect_ps=-1,
+                  secure_key_file=None):
     """Every node's ``gse agent`` configuration on ``fabric``: the node binds 0.0.0.0:port
     and reaches the neighbour on port p at the neighbour's own address on that link.
     With ``faults`` the switches get their route updates and every port of a failing
@@ -127,7 +128,7 @@ def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_r
     confs = node_configs(topo, messages, protocol, config, seed,
                          [("0.0.0.0", port)] * len(topo.nodes), loss_rate, corrupt_rate,
                          output_dir=output_dir, run=run, wire=wire, faults=faults,
-                         detect_ps=detect_ps)
+                         detect_ps=detect_ps, secure_key_file=secure_key_file)
     for conf in confs:
         addrs = fabric.port_addresses(conf["node"])
         conf["bind"] = ["0.0.0.0", port]
@@ -165,7 +166,8 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
                 progress=None, label=None, wire="gse", pcap=None, placement="node",
-                precise_timers=False, faults=None, detect_ps=-1):
+                precise_timers=False, faults=None, detect_ps=-1, secure_key_file=None,
+                during=None):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -185,6 +187,11 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     ``placement`` (``placement_groups``) says which nodes share an agent process;
     ``precise_timers`` has the agents wake for their timers to the microsecond
     (``gse.runtimes.udp.io.Scheduler``) instead of sleeping at least a millisecond.
+    ``secure_key_file``: authenticated packets (``--secure``, docs/hardening.md), the
+    key file read by every agent in its namespace (one file system).  ``during(fabric,
+    confs, start_at)`` starts programs of the caller's in the nodes' namespaces just
+    before the agents (``experiments/secure_attacks_mininet.py``'s forger) and returns
+    their ``Popen``s, which are stopped with the switches.
     """
     check_protocol(protocol)
     reason = mininet_unavailable()
@@ -225,7 +232,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 run_opts["timeout_s"] = round(budget + timeout_s, 3)
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
                                       corrupt_rate, agents, run_opts, port, wire, faults,
-                                      detect_ps)
+                                      detect_ps, secure_key_file)
                 if pcap:
                     os.makedirs(pcap["dir"], exist_ok=True)
                     chosen = capture_plan(topo, pcap)
@@ -238,6 +245,8 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                             confs[nid]["netns"] = fabric.nodes[nid].pid
                 paths = write_node_configs(confs, os.path.join(agents, "conf"))
                 run.link_events = link_events(topo, faults)
+                if during is not None:            # before the agents: up by time 0
+                    run.extra = list(during(fabric, confs, start_at) or ())
                 run.launch(paths, groups, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
             finally:
@@ -281,6 +290,7 @@ class _Run:
         self.precise = False
         self.link_events = []      # (t_ps, link, up) still to do
         self.links_done = []       # (t_ps, link, up, seconds late, error) done
+        self.extra = []            # the caller's programs (run_mininet's ``during``)
 
     def phase(self, name):
         self.stage = name
@@ -359,8 +369,8 @@ class _Run:
         self.stage = "stopping"
         self._report(force=True)
         # switches (and, after a timeout, anything still running): SIGTERM, they write
-        self.fabric.terminate_programs([p for p in self.procs.values() if p.poll() is None],
-                                       SWITCH_STOP_GRACE_S)
+        self.fabric.terminate_programs([p for p in list(self.procs.values()) + self.extra
+                                        if p.poll() is None], SWITCH_STOP_GRACE_S)
         for g in self.procs:
             self.exit_at.setdefault(g, time.time())
 
@@ -525,5 +535,6 @@ def run_from_args(args, topo, messages, config):
                          pcap=pcap_options(args),
                          placement=getattr(args, "placement", "node"),
                          precise_timers=getattr(args, "precise_timers", False),
-                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
+                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
+                         secure_key_file=getattr(args, "secure", None))
     return result.summary, result.records
