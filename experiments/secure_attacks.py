@@ -279,15 +279,27 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", help="write the report here")
     args = p.parse_args(argv)
-    key = args.key
-    if key is None:
-        key = os.path.join(tempfile.mkdtemp(prefix="gse-attacks-"), "domain.key")
-        with open(key, "w") as f:
-            f.write(os.urandom(32).hex() + "\n")
+    key = args.key or new_key(tempfile.mkdtemp(prefix="gse-attacks-"))
     r = suite(key, args.protocol, args.wire, args.attacks, args.size, args.gbps, args.seed,
               secure=not args.plain)
-    print("%s over %s, attacks %s%s" % (args.protocol, args.wire, " ".join(args.attacks),
-                                        "" if not args.plain else " (no --secure)"))
+    return show(r, "%s over %s, attacks %s%s" % (
+        args.protocol, args.wire, " ".join(args.attacks), " (no --secure)" if args.plain
+        else ""), "took %d PFC frames (%d genuine sent)" % (r["pfc_taken"], r["genuine_pfc"]),
+        args.json)
+
+
+def new_key(folder):
+    """A new domain key file in ``folder``."""
+    path = os.path.join(folder, "domain.key")
+    with open(path, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    return path
+
+
+def show(r, title, more, json_path=None):
+    """Print a report (and write it to ``json_path``); the exit code: 0 when every honest
+    message arrived intact and nothing injected was accepted."""
+    print(title)
     print("honest messages: %d of %d delivered once, intact, at their size: %s"
           % (r["delivered"], r["messages"], "yes" if honest(r) else "NO"))
     print("injected %(total)d (forged %(forged)d, replayed %(replayed)d, earlier run "
@@ -295,12 +307,11 @@ def main(argv=None):
     print("counted %d: end to end %s; PFC %s; PAUSE cut to the link's quanta %d"
           % (r["counted"], {k: v for k, v in r["refused_e2e"].items() if v},
              r["refused_pfc"], r["clamped"]))
-    print("opened %d datagrams at hosts (%d genuine sent to them), took %d PFC frames "
-          "(%d genuine sent)" % (r["opened"], r["genuine_to_hosts"], r["pfc_taken"],
-                                 r["genuine_pfc"]))
+    print("opened %d datagrams at hosts (%d genuine sent to them); %s"
+          % (r["opened"], r["genuine_to_hosts"], more))
     print("accepted: %d" % r["accepted"])
-    if args.json:
-        with open(args.json, "w") as f:
+    if json_path:
+        with open(json_path, "w") as f:
             json.dump(r, f, indent=2)
             f.write("\n")
     return 0 if honest(r) and r["accepted"] == 0 else 1

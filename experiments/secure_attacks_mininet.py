@@ -39,7 +39,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from flood import ip_udp  # noqa: E402
-from secure_attacks import ATTACKS, forgeries  # noqa: E402
+from secure_attacks import ATTACKS, forgeries, new_key, show  # noqa: E402
 
 from gse.runtimes.udp.secure import REFUSALS  # noqa: E402
 
@@ -263,7 +263,7 @@ def report(res, msgs, work, field):
     injected = field["forged"] + field["replayed"] + field["earlier"]
     counted = sum(refused.values()) + sum(pfc_refused.values()) + pfc.get("clamped", 0)
     return {"end": s["mininet"]["end"], "messages": len(msgs), "delivered": s["delivered"],
-            "lost": s["lost"], "intact": intact,
+            "lost": s["lost"], "wrong_or_extra": 0 if intact else len(msgs),
             "duplicate_deliveries": u["duplicate_deliveries"],
             "payload_errors": u["payload_errors"], "errors": u["errors"],
             "injected": {"forged": field["forged"], "replayed": field["replayed"],
@@ -275,12 +275,6 @@ def report(res, msgs, work, field):
             "kernel_drops": u["kernel_drops"],
             "accepted": max(0, sc.get("opened", 0) - field["genuine"])
             + max(0, injected - counted)}
-
-
-def honest(r):
-    return (r["end"] == "done" and r["lost"] == 0 and r["delivered"] == r["messages"]
-            and r["intact"] and r["duplicate_deliveries"] == 0 and r["payload_errors"] == 0
-            and not r["errors"])
 
 
 def suite(key_file, protocol, wire, attacks, size, gbps, seed, work):
@@ -315,28 +309,14 @@ def main(argv=None):
         return field_agent(args.field)
     work = args.work or tempfile.mkdtemp(prefix="gse-attacks-mn-")
     os.makedirs(work, exist_ok=True)
-    key = args.key or os.path.join(work, "domain.key")
-    if not args.key:
-        with open(key, "w") as f:
-            f.write(os.urandom(32).hex() + "\n")
+    key = args.key or new_key(work)
     r = suite(key, args.protocol, args.wire, args.attacks, args.size, args.gbps, args.seed,
               work)
-    print("Mininet, %s over %s, attacks %s" % (args.protocol, args.wire, " ".join(args.attacks)))
-    print("honest messages: %d of %d delivered once, intact, at their size: %s"
-          % (r["delivered"], r["messages"], "yes" if honest(r) else "NO"))
-    print("injected %(total)d (forged %(forged)d, replayed %(replayed)d, earlier run "
-          "%(earlier_run)d; send errors %(send_errors)d)" % r["injected"])
-    print("counted %d: end to end %s; PFC %s; clamped %d"
-          % (r["counted"], {k: v for k, v in r["refused_e2e"].items() if v},
-             r["refused_pfc"], r["clamped"]))
-    print("opened %d datagrams at hosts, %d genuine ones seen leaving the edges (packet "
-          "socket drops %d)" % (r["opened"], r["genuine_to_hosts"], r["sniff_drops"]))
-    print("accepted: %d" % r["accepted"])
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(r, f, indent=2)
-            f.write("\n")
-    return 0 if honest(r) and r["accepted"] == 0 else 1
+    return show(r, "Mininet, %s over %s, attacks %s" % (args.protocol, args.wire,
+                                                        " ".join(args.attacks)),
+                "genuine ones seen leaving the edges by the packet sockets (drops %d); "
+                "raw-socket send errors %d" % (r["sniff_drops"], r["injected"]["send_errors"]),
+                args.json)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASO
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "experiments"))
 
+import secure_attacks  # noqa: E402
 import secure_attacks_mininet as attacks  # noqa: E402
 
 GBPS = 0.0025                  # as tests/test_mininet_fattree.py
@@ -35,7 +36,7 @@ def key_file(tmp_path):
 
 
 def check(r):
-    assert attacks.honest(r), r
+    assert secure_attacks.honest(r), r
     assert r["injected"]["send_errors"] == 0 and r["sniff_drops"] == 0, r
     assert r["counted"] == r["injected"]["total"], r
     assert r["opened"] == r["genuine_to_hosts"] and r["accepted"] == 0, r

@@ -25,7 +25,7 @@ import secure_nonces  # noqa: E402
 from gse.protocols import default_config  # noqa: E402
 from gse.runtimes.udp.build import build_node  # noqa: E402
 from gse.runtimes.udp.config import loopback_addresses, node_configs, udp_profile  # noqa: E402
-from gse.runtimes.udp.io import Scheduler, run_async  # noqa: E402
+from gse.runtimes.udp.io import Scheduler  # noqa: E402
 from gse.runtimes.udp.network import run_udp  # noqa: E402
 from gse.wire.codec import encode  # noqa: E402
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, Packet  # noqa: E402
