@@ -126,7 +126,9 @@ def field_agent(spec_path):
     queue = []                                   # (unix time, seq, nid, datagram, what)
     t0 = None if sniffers else start_at
     mine = set()
-    out = {"forged": 0, "earlier": 0, "replayed": 0, "genuine": 0, "recorded": [],
+    pfc_kinds = (5, 6) if spec["wire"] == "gse" else ()      # PAUSE, RESUME: not e2e
+    out = {"forged": 0, "earlier": 0, "replayed": 0, "genuine": 0, "genuine_pfc": 0,
+           "recorded": [],
            "send_errors": 0, "ready_s": round(time.time() - start_at, 3)}
     print("field agent: ready %.3f s before time 0" % (start_at - time.time()), flush=True)
     seq = [len(queue)]
@@ -172,7 +174,10 @@ def field_agent(spec_path):
                 payload = udp[8:int.from_bytes(udp[4:6], "big")]
                 if hashlib.sha1(payload).digest() in mine:
                     continue                     # what this agent sent
-                out["genuine"] += 1
+                if len(payload) > 1 and payload[1] in pfc_kinds:
+                    out["genuine_pfc"] += 1      # a link's frame (opened by LinkAuth)
+                else:
+                    out["genuine"] += 1
                 seen += 1
                 sport = int.from_bytes(udp[0:2], "big")
                 t = time.time()
@@ -217,6 +222,7 @@ def during(work, msgs, wire, attacks, capture, record, replay_every=4):
                  for p in range(len(topo.nodes[nid].ports)) if topo.peer(nid, p)[0] <
                  len(topo.hosts)]
         spec = {"start_at": start_at, "port": AGENT_PORT, "inject": inject, "labels": labels,
+                "wire": wire,
                 "namespaces": {str(n): fabric.nodes[n].pid for n in range(len(topo.nodes))},
                 "sniff": sniff, "replay_every": replay_every if "replay" in attacks else 0,
                 "replay_delay_s": 0.003, "record": record,
@@ -250,11 +256,17 @@ def report(res, msgs, work, field):
     s = res.summary
     u = s["udp"]
     got = []
+    pfc_taken = 0                   # PFC frames the hosts took (their edges' genuine ones)
     agents = os.path.join(work, "agents")
     for name in os.listdir(agents):
         if name.endswith(".records.json"):
             with open(os.path.join(agents, name)) as f:
                 got += [(d["src"], d["msg_id"], d["size"]) for d in json.load(f)["received"]]
+        elif name.endswith(".counters.json"):
+            with open(os.path.join(agents, name)) as f:
+                c = json.load(f)
+            if c.get("role") == "host":
+                pfc_taken += c.get("pfc_in", {}).get("accepted", 0)
     intact = sorted(got) == sorted((m.src, m.msg_id, m.size) for m in msgs)
     sc = u.get("secure_counters", {})
     pfc = u.get("pfc_in", {})
@@ -272,9 +284,10 @@ def report(res, msgs, work, field):
             "counted": counted, "refused_e2e": refused, "refused_pfc": pfc_refused,
             "clamped": pfc.get("clamped", 0), "opened": sc.get("opened", 0),
             "genuine_to_hosts": field["genuine"], "sniff_drops": field["sniff_drops"],
+            "pfc_taken": pfc_taken, "genuine_pfc": field["genuine_pfc"],
             "kernel_drops": u["kernel_drops"],
             "accepted": max(0, sc.get("opened", 0) - field["genuine"])
-            + max(0, injected - counted)}
+            + max(0, pfc_taken - field["genuine_pfc"]) + max(0, injected - counted)}
 
 
 def suite(key_file, protocol, wire, attacks, size, gbps, seed, work):
@@ -314,8 +327,10 @@ def main(argv=None):
               work)
     return show(r, "Mininet, %s over %s, attacks %s" % (args.protocol, args.wire,
                                                         " ".join(args.attacks)),
-                "genuine ones seen leaving the edges by the packet sockets (drops %d); "
-                "raw-socket send errors %d" % (r["sniff_drops"], r["injected"]["send_errors"]),
+                "genuine ones seen leaving the edges by the packet sockets (drops %d); the hosts "
+                "took %d PFC frames (%d genuine seen); raw-socket send errors %d"
+                % (r["sniff_drops"], r["pfc_taken"], r["genuine_pfc"],
+                   r["injected"]["send_errors"]),
                 args.json)
 
 

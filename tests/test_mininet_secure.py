@@ -40,6 +40,7 @@ def check(r):
     assert r["injected"]["send_errors"] == 0 and r["sniff_drops"] == 0, r
     assert r["counted"] == r["injected"]["total"], r
     assert r["opened"] == r["genuine_to_hosts"] and r["accepted"] == 0, r
+    assert r["pfc_taken"] == r["genuine_pfc"], r
 
 
 def test_forgeries_replays_and_an_earlier_runs_capture_are_refused_in_mininet(tmp_path):
