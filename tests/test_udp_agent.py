@@ -265,3 +265,23 @@ def test_cli_writes_agent_configs(tmp_path, capsys):
     assert h0["bind"] == ["127.79.0.1", 46000] and len(h0["messages"]) == 1
     assert h0["output"]["counters"] == str(out / "h0.counters.json")
     assert h0["agent"]["params"]["rto_ps"] == 30_000_000_000
+
+
+def test_under_secure_an_agent_runs_its_configuration_once(tmp_path, capsys):
+    """Issue 25: a second start of one configuration would repeat its run's salt and
+    epoch, so every (key, nonce) pair: it is refused, naming what to do."""
+    pytest.importorskip("cryptography")
+    from gse.cli.main import main
+    key = tmp_path / "domain.key"
+    key.write_text("cd" * 32 + "\n")
+    out = tmp_path / "nodes"
+    assert main(["agent-configs", "--k", "4", "--traffic", "permutation", "--size", "10000",
+                 "--out-dir", str(out), "--base-ip", "127.79.0.0", "--port", "46100",
+                 "--secure", str(key), "--timeout-s", "2"]) == 0
+    assert "--secure: epoch 1 of" in capsys.readouterr().out
+    h0 = load_node_config(str(out / "h0.json"))
+    assert h0["secure"]["epoch"] == 1 and len(h0["secure"]["salt"]) == 32
+    assert main(["agent", "--config", str(out / "h0.json"), "--timeout-s", "0.5"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["agent", "--config", str(out / "h0.json")]) == 2
+    assert "already used by a run of this node" in capsys.readouterr().err
