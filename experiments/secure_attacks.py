@@ -185,16 +185,21 @@ async def attacked_run(topo, msgs, key_file, protocol="gse", wire="gse", attacks
         taps.t0 = time.perf_counter()
         task = asyncio.ensure_future(net.run(timeout_s=timeout_s))
         earlier = 0
+        last = 0.0
         if capture and "earlier" in attacks:
             for t, edge, h, data in capture:
                 loop.call_later(t, net.endpoints[edge].send, data, net.addresses[h])
                 earlier += 1
+                last = max(last, t)
         await asyncio.sleep(0.05)                 # the traffic has started
         for i, (to, frm, _label, data) in enumerate(injected):
             net.endpoints[frm].send(data, net.addresses[to])
             if i % 16 == 15:
                 await asyncio.sleep(0.001)
         await task
+        late = taps.t0 + last - time.perf_counter()
+        if late > 0:                              # the earlier run lasted longer
+            await asyncio.sleep(late)
         for _ in range(40):                       # what is still on its way arrives
             await asyncio.sleep(0.025)
     return report(net, msgs, taps, injected, earlier), taps

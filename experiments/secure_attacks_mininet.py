@@ -6,10 +6,11 @@ leaves with that node's real address on the link and port: it passes the receive
 neighbour check) and a packet socket on every edge switch's interface toward a host, where
 it sees each datagram the switch sends (``replay``: every n-th is sent again a little
 later, from the same address; ``record``: an earlier run's capture, which a later run's
-field agent replays at its times -- the ``earlier`` attack).  Times count from the first
-datagram it sees reach a host (the traffic has started), and the hosts linger after their
-work (``LINGER_S``) so that nothing injected arrives at a closed socket.  It runs until
-the run stops it (SIGTERM) and writes what it sent and saw.
+field agent replays at its times, squeezed into the first ``EARLIER_SPAN_S`` -- the
+``earlier`` attack; a loaded machine may make the earlier run the longer).  Times count
+from the first datagram it sees reach a host (the traffic has started), and the hosts
+linger after their work (``LINGER_S``) so that nothing injected arrives at a closed
+socket.  It runs until the run stops it (SIGTERM) and writes what it sent and saw.
 
     sudo python experiments/secure_attacks_mininet.py --attacks forge pause replay earlier
 
@@ -37,15 +38,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
-
-from flood import ip_udp  # noqa: E402
-from secure_attacks import ATTACKS, forgeries, new_key, show  # noqa: E402
-
-from gse.runtimes.udp.secure import REFUSALS  # noqa: E402
+# (the rest is imported where it is used: the field agent, which must be up by the run's
+# time 0 on a loaded machine, imports little)
 
 PACKET_OUTGOING = 4
 MTU = 1500                     # the veths': datagrams of a full DATA packet go in fragments
 LINGER_S = 6.0                 # hosts stay this long after their work: injections land
+EARLIER_SPAN_S = 2.0           # an earlier run's capture is replayed within this long
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
 ETH_P_ALL = 0x0003             # outgoing frames reach only the all-protocols taps
@@ -102,7 +101,8 @@ class Reassembly:
 
 def field_agent(spec_path):
     t_begin = time.time()
-    from gse.runtimes.udp.netns import made_in
+    from gse.runtimes.mininet.system import udp_bound
+    from gse.runtimes.udp.netns import ip_udp, made_in
     with open(spec_path) as f:
         spec = json.load(f)
     start_at = spec["start_at"]
@@ -125,6 +125,7 @@ def field_agent(spec_path):
         planned.append((t, i, nid, pkt, spec["labels"][i]))
     queue = []                                   # (unix time, seq, nid, datagram, what)
     t0 = None if sniffers else start_at
+    unbound = {int(n): pid for n, pid in spec["namespaces"].items()}   # agents not up yet
     mine = set()
     pfc_kinds = (5, 6) if spec["wire"] == "gse" else ()      # PAUSE, RESUME: not e2e
     out = {"forged": 0, "earlier": 0, "replayed": 0, "genuine": 0, "genuine_pfc": 0,
@@ -140,7 +141,10 @@ def field_agent(spec_path):
     reassembly = Reassembly()
     while not stop:
         now = time.time()
-        if t0 is not None and planned:         # the traffic started: schedule the plan
+        if unbound:                            # every agent up before anything is sent
+            unbound = {n: pid for n, pid in unbound.items() if not udp_bound(pid, port)}
+        if t0 is not None and planned and not unbound:   # traffic started: the plan runs
+            t0 = max(t0, now)
             for t, i, nid, pkt, what in planned:
                 heapq.heappush(queue, (t0 + t, i, nid, pkt, what))
             planned = []
@@ -192,6 +196,7 @@ def field_agent(spec_path):
                     seq[0] += 1
     out["sniff_drops"] = sum(int.from_bytes(s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)[4:],
                                             sys.byteorder) for s in sniffers)
+    out["never_up"] = sorted(unbound)
     with open(spec["out"], "w") as f:
         json.dump(out, f)
     return 0
@@ -201,6 +206,8 @@ def field_agent(spec_path):
 
 def during(work, msgs, wire, attacks, capture, record, replay_every=4):
     """``run_mininet``'s hook: writes the field agent's plan and starts it."""
+    from secure_attacks import forgeries
+
     from gse.runtimes.mininet.run import AGENT_PORT
 
     def start(fabric, confs, start_at):
@@ -215,8 +222,10 @@ def during(work, msgs, wire, attacks, capture, record, replay_every=4):
             inject.append([t, frm, src_ip, AGENT_PORT, dst_ip, AGENT_PORT, data.hex()])
             labels.append("forged")
             t += 0.002
-        for item in capture or ():                # an earlier run's, at its times
-            inject.append(item)
+        span = max((item[0] for item in capture or ()), default=0.0)
+        squeeze = min(1.0, EARLIER_SPAN_S / span) if span > 0 else 1.0
+        for item in capture or ():                # an earlier run's, at its times (the
+            inject.append([item[0] * squeeze] + list(item[1:]))   # first seconds of it)
             labels.append("earlier")
         sniff = [[nid, fabric.nodes[nid].pid, addr[nid][p][0]] for nid in topo.switches
                  for p in range(len(topo.nodes[nid].ports)) if topo.peer(nid, p)[0] <
@@ -253,6 +262,7 @@ def attacked_run(topo, msgs, key_file, protocol, wire, attacks, work, capture=No
 
 
 def report(res, msgs, work, field):
+    from gse.runtimes.udp.secure import REFUSALS
     s = res.summary
     u = s["udp"]
     got = []
@@ -284,10 +294,14 @@ def report(res, msgs, work, field):
             "counted": counted, "refused_e2e": refused, "refused_pfc": pfc_refused,
             "clamped": pfc.get("clamped", 0), "opened": sc.get("opened", 0),
             "genuine_to_hosts": field["genuine"], "sniff_drops": field["sniff_drops"],
+            "field_ready_after_time_0_s": field["ready_s"], "never_up": field["never_up"],
             "pfc_taken": pfc_taken, "genuine_pfc": field["genuine_pfc"],
             "kernel_drops": u["kernel_drops"],
-            "accepted": max(0, sc.get("opened", 0) - field["genuine"])
-            + max(0, pfc_taken - field["genuine_pfc"]) + max(0, injected - counted)}
+            # every injected datagram refused where it arrived; and, when the packet sockets
+            # saw the whole run, nothing opened beyond what the edges sent
+            "accepted": max(0, injected - counted) + (0 if field["ready_s"] > 0 else (
+                max(0, sc.get("opened", 0) - field["genuine"])
+                + max(0, pfc_taken - field["genuine_pfc"])))}
 
 
 def suite(key_file, protocol, wire, attacks, size, gbps, seed, work):
@@ -306,6 +320,9 @@ def suite(key_file, protocol, wire, attacks, size, gbps, seed, work):
 
 
 def main(argv=None):
+    if argv is None and "--field" in sys.argv:     # the field agent: nothing else imported
+        return field_agent(sys.argv[sys.argv.index("--field") + 1])
+    from secure_attacks import ATTACKS, new_key, show
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--field", metavar="SPEC", help=argparse.SUPPRESS)
     p.add_argument("--attacks", nargs="+", choices=ATTACKS, default=list(ATTACKS))
