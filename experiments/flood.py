@@ -27,7 +27,6 @@ import os
 import random
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ sys.path.insert(0, ROOT)
 from gse.config import GseConfig  # noqa: E402
 from gse.runtimes.udp.config import (loopback_addresses, node_configs, udp_profile,  # noqa: E402
                                      write_node_configs)
-from gse.runtimes.udp.netns import kernel_drops  # noqa: E402
+from gse.runtimes.udp.netns import ip_udp, kernel_drops  # noqa: E402
 from gse.wire.codec import encode, payload_pattern  # noqa: E402
 from gse.wire.packet import (ACK, DATA, GRANT, PRIO_CONTROL, PRIO_DATA, REQUEST,  # noqa: E402
                              Packet)
@@ -77,16 +76,6 @@ def forged(rng, kind, target, live, n_hosts):
     if kind == "truncated":
         return data[:rng.randrange(1, 64)]
     return data
-
-
-def ip_udp(src, dst, payload):
-    """An IPv4 + UDP datagram from ``src`` to ``dst`` ((ip, port) each) for a raw socket
-    (the kernel fills in the IP checksum and length; UDP checksum 0 = none)."""
-    udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64,
-                     socket.IPPROTO_UDP, 0, socket.inet_aton(src[0]),
-                     socket.inet_aton(dst[0]))
-    return ip + udp
 
 
 def rss_kb(pid, field="VmRSS"):

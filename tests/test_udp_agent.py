@@ -347,3 +347,23 @@ def test_agents_start_a_triggered_failure_schedule_from_one_origin(tmp_path):
         assert counters[n]["fault_origin_ps"] is not None
         (port,) = [p for p in counters[n]["ports"] if p.get("faults")]
         assert port["faults"]["events"] == 2
+
+
+def test_under_secure_an_agent_runs_its_configuration_once(tmp_path, capsys):
+    """Issue 25: a second start of one configuration would repeat its run's salt and
+    epoch, so every (key, nonce) pair: it is refused, naming what to do."""
+    pytest.importorskip("cryptography")
+    from gse.cli.main import main
+    key = tmp_path / "domain.key"
+    key.write_text("cd" * 32 + "\n")
+    out = tmp_path / "nodes"
+    assert main(["agent-configs", "--k", "4", "--traffic", "permutation", "--size", "10000",
+                 "--out-dir", str(out), "--base-ip", "127.79.0.0", "--port", "46100",
+                 "--secure", str(key), "--timeout-s", "2"]) == 0
+    assert "--secure: epoch 1 of" in capsys.readouterr().out
+    h0 = load_node_config(str(out / "h0.json"))
+    assert h0["secure"]["epoch"] == 1 and len(h0["secure"]["salt"]) == 32
+    assert main(["agent", "--config", str(out / "h0.json"), "--timeout-s", "0.5"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["agent", "--config", str(out / "h0.json")]) == 2
+    assert "already used by a run of this node" in capsys.readouterr().err

@@ -46,6 +46,8 @@ class Bench:
         self.node = build_node(conf, self.sched, self.endpoint, cfg if nid < 2 else None)
         self.conf = conf
         self.quanta = cfg.pfc_pause_quanta
+        for port in self.node.ports:     # the pause mechanics of every port (which ports
+            port.pfc_limit = self.quanta  # take PAUSE at all: tests/test_secure_attacks.py)
 
     def peer(self, port):
         return tuple(self.conf["ports"][port]["peer_addr"])

@@ -147,7 +147,11 @@ def test_header_sizes_and_refusals():
         "std_som": 44, "std": 44, "deferrable": 44, "ready_to_restart": 44, "rendezvous": 40,
         "medium": 32, "small": 20, "response": 12, "response_data": 20, "response_small": 12}
     with pytest.raises(WireError) as e:
-        uh.parse(bits((1, 5), (0, 11)))                 # TSS: the encryption header
+        uh.parse(bits((1, 5), (0, 11)))                 # TSS: the security header, cut short
+    assert e.value.reason == "truncated"
+    tss = bits((1, 5), (1, 1), (0, 1), (0, 1), (0xabcdef, 24), (7, 32), (3, 16), (9, 48))
+    with pytest.raises(WireError) as e:
+        uh.parse(tss + tss)                             # a second TSS header in place of PDS
     assert e.value.reason == "kind" and "TSS" in str(e.value)
     with pytest.raises(WireError) as e:
         uh.parse(bits((2, 5), (3, 4), (0, 7)) + bytes(10))   # a RUD request cut short

@@ -66,9 +66,6 @@ def run_from_args(args, topo, messages, config):
 
 
 def cmd_run(args):
-    if args.secure and args.runtime != "udp":
-        raise ValueError("--secure runs on --runtime udp (and gse agent-configs for agents "
-                         "started by hand), not on %s yet" % args.runtime)
     problem = fault_rates_error(args.loss, args.corrupt)
     if problem:
         raise ValueError(problem)
@@ -130,6 +127,10 @@ def cmd_agent_configs(args):
     paths = write_node_configs(confs, args.out_dir)
     print("wrote %d node configurations (%d hosts, %d messages) to %s"
           % (len(paths), len(topo.hosts), len(messages), args.out_dir))
+    if args.secure:
+        print("--secure: epoch %d of %s and a fresh salt; each node runs these "
+              "configurations once (write them again for another run)"
+              % (confs[0]["secure"]["epoch"], args.secure))
     return 0
 
 
@@ -161,8 +162,10 @@ def _udp_run_options(p):
 
 def _secure_option(g):
     g.add_argument("--secure", metavar="KEYFILE", default=None,
-                   help="authenticate every packet between hosts (AES-GCM, keys derived "
-                        "from the domain key in KEYFILE: 64 hex digits or >= 16 bytes; "
+                   help="authenticate every packet between hosts and every PFC frame "
+                        "(AES-GCM, keys for this run derived from the domain key in KEYFILE "
+                        "-- 64 hex digits or >= 16 bytes -- a fresh salt and the key's next "
+                        "epoch, kept in KEYFILE.epochs: its folder must be writable; "
                         "docs/hardening.md); needs the cryptography package")
 
 

@@ -26,8 +26,10 @@ CHECKSUM = struct.Struct("!I")
 CHECKSUM_OFFSET = 60
 PAYLOAD_OFFSET = HEADER_BYTES
 MAX_DATAGRAM = 65535
-# The security trailer of a datagram with F_SEC: an 8-byte packet counter and a 16-byte
-# tag over the header, then (untrimmed DATA only) a 16-byte tag over the payload.
+# The security trailer of a datagram with F_SEC (gse.runtimes.udp.secure): after the
+# payload, its 16-byte tag (untrimmed DATA only), then the TSC (8 bytes: epoch 16 bits,
+# counter 48 bits) and a 16-byte tag over the header -- the last SEC_TRAILER bytes,
+# which a trimmed packet keeps.
 SEC_COUNTER = 8
 SEC_TAG = 16
 SEC_TRAILER = SEC_COUNTER + SEC_TAG
@@ -245,7 +247,7 @@ def decode(data, max_datagram=MAX_DATAGRAM):
 
 def reframe(raw, pkt):
     """The secured datagram ``raw`` (F_SEC) after a switch changed ``pkt`` (decoded from
-    it): an ECN mark (a flag), a trim (the payload and its tag go, the counter and the
+    it): an ECN mark (a flag), a trim (the payload and its tag go, the TSC and the
     header's tag stay) or an emulated corruption.  The trailer is kept byte for byte: the
     tags exclude the bits a switch may change (docs/wire-format.md), so the destination
     still authenticates the packet."""
@@ -254,11 +256,8 @@ def reframe(raw, pkt):
     payload_len = pkt.payload_len
     was_trimmed = raw[2] << 8 | raw[3]
     was_trimmed &= F_TRIMMED
-    if kind == DATA and not was_trimmed:
-        if flags & F_TRIMMED:             # trimmed here: keep counter and header tag
-            body = raw[HEADER_BYTES + payload_len:HEADER_BYTES + payload_len + SEC_TRAILER]
-        else:
-            body = raw[HEADER_BYTES:]
+    if kind == DATA and not was_trimmed and flags & F_TRIMMED:
+        body = raw[len(raw) - SEC_TRAILER:]     # trimmed here: TSC and header tag stay
     else:
         body = raw[HEADER_BYTES:]
     buf = bytearray(HEADER_BYTES)

@@ -40,6 +40,13 @@ payload_len (2), flags (1: ``F_ECN_CE``, ``F_TRIMMED``, ``F_ECT``), prio (1), th
 ``GS`` (2) and a CRC-32 over the whole datagram before it (4).  The decoder checks that
 the UET fields and the trailer agree.
 
+**Authenticated packets** (``--secure``, ``gse.runtimes.udp.secure``): the UET TSS header
+(16 bytes: type 1, ``sp`` 1, ``an`` 0, ``sdi`` = the domain's id, ``ssi`` = src, the TSC)
+comes first; the payload is encrypted in place and followed by its tag (untrimmed DATA
+only) and the header's tag, then the trailer, whose CRC covers all of it.  A switch reads
+PDS, SES and trailer in the clear; one that trims keeps the TSS header and the header
+tag (``reframe``).
+
 An ACK without SACK bits carries ``sack_psn_offset`` 0 and decodes with ``sack_base`` 0
 (the sender ignores the base of an empty bitmap); a SACK window more than 32,767 packets
 from the cumulative point does not fit UET's 16-bit offset and is refused by ``encode``.
@@ -52,13 +59,14 @@ import zlib
 
 from gse.wire import uet_headers as uh
 from gse.wire.codec import (MAX_DATAGRAM, R_CHECKSUM, R_FIELD, R_FLAGS, R_KIND, R_LENGTH,
-                            R_OVERSIZED, R_TRUNCATED, R_VERSION, WireError, payload_pattern,
-                            verify_payload)
-from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, F_TRIMMED, F_UNSCHED,
-                             GRANT, KIND_NAMES, NACK, REQUEST, Packet)
+                            R_OVERSIZED, R_TRUNCATED, R_VERSION, SEC_TAG, SEC_TRAILER, WireError,
+                            payload_pattern, verify_payload)
+from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, F_SEC, F_TRIMMED,
+                             F_UNSCHED, GRANT, KIND_NAMES, NACK, REQUEST, Packet)
 
-__all__ = ["MAX_OVERHEAD", "TRAILER_BYTES", "UDP_PORT", "WireError", "decode", "encode",
-           "overhead", "verify_payload"]
+__all__ = ["MAX_OVERHEAD", "SECURE_OVERHEAD", "TRAILER_BYTES", "TSS_BYTES", "UDP_PORT",
+           "WireError", "decode", "encode", "overhead", "reframe", "secure_parts",
+           "secure_wrap", "tss_header", "verify_payload"]
 
 UDP_PORT = uh.UDP_PORT
 TRAILER = struct.Struct("!IIIIIQHHBBHI")
@@ -69,6 +77,13 @@ MAX_PAYLOAD_LENGTH = (1 << 14) - 1                 # SES payload_length is 14 bi
 MAX_OVERHEAD = uh.PDS[uh.RUD_CC_REQ].size + uh.SES["std"].size + TRAILER_BYTES
 MASK16 = 0xFFFF
 MASK32 = 0xFFFFFFFF
+# The TSS header with its SSI: type 1, sp 1, rsvd 0, an 0, sdi (24) | ssi (32) | TSC (64)
+TSS_BYTES = uh.TSS_HEADER.size                     # 16
+SECURE_OVERHEAD = TSS_BYTES + 2 * SEC_TAG          # at most, beyond the plain datagram
+_TSS = struct.Struct("!IIQ")
+_TSS_TOP = (uh.TSS << 3 | 0x04) << 24              # type 1, sp 1, rsvd 0, an 0
+_CRC = struct.Struct("!I")
+_FLAGS_AT = 32                                     # the flags byte in the trailer
 
 _FLAGS_OF = {DATA: F_ECN_CE | F_TRIMMED | F_RETX | F_LAST | F_UNSCHED | F_ECT,
              ACK: F_ECN_CE, NACK: F_ECN_CE, REQUEST: F_RETX, GRANT: 0}
@@ -175,13 +190,30 @@ def _check_fields(pkt):
         raise ValueError("SACK fields on a %s packet have no UET place" % KIND_NAMES[kind])
 
 
+def _assemble(pkt, payload, prefix=b"", tags=b""):
+    """``prefix`` (a TSS header), the UET headers of ``pkt``, ``payload``, ``tags`` and
+    the trailer, whose CRC covers everything before it (inverted if ``pkt.corrupt``)."""
+    body = b"".join((prefix, uh.build(_headers(pkt)), payload, tags,
+                     TRAILER.pack(pkt.src, pkt.dst, pkt.msg_id, pkt.msg_len, pkt.aux, pkt.ts,
+                                  pkt.entropy, pkt.payload_len, pkt.flags & TRAILER_FLAGS,
+                                  pkt.prio, MAGIC, 0)[:-4]))
+    crc = zlib.crc32(body)
+    if pkt.corrupt:
+        crc ^= MASK32
+    return body + _CRC.pack(crc)
+
+
 def encode(pkt):
     """The UDP payload of ``pkt`` in the UET profile (see the module docstring).
 
     ValueError names what does not fit.  An untrimmed DATA packet without payload bytes
     gets ``payload_pattern`` (as ``gse.wire.codec`` does); a packet marked ``corrupt`` is
-    encoded with an inverted CRC.
+    encoded with an inverted CRC.  A secured packet (F_SEC) is the security sublayer's
+    to frame (``secure_wrap``).
     """
+    if isinstance(pkt.flags, int) and pkt.flags & F_SEC:
+        raise ValueError("flag F_SEC: a secured packet is framed by the security sublayer "
+                         "(gse.runtimes.udp.secure), not encoded")
     _check_fields(pkt)
     kind = pkt.kind
     flags = pkt.flags
@@ -197,15 +229,7 @@ def encode(pkt):
                                                                  KIND_NAMES[kind]))
     else:
         payload = b""
-    head = uh.build(_headers(pkt))
-    body = head + bytes(payload)
-    trailer = TRAILER.pack(pkt.src, pkt.dst, pkt.msg_id, pkt.msg_len, pkt.aux, pkt.ts,
-                           pkt.entropy, pkt.payload_len, flags & TRAILER_FLAGS, pkt.prio,
-                           MAGIC, 0)
-    crc = zlib.crc32(trailer[:-4], zlib.crc32(body))
-    if pkt.corrupt:
-        crc ^= MASK32
-    return body + trailer[:-4] + struct.pack("!I", crc)
+    return _assemble(pkt, bytes(payload))
 
 
 def decode(data, max_datagram=MAX_DATAGRAM):
@@ -231,13 +255,33 @@ def decode(data, max_datagram=MAX_DATAGRAM):
                         % (crc, got))
     if tflags & ~TRAILER_FLAGS:
         raise WireError(R_FLAGS, "unknown trailer flags 0x%x" % (tflags & ~TRAILER_FLAGS))
+    secured = data[0] >> 3 == uh.TSS
+    if secured:
+        if n < TSS_BYTES + TRAILER_BYTES:
+            raise WireError(R_TRUNCATED, "truncated UET datagram: %d bytes with a TSS header"
+                            % n)
+        top, ssi = _TSS.unpack_from(data, 0)[:2]
+        if top & 0xFF000000 != _TSS_TOP or ssi != src:
+            raise WireError(R_FIELD, "a TSS header of this profile has sp 1, an 0, reserved "
+                            "0 and the source as its SSI (got 0x%02x, SSI %d, source %d)"
+                            % (top >> 24, ssi, src))
     dg = uh.parse(data[:n - TRAILER_BYTES])
     p = dg.pds.values
     ptype = p["type"]
     flags = tflags
     credit = sack_base = sack_bits = 0
-    if ptype in (uh.RUD_REQ, uh.RUD_CC_REQ) and dg.ses is not None \
-            and dg.ses.layout in (uh.SES["std"], uh.SES["std_som"]):
+    is_data = (ptype in (uh.RUD_REQ, uh.RUD_CC_REQ) and dg.ses is not None
+               and dg.ses.layout in (uh.SES["std"], uh.SES["std_som"]))
+    payload = dg.payload
+    tags = b""
+    if secured:                     # payload tag (untrimmed DATA), header tag: at the end
+        ntags = 2 * SEC_TAG if is_data and not tflags & F_TRIMMED else SEC_TAG
+        if len(payload) < ntags:
+            raise WireError(R_LENGTH, "secured datagram has no room for its %d bytes of tags"
+                            % ntags)
+        tags = payload[len(payload) - ntags:]
+        payload = payload[:len(payload) - ntags]
+    if is_data:
         kind = DATA
         s = dg.ses.values
         psn = p["psn"]
@@ -254,7 +298,7 @@ def decode(data, max_datagram=MAX_DATAGRAM):
                             "%d/%d, initiator %d/%d, start_of_msg %d with psn %d)"
                             % (s["request_length"], msg_len, s["initiator"], src,
                                s["start_of_msg"], psn))
-        carried = len(dg.payload)
+        carried = len(payload)
         if tflags & F_TRIMMED:
             if carried:
                 raise WireError(R_LENGTH, "payload on a trimmed DATA packet (%d bytes)" % carried)
@@ -287,9 +331,9 @@ def decode(data, max_datagram=MAX_DATAGRAM):
     else:
         raise WireError(R_KIND, "UET %s%s is not a packet of the GSE profile"
                         % (dg.pds.name, "" if dg.ses is None else " + " + dg.ses.name))
-    if kind != DATA and dg.payload:
+    if kind != DATA and payload:
         raise WireError(R_LENGTH, "payload on a %s packet (%d bytes)"
-                        % (KIND_NAMES[kind], len(dg.payload)))
+                        % (KIND_NAMES[kind], len(payload)))
     if flags & ~_FLAGS_OF[kind]:
         raise WireError(R_FLAGS, "flags 0x%x on a %s packet"
                         % (flags & ~_FLAGS_OF[kind], KIND_NAMES[kind]))
@@ -300,13 +344,76 @@ def decode(data, max_datagram=MAX_DATAGRAM):
     pkt = Packet(kind, src, dst, msg_id=msg_id, psn=psn, entropy=entropy,
                  payload_len=payload_len, flags=flags, msg_len=msg_len, credit=credit, aux=aux,
                  sack_base=sack_base, sack_bits=sack_bits, ts=ts, prio=prio)
-    if kind == DATA and not flags & F_TRIMMED:
-        pkt.payload = dg.payload
+    carries = kind == DATA and not flags & F_TRIMMED
+    if carries:
+        pkt.payload = payload
     try:
-        canonical = encode(pkt)
+        if secured:
+            _check_fields(pkt)
+            canonical = _assemble(pkt, payload, data[:TSS_BYTES], tags)
+        else:
+            canonical = encode(pkt)
     except ValueError as exc:
         raise WireError(R_FIELD, "fields the profile cannot write back: %s" % exc) from None
     if canonical != data:
         raise WireError(R_FIELD, "UET fields that the profile fixes (reserved bits, offsets, "
                         "opcode, CC state) differ from what it writes")
+    if secured:
+        pkt.flags |= F_SEC
+        pkt.size += SEC_TRAILER + SEC_TAG if carries else SEC_TRAILER   # as the gse profile
     return pkt
+
+
+# -- authenticated packets (gse.runtimes.udp.secure) --------------------------------------
+
+def tss_header(sdi, ssi, tsc):
+    """The 16-byte TSS header: type 1, sp 1, an 0, the domain ``sdi``, source ``ssi``,
+    the 64-bit TSC (epoch and counter)."""
+    return _TSS.pack(_TSS_TOP | sdi, ssi, tsc)
+
+
+def payload_view(raw, pkt):
+    """The payload bytes of the plain datagram ``raw`` of an untrimmed DATA ``pkt``."""
+    tail = len(raw) - TRAILER_BYTES
+    return memoryview(raw)[tail - pkt.payload_len:tail]
+
+
+def secure_wrap(raw, pkt, tss, sealed, htag):
+    """The secured datagram of the plain ``raw``: ``tss`` in front, the payload replaced
+    by ``sealed`` (ciphertext and its tag; None: no payload), the header tag after it,
+    then the trailer with a new CRC."""
+    n = len(raw)
+    tail = n - TRAILER_BYTES
+    head = raw[:tail - pkt.payload_len] if sealed is not None else raw[:tail]
+    parts = (tss, head, sealed, htag, raw[tail:n - 4]) if sealed is not None else \
+        (tss, head, htag, raw[tail:n - 4])
+    body = b"".join(parts)
+    crc = zlib.crc32(body)
+    if pkt.corrupt:
+        crc ^= MASK32
+    return body + _CRC.pack(crc)
+
+
+def secure_parts(raw, pkt, carries):
+    """(domain id, TSC, ciphertext and payload tag or None, header tag) of a secured
+    datagram decoded as ``pkt``."""
+    top, _ssi, tsc = _TSS.unpack_from(raw, 0)
+    tail = len(raw) - TRAILER_BYTES
+    view = memoryview(raw)
+    sealed = view[tail - 2 * SEC_TAG - pkt.payload_len:tail - SEC_TAG] if carries else None
+    return top & 0xFFFFFF, tsc, sealed, view[tail - SEC_TAG:tail]
+
+
+def reframe(raw, pkt):
+    """The secured datagram ``raw`` after a switch changed ``pkt`` (an ECN mark, a trim,
+    an emulated corruption): the TSS header, the ciphertext and the tags are kept (a
+    trim drops the payload and its tag), the rest is written again."""
+    n = len(raw)
+    tail = n - TRAILER_BYTES
+    htag = raw[tail - SEC_TAG:tail]
+    if pkt.kind == DATA and not raw[tail + _FLAGS_AT] & F_TRIMMED \
+            and not pkt.flags & F_TRIMMED:
+        start = tail - 2 * SEC_TAG - pkt.payload_len
+        return _assemble(pkt, raw[start:tail - 2 * SEC_TAG], raw[:TSS_BYTES],
+                         raw[tail - 2 * SEC_TAG:tail])
+    return _assemble(pkt, b"", raw[:TSS_BYTES], htag)

@@ -12,7 +12,11 @@ PDS (``type``, header size): 2 RUD_REQ and 3 ROD_REQ (12 B), 13 RUD_CC_REQ and
 14 ROD_CC_REQ (16 B: + ``ccc_id``, ``credit_target``), 4 RUDI_REQ and 5 RUDI_RESP (8 B),
 6 UUD_REQ (4 B), 7 ACK (12 B), 8 ACK_CC (32 B: + SACK and NSCC or credit CC state),
 9 ACK_CCX (32 B), 10 NACK (16 B), 12 NACK_CCX (24 B), 11 CONTROL (16 B; ``ctl_type`` in
-place of ``next_hdr``).  Type 1 (TSS, the encryption header) is not parsed.
+place of ``next_hdr``).  Type 1 is the TSS security header, which comes before the PDS
+header: ``type`` (5), ``sp`` (SSI present), a reserved bit, ``an`` (association number),
+``sdi`` (secure domain, 24 bits), with ``sp`` the 32-bit ``ssi`` (source), then the TSC
+(epoch 16 bits, counter 48 bits): 16 bytes, or 12 without the SSI (UET 1.0.1, table
+3-90, as the UEC reference code lays it out).
 
 SES after a request (``next_hdr`` 1 small 20 B, 2 medium 32 B, 3 standard 44 B): the
 12-byte common header, then by opcode for the standard form -- deferrable send (8, 0xb)
@@ -115,6 +119,12 @@ CC_NSCC, CC_CREDIT = 0, 1
 NACK_TRIMMED = 0x01
 CTL_CREDIT, CTL_CREDIT_REQ = 7, 8
 
+# The TSS security header (type 1) in front of the PDS header, with and without the SSI
+TSS_HEADER = _l("TSS", ("type", 5), ("sp", 1), ("rsvd", 1), ("an", 1), ("sdi", 24),
+                ("ssi", 32), ("epoch", 16), ("tsc", 48))
+TSS_HEADER_NO_SSI = _l("TSS (no SSI)", ("type", 5), ("sp", 1), ("rsvd", 1), ("an", 1),
+                       ("sdi", 24), ("epoch", 16), ("tsc", 48))
+
 # ACK_CC's 64-bit CC state, by cc_type
 NSCC_STATE = _l("NSCC state", ("service_time", 16), ("restore_cwnd", 1), ("rcv_cwnd_pend", 7),
                 ("rcvd_bytes", 24), ("ooo_count", 16))
@@ -201,18 +211,21 @@ class Header:
 
 
 class Datagram:
-    """A UET UDP payload: ``pds``, ``ses`` (or None), extension headers, ``payload``."""
+    """A UET UDP payload: ``tss`` (the security header, or None), ``pds``, ``ses`` (or
+    None), extension headers, ``payload``."""
 
-    __slots__ = ("pds", "ses", "exts", "payload")
+    __slots__ = ("tss", "pds", "ses", "exts", "payload")
 
-    def __init__(self, pds, ses=None, exts=(), payload=b""):
+    def __init__(self, pds, ses=None, exts=(), payload=b"", tss=None):
+        self.tss = tss
         self.pds = pds
         self.ses = ses
         self.exts = list(exts)
         self.payload = payload
 
     def headers(self):
-        return [self.pds] + ([self.ses] if self.ses is not None else []) + self.exts
+        return (([self.tss] if self.tss is not None else []) + [self.pds]
+                + ([self.ses] if self.ses is not None else []) + self.exts)
 
     def header_bytes(self):
         return sum(h.layout.size for h in self.headers())
@@ -244,13 +257,18 @@ def parse(data):
     data = bytes(data)
     if len(data) < 2:
         raise WireError(R_TRUNCATED, "truncated UET datagram: %d bytes" % len(data))
-    ptype = data[0] >> 3
+    tss = None
+    pos = 0
+    if data[0] >> 3 == TSS:                 # the security header, then the PDS header
+        tss, pos = _take(TSS_HEADER if data[0] & 0x04 else TSS_HEADER_NO_SSI, data, 0, None)
+        if len(data) < pos + 2:
+            raise WireError(R_TRUNCATED, "truncated UET datagram: no PDS header after TSS")
+    ptype = data[pos] >> 3
     layout = PDS.get(ptype)
     if layout is None:
         raise WireError(R_KIND, "UET PDS type %d is %s" % (
-            ptype, "the TSS encryption header, which is not parsed" if ptype == TSS
-            else "not defined by UET 1.0"))
-    pds, pos = _take(layout, data, 0, None)
+            ptype, "a second TSS header" if ptype == TSS else "not defined by UET 1.0"))
+    pds, pos = _take(layout, data, pos, None)
     ses = None
     exts = []
     nh = pds.values.get("next_hdr", HDR_NONE)
@@ -268,7 +286,7 @@ def parse(data):
                 exts.append(ext)
     elif ptype in RESPONSE_TYPES and nh in _RESPONSE_BY_HDR:
         ses, pos = _take(SES[_RESPONSE_BY_HDR[nh]], data, pos, None)
-    return Datagram(pds, ses, exts, data[pos:])
+    return Datagram(pds, ses, exts, data[pos:], tss)
 
 
 def build(dg):

@@ -1,6 +1,8 @@
 -- Wireshark dissector for the GSE / RoCE-baseline transport of this project (wire format
 -- version 1, docs/wire-format.md): every packet kind and field, the flags, the SACK
--- bitmap, credit, entropy, timestamps, the CRC-32, and the fields fabric mode rewrites.
+-- bitmap, credit, entropy, timestamps, the CRC-32, the fields fabric mode rewrites, and
+-- the security trailer of authenticated packets (--secure: payload tag, TSC = epoch and
+-- counter, header tag).
 --
 --   tshark -X lua_script:tools/wireshark/gse.lua -r capture.pcap
 --   wireshark -X lua_script:tools/wireshark/gse.lua capture.pcap
@@ -18,9 +20,11 @@ local KINDS = {[0] = "DATA", [1] = "REQUEST", [2] = "GRANT", [3] = "ACK", [4] = 
                [5] = "PAUSE", [6] = "RESUME", [7] = "CNP"}
 local PRIOS = {[0] = "data", [1] = "control"}
 local F_ECN_CE, F_TRIMMED, F_RETX, F_LAST, F_UNSCHED, F_ECT = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
-local KNOWN_FLAGS = 0x3F
+local F_SEC = 0x40                -- the security sublayer's: a trailer follows the payload
+local KNOWN_FLAGS = 0x7F
+local SEC_TAG, SEC_TRAILER = 16, 24
 local FLAG_NAMES = {{F_ECN_CE, "CE"}, {F_TRIMMED, "TRIMMED"}, {F_RETX, "RETX"},
-                    {F_LAST, "LAST"}, {F_UNSCHED, "UNSCHED"}, {F_ECT, "ECT"}}
+                    {F_LAST, "LAST"}, {F_UNSCHED, "UNSCHED"}, {F_ECT, "ECT"}, {F_SEC, "SEC"}}
 
 local f = gse.fields
 f.version = ProtoField.uint8("gse.version", "Version", base.DEC)
@@ -36,8 +40,16 @@ f.flag_last = ProtoField.bool("gse.flags.last", "Last packet of the message", 16
 f.flag_unsched = ProtoField.bool("gse.flags.unsched", "Unscheduled (sent without credit)",
                                  16, nil, F_UNSCHED)
 f.flag_ect = ProtoField.bool("gse.flags.ect", "ECN-capable transport", 16, nil, F_ECT)
+f.flag_sec = ProtoField.bool("gse.flags.sec", "Authenticated (security trailer)", 16, nil,
+                             F_SEC)
 f.flag_unknown = ProtoField.uint16("gse.flags.unknown", "Unknown flag bits", base.HEX, nil,
-                                   0xFFC0)
+                                   0xFF80)
+f.sec = ProtoField.bytes("gse.sec", "Security trailer")
+f.sec_payload_tag = ProtoField.bytes("gse.sec.payload_tag", "Payload tag (AES-GCM)")
+f.sec_epoch = ProtoField.uint16("gse.sec.epoch", "Epoch (the run's)", base.DEC)
+f.sec_counter = ProtoField.uint64("gse.sec.counter", "Counter (sender toward destination)",
+                                  base.DEC)
+f.sec_header_tag = ProtoField.bytes("gse.sec.header_tag", "Header tag (AES-GCM)")
 f.src = ProtoField.uint32("gse.src", "Source node", base.DEC)
 f.dst = ProtoField.uint32("gse.dst", "Destination node", base.DEC)
 f.msg_id = ProtoField.uint32("gse.msg_id", "Message id", base.DEC)
@@ -243,6 +255,7 @@ local function dissect(tvb, pinfo, tree)
     fi:add(f.flag_last, tvb(2, 2))
     fi:add(f.flag_unsched, tvb(2, 2))
     fi:add(f.flag_ect, tvb(2, 2))
+    fi:add(f.flag_sec, tvb(2, 2))
     if band(flags, 0xFFFF - KNOWN_FLAGS) ~= 0 then
         fi:add(f.flag_unknown, tvb(2, 2)):add_proto_expert_info(ef.bad_flags)
     end
@@ -307,23 +320,43 @@ local function dissect(tvb, pinfo, tree)
         t:add(f.voq_seq, tvb(32, 4))
         t:add(f.host_entropy, tvb(36, 4))
     end
+    local secured = band(flags, F_SEC) ~= 0
+    local trailer = 0
+    if secured then trailer = SEC_TRAILER + (carries and SEC_TAG or 0) end
+    local body = total - HEADER - trailer          -- payload bytes (ciphertext if secured)
     if carries then
-        if total - HEADER ~= payload_len then
+        if body ~= payload_len then
             t:add_proto_expert_info(ef.bad_length,
                                     string.format("payload_len %d, datagram carries %d",
-                                                  payload_len, total - HEADER))
+                                                  payload_len, body))
         end
-        if caplen > HEADER then
-            t:add(f.payload, tvb(HEADER, caplen - HEADER))
+        if caplen > HEADER and body > 0 then
+            local n = math.min(body, caplen - HEADER)
+            local pi = t:add(f.payload, tvb(HEADER, n))
+            if secured then pi:append_text(" (encrypted)") end
         end
-    elseif total > HEADER then
+    elseif body ~= 0 then
         t:add_proto_expert_info(ef.bad_length,
                                 string.format("%d payload bytes on a packet that carries none",
-                                              total - HEADER))
+                                              body))
     elseif kind == 0 then
         t:add_proto_expert_info(ef.trim)
     end
     if kind == 5 or kind == 6 then t:add_proto_expert_info(ef.pfc) end
+    local sec_info = ""
+    if secured and body >= 0 and caplen == total then
+        local at = HEADER + body                   -- payload tag | TSC | header tag
+        local st = t:add(f.sec, tvb(at, trailer))
+        if carries then
+            st:add(f.sec_payload_tag, tvb(at, SEC_TAG))
+            at = at + SEC_TAG
+        end
+        st:add(f.sec_epoch, tvb(at, 2))
+        st:add(f.sec_counter, tvb(at + 2, 6))
+        st:add(f.sec_header_tag, tvb(at + 8, SEC_TAG))
+        sec_info = string.format(" SEC epoch=%d ctr=%s", tvb(at, 2):uint(),
+                                 tostring(tvb(at + 2, 6):uint64()))
+    end
 
     local info
     if kind == 0 then
@@ -350,7 +383,7 @@ local function dissect(tvb, pinfo, tree)
         info = kname
     end
     if flags ~= 0 then info = info .. " [" .. flag_text(flags) .. "]" end
-    pinfo.cols.info = string.format("%d -> %d %s", src, dst, info)
+    pinfo.cols.info = string.format("%d -> %d %s%s", src, dst, info, sec_info)
     return caplen
 end
 

@@ -119,7 +119,8 @@ def group_name(topo, group):
 
 
 def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_rate,
-                  output_dir, run, port=AGENT_PORT, wire="gse", faults=None, detect_ps=-1):
+                  output_dir, run, port=AGENT_PORT, wire="gse", faults=None, detect_ps=-1,
+                  secure_key_file=None):
     """Every node's ``gse agent`` configuration on ``fabric``: the node binds 0.0.0.0:port
     and reaches the neighbour on port p at the neighbour's own address on that link.
     With ``faults`` the switches get their route updates and every port of a failing
@@ -131,7 +132,7 @@ def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_r
     confs = node_configs(topo, messages, protocol, config, seed,
                          [("0.0.0.0", port)] * len(topo.nodes), loss_rate, corrupt_rate,
                          output_dir=output_dir, run=run, wire=wire, faults=faults,
-                         detect_ps=detect_ps)
+                         detect_ps=detect_ps, secure_key_file=secure_key_file)
     for conf in confs:
         addrs = fabric.port_addresses(conf["node"])
         conf["bind"] = ["0.0.0.0", port]
@@ -169,7 +170,8 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                 corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
                 start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
                 progress=None, label=None, wire="gse", pcap=None, placement="node",
-                precise_timers=False, faults=None, detect_ps=-1, stall_s=None):
+                precise_timers=False, faults=None, detect_ps=-1, stall_s=None,
+                secure_key_file=None, during=None):
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -199,6 +201,11 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
     exited stalled the run cannot complete: the others get one more span to finish, then
     the run ends ("stalled"), and the summary's ``stall`` says what the hosts' unfinished
     messages waited for.
+    ``secure_key_file``: authenticated packets (``--secure``, docs/hardening.md), the
+    key file read by every agent in its namespace (one file system).  ``during(fabric,
+    confs, start_at)`` starts programs of the caller's in the nodes' namespaces just
+    before the agents (``experiments/secure_attacks_mininet.py``'s forger) and returns
+    their ``Popen``s, which are stopped with the switches.
     """
     check_protocol(protocol)
     reason = mininet_unavailable()
@@ -253,7 +260,7 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                     run.trigger = faults.after_packets
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
                                       corrupt_rate, agents, run_opts, port, wire, faults,
-                                      detect_ps)
+                                      detect_ps, secure_key_file)
                 if pcap:
                     os.makedirs(pcap["dir"], exist_ok=True)
                     chosen = capture_plan(topo, pcap)
@@ -266,6 +273,8 @@ def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0
                             confs[nid]["netns"] = fabric.nodes[nid].pid
                 paths = write_node_configs(confs, os.path.join(agents, "conf"))
                 run.link_events = link_events(topo, faults)
+                if during is not None:            # before the agents: up by time 0
+                    run.extra = list(during(fabric, confs, start_at) or ())
                 run.launch(paths, groups, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
             finally:
@@ -316,6 +325,7 @@ class _Run:
         self.origin_s = 0.0        # the link events' origin, after time 0 (None: not yet)
         self.stall_grace_s = None  # after a host agent stalled, the others' last span
         self.stalled_at = None
+        self.extra = []            # the caller's programs (run_mininet's ``during``)
 
     def phase(self, name):
         self.stage = name
@@ -438,8 +448,8 @@ class _Run:
         self.stage = "stopping"
         self._report(force=True)
         # switches (and, after a timeout, anything still running): SIGTERM, they write
-        self.fabric.terminate_programs([p for p in self.procs.values() if p.poll() is None],
-                                       SWITCH_STOP_GRACE_S)
+        self.fabric.terminate_programs([p for p in list(self.procs.values()) + self.extra
+                                        if p.poll() is None], SWITCH_STOP_GRACE_S)
         for g in self.procs:
             self.exit_at.setdefault(g, time.time())
 
@@ -614,5 +624,6 @@ def run_from_args(args, topo, messages, config):
                          placement=getattr(args, "placement", "node"),
                          precise_timers=getattr(args, "precise_timers", False),
                          faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
-                         stall_s=None if stall is None else stall / 1e12)
+                         stall_s=None if stall is None else stall / 1e12,
+                         secure_key_file=getattr(args, "secure", None))
     return result.summary, result.records

@@ -4,7 +4,10 @@
 runtime (``gse.runtimes.udp.network``) and the Mininet agents call: the host driver and
 its agent, a switch driver with its switch (and PFC), or for fabric mode
 (``gse-fabric``) a leaf driving the ``FabricLeaf`` scheduler and spines following the
-path the leaves chose; then every port with its emulated link.
+path the leaves chose; then every port with its emulated link.  With a ``secure``
+section the node claims the run's epoch for itself (a configuration runs once) and gets
+its channels: a host's end-to-end ``Tss``, and where PFC frames cross its links a
+``LinkAuth``.
 """
 
 import random
@@ -36,15 +39,16 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
     slack = conf["run"]["slack_ps"]
     role = conf["role"]
     fabric = conf.get("fabric")
+    wire = conf.get("wire", "gse")
+    schedule = _session(conf)
     if role == "host":
         link = conf["ports"][0]
         make_host = host_factory(conf["agent"]["protocol"], protocol_config)
         agent = make_host(nid, random.Random("%s/host/%d" % (seed, nid)), link["gbps"])
         driver = HostDriver(nid, conf["name"], sched, endpoint, agent, on_delivered, on_sent)
-        secure = conf.get("secure")
-        if secure:
-            from gse.runtimes.udp.secure import Tss, load_domain_key
-            driver.tss = Tss(load_domain_key(secure["key_file"]), nid, conf["hosts"])
+        if schedule is not None:
+            from gse.runtimes.udp.secure import Tss
+            driver.tss = Tss(schedule, nid, conf["hosts"], wire)
     elif fabric:
         driver = _fabric_switch(conf, sched, endpoint, fabric)
     else:
@@ -56,7 +60,9 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         driver = SwitchDriver(nid, conf["name"], conf["kind"], sched, endpoint, switch,
                               conf.get("switch_latency_ps", 0), pfc)
     driver.max_datagram = conf["max_datagram"]
-    wire = conf.get("wire", "gse")
+    if schedule is not None and (role != "host" or conf["ports"][0].get("pfc_quanta", 0)):
+        from gse.runtimes.udp.secure import LinkAuth     # PFC frames cross its links
+        driver.link_auth = LinkAuth(schedule, nid, [pc["peer"] for pc in conf["ports"]])
     codec = wire_profile(wire) if wire != "gse" else None
     driver.codec = codec
     for pc in conf["ports"]:
@@ -72,6 +78,7 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         port.codec = codec
         port.set_faults(pc.get("loss", 0.0), pc.get("corrupt", 0.0),
                         random.Random("%s/wire/%d/%d" % (seed, nid, pidx)))
+        port.pfc_limit = pc.get("pfc_quanta", 0)
         if role == "host":
             port.agent = driver.agent
             port.catchup = (conf["mtu_wire_bytes"] * 8_000_000 + port.mbps - 1) // port.mbps
@@ -79,8 +86,11 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
             driver.nic = port
             if driver.tss is not None:
                 port.seal = driver.tss.seal
-        elif isinstance(driver, SwitchDriver):
-            port.pfc = driver.pfc
+        else:
+            if isinstance(driver, SwitchDriver):
+                port.pfc = driver.pfc
+            if driver.link_auth is not None:
+                port.seal = driver.link_auth.seal   # the PFC frames this switch makes
         if addr in driver.port_of:
             raise ValueError("node %r: ports %d and %d both lead to %s:%d"
                              % (conf["name"], driver.port_of[addr], pidx, addr[0], addr[1]))
@@ -90,6 +100,18 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         if know is not None:
             know(addr)
     return driver
+
+
+def _session(conf):
+    """The node's ``KeySchedule`` under ``--secure`` (after claiming the run's epoch for
+    this node: a second start of the same configuration is refused), or None."""
+    secure = conf.get("secure")
+    if not secure:
+        return None
+    from gse.runtimes.udp.secure_keys import EpochStore, schedule_from_config
+    schedule = schedule_from_config(secure)
+    EpochStore(secure["key_file"]).claim(conf["node"], conf["name"], secure["epoch"])
+    return schedule
 
 
 def _fabric_switch(conf, sched, endpoint, fabric):

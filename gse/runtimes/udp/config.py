@@ -137,9 +137,25 @@ def check_wire(wire, protocol, mtu):
                               "bits), got %d" % (uet.MAX_PAYLOAD_LENGTH, mtu))
 
 
-def max_datagram(wire, mtu):
-    """The largest datagram of a wire profile at ``mtu``."""
-    return mtu + (uet.MAX_OVERHEAD if wire == "uet" else HEADER_BYTES)
+def max_datagram(wire, mtu, secure=False):
+    """The largest datagram of a wire profile at ``mtu`` (``secure``: with the security
+    sublayer's header, counter and tags)."""
+    extra = 0
+    if secure:
+        extra = uet.SECURE_OVERHEAD if wire == "uet" else SEC_TRAILER + SEC_TAG
+    return mtu + (uet.MAX_OVERHEAD if wire == "uet" else HEADER_BYTES) + extra
+
+
+def pfc_limits(protocol, cfg):
+    """(host port, switch port facing a switch): the most quanta a PAUSE arriving there
+    may hold -- what the neighbour's configuration sends -- or 0 where none may come (PFC
+    off; a switch's port facing a host, since hosts never pause)."""
+    if protocol == "gse-fabric":        # the leaves pause their hosts, no one pauses a leaf
+        return cfg.pause_quanta, 0
+    pc = pfc_config(protocol, cfg)
+    if pc is None:
+        return 0, 0
+    return pc.pause_quanta, pc.pause_quanta
 
 
 def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of=None,
@@ -152,7 +168,9 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     and destination (what it expects).  ``output_dir`` gives every node
     ``<dir>/<name>.counters.json`` and, for hosts, ``<dir>/<name>.records.json``.
     ``run`` overrides entries of ``RUN_DEFAULTS``.  ``secure_key_file``: the hosts
-    authenticate their packets with the domain key in that file (``gse.runtimes.udp.secure``).
+    authenticate their packets with the domain key in that file (``gse.runtimes.udp.secure``),
+    as do switches their PFC frames, under a new session (a fresh salt and the next epoch of
+    the key file: ``gse.runtimes.udp.secure_keys.new_session``).
     ``faults`` (a ``gse.workloads.faults.FaultSchedule``) gives each switch its
     ``route_updates`` (as the switches learn of each change, ``detect_ps`` later; -1:
     never) and, with ``link_faults``, each port of a failing link its ``faults`` timeline
@@ -167,9 +185,6 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     check_protocol(protocol)
     cfg = config if config is not None else default_config(protocol)
     check_wire(wire, protocol, cfg.mtu)
-    if secure_key_file is not None and wire != "gse":
-        raise ConfigError("--secure authenticates the gse wire profile's packets, not %r"
-                          % wire)
     problem = fault_rates_error(loss_rate, corrupt_rate)
     if problem:
         raise ConfigError(problem)
@@ -214,17 +229,28 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
             link = topo.links[li]
             trigger[(link.a, link.a_port)] = trigger[(link.b, link.b_port)] = \
                 faults.after_packets
+    host_pfc, switch_pfc = pfc_limits(protocol, cfg)
+    session = None
+    if secure_key_file is not None:
+        if fabric:
+            raise ConfigError("--secure: fabric mode's leaves rewrite the DATA headers "
+                              "hosts send; authenticated packets need gse or roce")
+        from gse.runtimes.udp.secure_keys import new_session
+        session = new_session(secure_key_file)
     out = []
     for nid, node in enumerate(topo.nodes):
         ports = []
         for pidx, lidx in enumerate(node.ports):
             link = topo.links[lidx]
             peer, peer_port = topo.peer(nid, pidx)
+            faces_host = topo.nodes[peer].kind == "host"
             ports.append({"port": pidx, "peer": peer, "peer_name": topo.nodes[peer].name,
                           "peer_port": peer_port, "peer_addr": addrs[peer],
                           "gbps": link.gbps, "delay_ps": link.delay_ps,
                           "loss": loss_rate, "corrupt": corrupt_rate,
-                          "faces_host": topo.nodes[peer].kind == "host"})
+                          "faces_host": faces_host,
+                          "pfc_quanta": (host_pfc if node.kind == "host" else
+                                         0 if faces_host else switch_pfc)})
             timeline = port_faults.get((nid, pidx))
             if timeline:
                 ports[-1]["faults"] = timeline
@@ -234,13 +260,13 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                 "role": "host" if node.kind == "host" else "switch", "hosts": n_hosts,
                 "bind": addrs[nid], "ports": ports, "seed": seed, "queue": queue,
                 "run": dict(run_opts), "output": {"counters": None, "records": None},
-                "max_datagram": max_datagram(wire, cfg.mtu) + (
-                    0 if secure_key_file is None else SEC_TRAILER + SEC_TAG), "wire": wire}
+                "max_datagram": max_datagram(wire, cfg.mtu, session is not None),
+                "wire": wire}
         if output_dir is not None:
             conf["output"]["counters"] = os.path.join(output_dir, node.name + ".counters.json")
+        if session is not None and (node.kind == "host" or pfc is not None):
+            conf["secure"] = dict(session)     # hosts, and switches that send PFC frames
         if node.kind == "host":
-            if secure_key_file is not None:
-                conf["secure"] = {"key_file": os.path.abspath(secure_key_file)}
             conf["agent"] = {"protocol": protocol, "params": cfg.as_dict()}
             conf["mtu_wire_bytes"] = cfg.mtu + HEADER_BYTES
             conf["messages"] = sorted(sends[nid], key=lambda m: (m["start_ps"], m["msg_id"]))

@@ -169,9 +169,6 @@ def check_node_config(conf, where="config"):
                               "headers hosts send; authenticated packets need gse or roce"
                               % where)
         _check_secure(secure, n_hosts, where)
-        if wire != "gse":
-            raise ConfigError("%s: field 'secure' needs the gse wire profile, not %r"
-                              % (where, wire))
     if role == "host":
         _check_host(conf, nid, n_hosts, where)
     else:
@@ -180,17 +177,31 @@ def check_node_config(conf, where="config"):
 
 
 def _check_secure(secure, n_hosts, where):
-    """``"secure": {"key_file": PATH}``: authenticated packets (gse.runtimes.udp.secure)."""
+    """``"secure": {"key_file": PATH, "salt": HEX, "epoch": N}``: authenticated packets
+    under the run's session (gse.runtimes.udp.secure_keys)."""
     sw = where + " field 'secure'"
     if not isinstance(secure, dict):
-        raise ConfigError("%s: must be an object {\"key_file\": PATH} or null" % sw)
+        raise ConfigError("%s: must be an object {\"key_file\": PATH, \"salt\": HEX, "
+                          "\"epoch\": N} or null" % sw)
     path = _need(secure, "key_file", str, sw)
     if n_hosts is None:
         raise ConfigError("%s: needs the field 'hosts' (the hosts of the fabric)" % sw)
-    from gse.runtimes.udp.secure import _aead, load_domain_key
+    salt = secure.get("salt")
+    if "salt" not in secure or "epoch" not in secure:
+        raise ConfigError("%s: no session (fields 'salt' and 'epoch'): a configuration "
+                          "written before issue 25; write the configurations again" % sw)
+    try:
+        ok = isinstance(salt, str) and len(bytes.fromhex(salt)) == 16
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError("%s: field 'salt' must be 32 hexadecimal digits, got %r"
+                          % (sw, salt))
+    _int(secure, "epoch", sw, 1, 2 ** 63 - 1)
+    from gse.runtimes.udp.secure_keys import aead, load_domain_key
     try:
         load_domain_key(path)
-        _aead()
+        aead()
     except ConfigError as exc:
         raise ConfigError("%s: %s" % (sw, exc)) from None
 
@@ -235,6 +246,7 @@ def _check_ports(conf, role, where):
                                   "\"gray\", drop fraction 0..1], got %r" % (pw, j, ev))
         _int(p, "trigger_packets", pw, 1, optional=True)
         _need(p, "faces_host", bool, pw)
+        _int(p, "pfc_quanta", pw, 0, 65535, optional=True)   # absent: PFC frames refused
 
 
 def _check_run(conf, where):

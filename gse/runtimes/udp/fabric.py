@@ -64,8 +64,10 @@ class LeafDriver(NodeDriver):
 
     def _handle(self, pkt, data, now):
         kind = pkt.kind
-        if kind == PAUSE or kind == RESUME:        # (no one pauses a leaf in this mode)
-            self.ports[pkt.ingress].on_pfc(kind == PAUSE, pkt.credit, now)
+        if kind == PAUSE or kind == RESUME:   # no one pauses a leaf: refused, counted
+            quanta = self.admit_pfc(pkt, data)
+            if quanta >= 0:
+                self.ports[pkt.ingress].on_pfc(kind == PAUSE, quanta, now)
             return
         try:
             self.agent.receive(pkt, pkt.ingress, now)

@@ -38,8 +38,8 @@ import zlib
 from collections import deque
 
 from gse.runtimes.udp.io import Endpoint, record_error
-from gse.wire.codec import (CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, decode, encode, payload_pattern,
-                            reframe)
+from gse.wire.codec import (CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, SEC_TAG, SEC_TRAILER, decode,
+                            encode, payload_pattern, reframe)
 from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
                              PRIO_CONTROL, PRIO_DATA, RESUME, WIRE_VERSION, fill_packet, new_packet)
 from switchmodel.queue import DROPPED, ENQUEUED
@@ -128,15 +128,23 @@ def _decode(data, max_datagram, with_payload, into):
 def _decode_py(data, n, with_payload, into):
     (version, kind, flags, src, dst, msg_id, psn, entropy, payload_len, msg_len, credit,
      aux, sack_base, sack_bits, ts, prio, res8, res16, checksum) = _unpack(data, 0)
-    if version != WIRE_VERSION or kind > MAX_KIND or flags & ~KNOWN_FLAGS or res8 or res16:
+    if (version != WIRE_VERSION or kind > MAX_KIND or flags & ~(KNOWN_FLAGS | F_SEC) or res8
+            or res16):
         return None
+    carries = kind == DATA and not flags & F_TRIMMED
+    trailer = 0
+    if flags & F_SEC:                       # the security trailer after the payload
+        trailer = SEC_TRAILER + SEC_TAG if carries else SEC_TRAILER
     view = memoryview(data)
-    if kind == DATA and not flags & F_TRIMMED:
-        if (n - HEADER_BYTES != payload_len
-                or _crc32(view[HEADER_BYTES:], _crc32(view[:CHECKSUM_OFFSET])) != checksum):
+    if carries:
+        if n - HEADER_BYTES - trailer != payload_len:
             return None
-    elif (n != HEADER_BYTES or (kind == ACK and sack_base & 7)
-            or _crc32(view[:CHECKSUM_OFFSET]) != checksum):
+    elif n != HEADER_BYTES + trailer or (kind == ACK and sack_base & 7):
+        return None
+    crc = _crc32(view[:CHECKSUM_OFFSET])
+    if n > HEADER_BYTES:
+        crc = _crc32(view[HEADER_BYTES:], crc)
+    if crc != checksum:
         return None
     if into is None:
         pkt = new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len,
@@ -144,8 +152,9 @@ def _decode_py(data, n, with_payload, into):
     else:
         pkt = fill_packet(into, kind, src, dst, msg_id, psn, entropy, payload_len, flags,
                       msg_len, credit, aux, sack_base, sack_bits, ts, prio)
-    if with_payload and kind == DATA and not flags & F_TRIMMED:
-        pkt.payload = data[HEADER_BYTES:]
+    if with_payload and carries:
+        pkt.payload = data[HEADER_BYTES:HEADER_BYTES + payload_len]
+    pkt.size += trailer
     return pkt
 
 
@@ -154,15 +163,18 @@ def _decode_c(data, n, with_payload, into):
     p = data
     kind = p[1]
     flags = gse_be16(p + 2)
-    if (p[0] != WIRE_VERSION or kind > MAX_KIND or flags & ~KNOWN_FLAGS or p[57] or p[58]
-            or p[59]):
+    if (p[0] != WIRE_VERSION or kind > MAX_KIND or flags & ~(KNOWN_FLAGS | F_SEC) or p[57]
+            or p[58] or p[59]):
         return None
     payload_len = gse_be16(p + 22)
     carries = kind == DATA and not flags & F_TRIMMED
+    trailer = 0
+    if flags & F_SEC:                       # the security trailer after the payload
+        trailer = SEC_TRAILER + SEC_TAG if carries else SEC_TRAILER
     if carries:
-        if n - HEADER_BYTES != payload_len:
+        if n - HEADER_BYTES - trailer != payload_len:
             return None
-    elif n != HEADER_BYTES or (kind == ACK and gse_be32(p + 36) & 7):
+    elif n != HEADER_BYTES + trailer or (kind == ACK and gse_be32(p + 36) & 7):
         return None
     if gse_crc_datagram(p, n) != gse_be32(p + CHECKSUM_OFFSET):
         return None
@@ -177,7 +189,8 @@ def _decode_c(data, n, with_payload, into):
                       gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
                       gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
     if carries and with_payload:
-        pkt.payload = data[HEADER_BYTES:]
+        pkt.payload = data[HEADER_BYTES:HEADER_BYTES + payload_len]
+    pkt.size += trailer
     return pkt
 
 
@@ -204,6 +217,20 @@ def payload_intact(pkt, data):
 
 def _payload_intact_c(pkt, data):
     return gse_pattern_ok(data, len(data), HEADER_BYTES, pkt.src, pkt.msg_id, pkt.psn)
+
+
+def pattern_intact(pkt, payload):
+    """``payload_intact`` for a payload on its own (what the security sublayer decrypted):
+    True if ``payload`` is the pattern of the untrimmed DATA packet ``pkt``."""
+    if len(payload) != pkt.payload_len:
+        return False
+    if COMPILED and type(payload) is bytes:
+        return _pattern_ok_c(pkt, payload)
+    return payload == payload_pattern(pkt.src, pkt.msg_id, pkt.psn, pkt.payload_len)
+
+
+def _pattern_ok_c(pkt, payload):
+    return gse_pattern_ok(payload, len(payload), 0, pkt.src, pkt.msg_id, pkt.psn)
 
 
 def encode_packet(pkt):
@@ -262,7 +289,7 @@ class EmulatedPort:
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
-                 "pause_expiries", "seal", "fault")
+                 "pause_expiries", "seal", "fault", "pfc_limit")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -306,8 +333,9 @@ class EmulatedPort:
         self.pause_until = -1      # when the PAUSE in force expires unless refreshed
         self.pause_fn = self._pause_expired
         self.pause_expiries = 0    # pauses that ended by their quanta (no RESUME came)
-        self.seal = None           # a host NIC with --secure: Tss.seal(raw, corrupt)
+        self.seal = None           # --secure: Tss.seal or LinkAuth.seal(pkt, raw) -> datagram
         self.fault = None          # a gse.runtimes.udp.faults.LinkFault when scheduled
+        self.pfc_limit = 0         # most quanta a PAUSE from the neighbour may hold (0: none)
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -395,7 +423,8 @@ class EmulatedPort:
                 pkt.corrupt = True
                 changed = True
         if raw is not None and changed and pkt.flags & F_SEC:
-            raw = reframe(raw, pkt)    # secured: the switch keeps the trailer
+            # secured: the switch keeps the security trailer (and TSS header)
+            raw = reframe(raw, pkt) if self.codec is None else self.codec.reframe(raw, pkt)
         elif raw is None or changed:
             if raw is not None:
                 _attach_payload(pkt, raw)
@@ -407,7 +436,9 @@ class EmulatedPort:
                              % (self.node, self.port, pkt, exc))
                 return
             if self.seal is not None:
-                raw = self.seal(raw, pkt.corrupt)
+                raw = self.seal(pkt, raw)
+                if raw is None:        # the sender's counter ran out (counted there)
+                    return
         depart = done + self.delay
         if not self.wire and depart <= now + self.slack:
             if self.ep is not None:

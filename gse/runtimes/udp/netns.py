@@ -25,7 +25,7 @@ from gse.runtimes.udp.io import open_udp_socket
 
 CLONE_NEWNET = 0x40000000
 
-__all__ = ["open_udp_socket_in", "kernel_drops", "kernel_drops_in"]
+__all__ = ["open_udp_socket_in", "made_in", "ip_udp", "kernel_drops", "kernel_drops_in"]
 
 _libc = None
 
@@ -46,8 +46,14 @@ def open_udp_socket_in(pid, ip, port, rcvbuf, what="node"):
     """``open_udp_socket(ip, port, rcvbuf)`` made in the network namespace of process
     ``pid`` (None: this process's own).  The calling thread is back in its own namespace
     when this returns, whatever happened."""
+    return made_in(pid, lambda: open_udp_socket(ip, port, rcvbuf, what), what)
+
+
+def made_in(pid, make, what="node"):
+    """``make()`` (a socket's constructor) run in the network namespace of process ``pid``
+    (None: this process's own); the thread returns to its own namespace whatever happened."""
     if pid is None:
-        return open_udp_socket(ip, port, rcvbuf, what)
+        return make()
     own = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
         try:
@@ -60,11 +66,22 @@ def open_udp_socket_in(pid, ip, port, rcvbuf, what="node"):
         finally:
             os.close(target)
         try:
-            return open_udp_socket(ip, port, rcvbuf, what)
+            return make()
         finally:
             _setns(own)
     finally:
         os.close(own)
+
+
+def ip_udp(src, dst, payload):
+    """An IPv4 + UDP datagram from ``src`` to ``dst`` ((ip, port) each) for a raw socket
+    (the kernel fills in the IP checksum and length; UDP checksum 0 = none): what a
+    forger sends with a neighbour's address (experiments/flood.py, secure_attacks_mininet)."""
+    udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0x4000, 64,
+                     socket.IPPROTO_UDP, 0, socket.inet_aton(src[0]),
+                     socket.inet_aton(dst[0]))
+    return ip + udp
 
 
 def kernel_drops_in(pid, addrs):

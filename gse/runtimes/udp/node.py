@@ -8,12 +8,19 @@ one reusable packet); a malformed one is counted by reason (``WireError.reason``
 dropped, a valid one from an address that is not a neighbour is counted as ``foreign``
 and dropped, and a host checks every DATA payload against the documented pattern.  The
 links themselves are in ``gse.runtimes.udp.link``.
+
+PAUSE and RESUME are hop by hop: every node passes them through ``admit_pfc`` first.  A
+port takes them only where its link's configuration sends them (``pfc_limit``: the
+configured quanta; 0 where the protocol runs with PFC off, or the neighbour is a host,
+which never pauses), a PAUSE holds for at most that many quanta, and under ``--secure``
+the frame must authenticate under the link's key (``gse.runtimes.udp.secure.LinkAuth``).
+Each refusal and each cut is counted (``pfc_in``).
 """
 
 from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
                                    decode_datagram, decode_header, decode_header_into,
-                                   payload_intact)
+                                   pattern_intact, payload_intact)
 from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError, verify_payload
 from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
 
@@ -25,7 +32,8 @@ class NodeDriver:
     """What hosts and switches share: a socket, ports, counters of what was received."""
 
     __slots__ = ("node", "name", "kind", "sched", "endpoint", "ports", "port_of",
-                 "malformed", "foreign", "datagrams", "max_datagram", "codec")
+                 "malformed", "foreign", "datagrams", "max_datagram", "codec", "pfc_in",
+                 "link_auth")
 
     def __init__(self, node, name, kind, sched, endpoint):
         self.node = node
@@ -40,6 +48,8 @@ class NodeDriver:
         self.datagrams = 0
         self.max_datagram = MAX_DATAGRAM   # larger than the fabric's MTU: "oversized"
         self.codec = None                  # another wire profile's codec, or None
+        self.pfc_in = {"accepted": 0, "clamped": 0, "pfc_off": 0}
+        self.link_auth = None              # --secure: PFC frames' keys (secure.LinkAuth)
 
     def _decode(self, data, addr, into):
         """The packet (header fields; an untrimmed DATA packet's payload stays in ``data``)
@@ -66,15 +76,42 @@ class NodeDriver:
         pkt.ingress = in_port
         return pkt
 
+    def admit_pfc(self, pkt, data):
+        """The quanta a PAUSE (or RESUME: 0) that came in by ``pkt.ingress`` may hold, or
+        -1: refused, and counted by reason."""
+        port = self.ports[pkt.ingress]
+        limit = port.pfc_limit
+        pfc_in = self.pfc_in
+        if limit <= 0:                  # PFC off on this link (or a host pausing)
+            pfc_in["pfc_off"] += 1
+            return -1
+        auth = self.link_auth
+        if auth is not None and not auth.open(pkt, data):
+            return -1                   # counted by the link's channels
+        pfc_in["accepted"] += 1
+        if pkt.kind != PAUSE:
+            return 0
+        quanta = pkt.credit
+        if quanta > limit:              # more than the link's configuration ever sends
+            pfc_in["clamped"] += 1
+            return limit
+        return quanta
+
     def counters(self, now):
         """JSON-ready counters of this node (what ``gse agent`` writes)."""
         ep = self.endpoint
+        pfc_in = dict(self.pfc_in)
+        if self.link_auth is not None:
+            for key, n in self.link_auth.counters().items():
+                if key not in ("opened", "sealed"):
+                    pfc_in[key] = n
+            pfc_in["sealed"] = self.link_auth.sealed
         return {"node": self.node, "name": self.name, "kind": self.kind,
                 "datagrams": self.datagrams, "malformed": dict(self.malformed),
                 "malformed_total": sum(self.malformed.values()), "foreign": self.foreign,
                 "sent": ep.sent, "send_blocked": ep.send_blocked,
                 "send_errors": ep.send_errors, "recv_errors": ep.recv_errors,
-                "ports": [p.stats(now) for p in self.ports]}
+                "pfc_in": pfc_in, "ports": [p.stats(now) for p in self.ports]}
 
 
 class SwitchDriver(NodeDriver):
@@ -111,7 +148,9 @@ class SwitchDriver(NodeDriver):
     def _route(self, pkt, data, now):
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.ports[pkt.ingress].on_pfc(kind == PAUSE, pkt.credit, now)
+            quanta = self.admit_pfc(pkt, data)
+            if quanta >= 0:
+                self.ports[pkt.ingress].on_pfc(kind == PAUSE, quanta, now)
             return
         port = self.switch.route(pkt)
         if port < 0:
@@ -185,17 +224,26 @@ class HostDriver(NodeDriver):
         now = self.sched.now()
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
-            self.nic.on_pfc(kind == PAUSE, pkt.credit, now)
+            quanta = self.admit_pfc(pkt, data)
+            if quanta >= 0:
+                self.nic.on_pfc(kind == PAUSE, quanta, now)
             return
-        if self.tss is not None:
-            data = self.tss.open(pkt, data)     # None: refused, counted by reason
-            if data is None:
-                return
         if kind == DATA and not pkt.flags & F_TRIMMED:
-            if not (payload_intact(pkt, data) if self.codec is None else verify_payload(pkt)):
+            if self.tss is not None:
+                if not self.tss.open(pkt, data):    # refused, counted by reason
+                    return
+                intact = pattern_intact(pkt, pkt.payload)   # the decrypted payload
+                pkt.payload = None
+            elif self.codec is None:
+                intact = payload_intact(pkt, data)
+            else:
+                intact = verify_payload(pkt)
+            if not intact:
                 self.payload_errors += 1  # checksum passed but the bytes are not ours
                 return
             self.payload_bytes += pkt.payload_len
+        elif self.tss is not None and not self.tss.open(pkt, data):
+            return
         try:
             self.agent.receive(pkt, now)
         except Exception as exc:

@@ -62,12 +62,13 @@ def udp_totals(node_counters, kernel_drops=None):
             malformed[reason] = malformed.get(reason, 0) + n
     out["malformed"] = malformed
     out["malformed_total"] = sum(malformed.values())
-    secure = {}                         # authenticated packets, by outcome
-    for c in node_counters:
-        for key, n in c.get("secure", {}).items():
-            secure[key] = secure.get(key, 0) + n
-    if secure:
-        out["secure_counters"] = secure
+    for section, name in (("secure", "secure_counters"), ("pfc_in", "pfc_in")):
+        total = {}                      # authenticated packets; PFC frames received
+        for c in node_counters:
+            for key, n in c.get(section, {}).items():
+                total[key] = total.get(key, 0) + n
+        if total:
+            out[name] = total
     out["kernel_drops"] = kernel_drops if kernel_drops is not None else sum(
         c.get("kernel_drops", 0) for c in node_counters)
     return out

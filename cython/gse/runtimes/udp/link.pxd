@@ -247,6 +247,8 @@ cdef long long F_TRIMMED
 cdef long long HEADER_BYTES
 cdef long long KNOWN_FLAGS
 cdef long long F_SEC
+cdef long long SEC_TAG
+cdef long long SEC_TRAILER
 cdef long long MAX_KIND
 cdef long long PAUSE
 cdef long long PRIO_CONTROL
@@ -271,7 +273,7 @@ cpdef Packet decode_header_into(Packet pkt, object data, Py_ssize_t max_datagram
 cpdef Packet _decode(object data, Py_ssize_t max_datagram, bint with_payload, Packet into)
 
 @cython.locals(p="const unsigned char *", kind="long long", flags="long long",
-               payload_len="long long", carries=bint, pkt=Packet)
+               payload_len="long long", carries=bint, trailer="long long", pkt=Packet)
 cdef Packet _decode_c(bytes data, Py_ssize_t n, bint with_payload, Packet into)
 
 @cython.locals(c=Packet)
@@ -280,6 +282,10 @@ cpdef Packet copy_packet(Packet pkt)
 cpdef bint payload_intact(Packet pkt, object data) except -1
 
 cdef bint _payload_intact_c(Packet pkt, bytes data) except -1
+
+cpdef bint pattern_intact(Packet pkt, object payload) except -1
+
+cdef bint _pattern_ok_c(Packet pkt, bytes payload) except -1
 
 cpdef object encode_packet(Packet pkt)
 
@@ -327,6 +333,7 @@ cdef class EmulatedPort:
     cdef public long long pause_expiries
     cdef public object seal
     cdef public object fault
+    cdef public long long pfc_limit
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)

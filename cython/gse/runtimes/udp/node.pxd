@@ -6,7 +6,7 @@ from gse.agents.interface cimport HostAgent
 from gse.runtimes.udp.io cimport Scheduler
 from gse.wire.packet cimport Packet, new_packet
 from gse.runtimes.udp.link cimport (EmulatedPort, HostNic, copy_packet, decode_header,
-                           decode_header_into, payload_intact)
+                           decode_header_into, pattern_intact, payload_intact)
 from switchmodel.pfc cimport PfcState
 from switchmodel.switch cimport Switch
 
@@ -31,9 +31,14 @@ cdef class NodeDriver:
     cdef public long long datagrams
     cdef public Py_ssize_t max_datagram
     cdef public object codec
+    cdef public dict pfc_in
+    cdef public object link_auth
 
     @cython.locals(pkt=Packet, in_port="long long")
     cpdef Packet _decode(self, data, addr, Packet into)
+
+    @cython.locals(port=EmulatedPort, limit="long long", quanta="long long")
+    cpdef long long admit_pfc(self, Packet pkt, data) except -2
 
 
 @cython.final
@@ -49,7 +54,8 @@ cdef class SwitchDriver(NodeDriver):
     @cython.locals(pkt=Packet)
     cpdef datagram(self, data, addr)
 
-    @cython.locals(kind="long long", port="long long", egress=EmulatedPort)
+    @cython.locals(kind="long long", port="long long", egress=EmulatedPort,
+                   quanta="long long")
     cpdef _route(self, Packet pkt, data, long long now)
 
     @cython.locals(p=EmulatedPort, quanta="long long", half="long long")
@@ -75,7 +81,8 @@ cdef class HostDriver(NodeDriver):
     cdef public object timer_fn
     cdef public object tss
 
-    @cython.locals(pkt=Packet, now="long long", kind="long long")
+    @cython.locals(pkt=Packet, now="long long", kind="long long", quanta="long long",
+                   intact=bint)
     cpdef datagram(self, data, addr)
 
     @cython.locals(now="long long")
