@@ -37,6 +37,7 @@ from gse.protocols import default_config
 from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
 from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
 from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
+from gse.runtimes.mininet.progress import ProgressLine
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
@@ -558,47 +559,6 @@ def _r(x):
     return None if x is None else round(x, 3)
 
 
-class ProgressLine:
-    """``progress`` for ``run_mininet``: one rewritten line on a terminal, a line every
-    ``every_s`` seconds otherwise (logs, CI)."""
-
-    def __init__(self, stream=None, every_s=10.0):
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.every_s = every_s
-        self.last = 0.0
-        self.width = 0
-        self.stage = None
-
-    def __call__(self, p):
-        if p is None:
-            if self.tty and self.width:
-                self.stream.write("\r%s\r" % (" " * self.width))
-                self.stream.flush()
-            self.width = 0
-            return
-        text = ("[%s] %-10s t=%6.1fs  agents up %d/%d  hosts done %d/%d  datagrams %d"
-                % (p["label"], p["stage"], p["t_s"], p["ready"], p["agents"],
-                   p["hosts_done"], p["hosts"], p["datagrams"]))
-        now = time.monotonic()
-        if self.tty:
-            self.stream.write("\r" + text.ljust(self.width))
-            self.width = max(self.width, len(text))
-        elif now - self.last >= self.every_s or p["stage"] != self.stage:
-            self.stream.write(text + "\n")
-            self.last = now
-        self.stage = p["stage"]
-        self.stream.flush()
-
-
-def pcap_options(args):
-    """``--pcap`` and friends as the runtimes take them (None without ``--pcap``)."""
-    if not getattr(args, "pcap", None):
-        return None
-    return {"dir": args.pcap, "spec": args.pcap_ports, "budget": args.pcap_budget,
-            "snaplen": args.pcap_snaplen}
-
-
 def run_from_args(args, topo, messages, config):
     """The ``gse run --runtime mininet`` hook (see ``gse.cli.run``)."""
     if getattr(args, "until_us", None) is not None:
@@ -614,6 +574,7 @@ def run_from_args(args, topo, messages, config):
     if progress is None and sys.stderr.isatty() and not args.quiet:
         progress = ProgressLine()
     from gse.cli.common import stall_ps
+    from gse.cli.observe import pcap_options
     from gse.cli.faults import detect_ps, faults_from_args
     stall = stall_ps(args)
     result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
