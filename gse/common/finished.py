@@ -18,10 +18,6 @@ from array import array
 COMPACT_AT = 4096     # forgotten slots at the arrays' head before they are cut off
 
 
-def finished_key(src, msg_id):
-    return (src << 32) | msg_id
-
-
 class FinishedIds:
     """``(src, msg_id) in ids``, ``ids[(src, msg_id)]`` -> packet count, ``len``, iteration
     (oldest first, as tuples); ``add`` remembers one and forgets what is too old or too

@@ -115,12 +115,6 @@ CC_NSCC, CC_CREDIT = 0, 1
 NACK_TRIMMED = 0x01
 CTL_CREDIT, CTL_CREDIT_REQ = 7, 8
 
-# ACK_CC's 64-bit CC state, by cc_type
-NSCC_STATE = _l("NSCC state", ("service_time", 16), ("restore_cwnd", 1), ("rcv_cwnd_pend", 7),
-                ("rcvd_bytes", 24), ("ooo_count", 16))
-CREDIT_STATE = _l("credit CC state", ("credit", 24), ("rsvd1", 8), ("rsvd2", 16),
-                  ("ooo_count", 16))
-
 # -- SES ------------------------------------------------------------------------------------
 
 HDR_NONE, HDR_SMALL, HDR_MEDIUM, HDR_STD, HDR_RESPONSE, HDR_RESPONSE_DATA, \

@@ -32,10 +32,6 @@ from switchmodel.queue import ENQUEUED, OutputQueue
 from switchmodel.switch import Switch, tier_salt
 
 
-def ser_ps(nbytes, mbps):
-    return (nbytes * 8_000_000 + mbps - 1) // mbps
-
-
 class LinkPort(Handler):
     """One direction of a link: the egress queue of ``node`` on local ``port``.
 
