@@ -5,19 +5,16 @@
   topologies import no protocol and no Mininet; only ``gse.runtimes.mininet`` imports
   Mininet; the simulation and UDP runtimes do not import each other;
 * no import cycle among the project's modules (imports inside functions count);
-* no module over 600 lines;
-* the old module paths of release 0.1.0 still import, with a deprecation warning.
+* no module over 600 lines.
 
 The contracts are also checked against a copy of the tree with a rule broken on purpose,
 so that a checker that silently checks nothing would fail here.
 """
 
-import importlib
 import os
 import shutil
 import subprocess
 import sys
-import warnings
 
 import pytest
 
@@ -155,28 +152,3 @@ def test_no_module_over_600_lines():
                     if n > MAX_LINES:
                         long.append("%s: %d lines" % (os.path.relpath(path, ROOT), n))
     assert long == [], "split by responsibility: %s" % ", ".join(long)
-
-
-# -- old module paths -----------------------------------------------------------------------
-
-@pytest.mark.parametrize("old, new", [("gse.sim", "gse.runtimes.sim.network"),
-                                      ("gse.run", "gse.runtimes.sim.run"),
-                                      ("gse.udp", "gse.runtimes.udp.network"),
-                                      ("gse.host", "gse.agents.gse_host"),
-                                      ("gse.traces.chakra", "gse.workloads.traces.chakra"),
-                                      ("switchmodel.fabric_sim",
-                                       "gse.runtimes.sim.fabric_nodes")])
-def test_old_module_paths_still_import_with_a_warning(old, new):
-    sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new)
-    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message)
-               for w in caught), [str(w.message) for w in caught]
-
-
-def test_the_old_wire_module_names_are_the_wire_package():
-    from gse.wire import decode, encode
-    from gse.wire.codec import decode as decode2
-    assert decode is decode2 and callable(encode)
