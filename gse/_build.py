@@ -56,7 +56,6 @@ MODULES = {
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
     "switchmodel.queue": "",
-    "switchmodel.hops": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
 }

@@ -69,7 +69,7 @@ class FabricSpine(Switch):
 
     def route(self, pkt):
         dst = pkt.dst
-        hops = self.table.lookup(dst)
+        hops = self.hops_to(dst)
         if hops is None:
             self.unroutable += 1
             return -1
