@@ -100,7 +100,7 @@ class HopRow:
             len(self.group_of), len(self.rows), len(self.overrides))
 
 
-def group_table(n_hosts, attach, n_switch_nodes):
+def group_table(n_hosts, attach):
     """(group_of, host_port, groups): hosts grouped by attachment switch, in order of
     first appearance.  ``attach[host]`` is (switch, port at the switch) or None for a host
     cut off from every switch, which gets the last group (unreachable everywhere)."""
