@@ -85,6 +85,20 @@ def _with_parents(packages):
     return sorted(out)
 
 
+def _drop_removed_extensions():
+    """Delete the extensions in the tree's ``_compiled/`` folders of modules no longer in
+    ``MODULES``: a module dropped from the hot set (or from the tree) would otherwise
+    still import from its old build."""
+    for top in sorted({name.split(".")[0] for name in B.MODULES}):
+        for dirpath, _, filenames in os.walk(os.path.join(ROOT, top)):
+            if os.path.basename(dirpath) != B.COMPILED_DIR:
+                continue
+            pkg = os.path.relpath(os.path.dirname(dirpath), ROOT).replace(os.sep, ".")
+            for fn in filenames:
+                if fn.endswith((".so", ".pyd")) and pkg + "." + fn.split(".")[0] not in B.MODULES:
+                    os.remove(os.path.join(dirpath, fn))
+
+
 def _same(a, b):
     if not os.path.exists(b):
         return False
@@ -166,6 +180,7 @@ class BuildExt(build_ext):
     def copy_extensions_to_source(self):
         for pkg in B.PACKAGES:
             os.makedirs(B.compiled_dir(pkg, ROOT), exist_ok=True)
+        _drop_removed_extensions()
         super().copy_extensions_to_source()
         self._write_manifest()       # editable installs build elsewhere, then copy
 

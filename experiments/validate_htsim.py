@@ -6,7 +6,8 @@
 Runs the k=8 Fat-Tree (100 Gb/s, 1 us links) permutation of 2 MB flows and the 32:1
 incast of 2 MB with the ``htsim`` baseline profile (htsim's RoCE model: no DCQCN, no ECN,
 its framing, NIC, single-FIFO queues and PFC), then the ``deployed`` one (DCQCN on), and
-GSE beside them; prints each figure next to ANCHORS.md's htsim value and the relative gap.
+GSE beside them; prints each figure next to htsim's (experiments/data/htsim_anchors.json, with
+the htsim build, machine and date as far as they were recorded) and the relative gap.
 The placement and ECMP paths are the project's own (seeded), so per-flow figures move with
 the seed as htsim's do; experiments/validate_htsim_roce.py compares flow by flow on htsim's
 own paths.
@@ -18,21 +19,36 @@ import os
 import random
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 
 from gse.config import GseConfig, roce_baseline  # noqa: E402
 from gse.runtimes.sim.run import run_simulation  # noqa: E402
 from gse.workloads import traffic  # noqa: E402
 from topologies import fat_tree  # noqa: E402
 
-HTSIM = {  # ANCHORS.md, htsim on a 2-core machine of this kind
-    ("roce-htsim", "permutation"): {"fct_p50_us": 449.8, "fct_p99_us": 931.7,
-                                    "fct_max_us": 933.1, "goodput_p50_gbps": 35.6},
-    ("roce-htsim", "incast"): {"fct_min_us": 2120, "fct_p50_us": 4077, "fct_max_us": 5213},
-    ("gse", "permutation"): {"fct_p50_us": 193.7, "fct_p99_us": 201.3, "fct_max_us": 202.0,
-                             "goodput_p50_gbps": 82.7},
-    ("gse", "incast"): {"fct_p50_us": 4855, "fct_max_us": 5242},
+ANCHORS = os.path.join(ROOT, "experiments", "data", "htsim_anchors.json")
+# (variant, workload) -> the htsim run of ANCHORS' "fct_k8" it is held against, and which
+# of its figures
+COMPARED = {
+    ("roce-htsim", "permutation"): ("roce-pfc/permutation", ("fct_p50_us", "fct_p99_us",
+                                                             "fct_max_us", "goodput_p50_gbps")),
+    ("roce-htsim", "incast"): ("roce-pfc/incast-32", ("fct_min_us", "fct_p50_us", "fct_max_us")),
+    ("gse", "permutation"): ("uet/permutation", ("fct_p50_us", "fct_p99_us", "fct_max_us",
+                                                 "goodput_p50_gbps")),
+    ("gse", "incast"): ("uet/incast-32", ("fct_p50_us", "fct_max_us")),
 }
+
+
+def htsim_figures(path=ANCHORS):
+    """{(variant, workload): {figure: htsim's value}} from the data file at ``path``."""
+    with open(path, encoding="utf-8") as f:
+        runs = json.load(f)["fct_k8"]["runs"]
+    return {key: {fig: runs[name][fig] for fig in figs}
+            for key, (name, figs) in COMPARED.items()}
+
+
+HTSIM = htsim_figures()
 
 VARIANTS = {
     "roce-htsim": ("roce", lambda: roce_baseline("htsim")),
@@ -77,7 +93,7 @@ def main():
                     variant, workload, seed, r["fct_min_us"], r["fct_p50_us"],
                     r["fct_p99_us"], r["fct_max_us"], r["goodput_p50_gbps"], r["drops"],
                     r["pfc_pauses"], r["wall_s"]), flush=True)
-    print("\nmean over seeds beside htsim (ANCHORS.md):")
+    print("\nmean over seeds beside htsim (%s):" % os.path.relpath(ANCHORS, ROOT))
     print("%-11s %-11s %-17s %10s %10s %8s" % ("variant", "workload", "figure", "here",
                                               "htsim", "gap"))
     for (variant, workload), ref in HTSIM.items():

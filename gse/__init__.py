@@ -8,7 +8,3 @@ the top-level ``switchmodel`` package and topologies are plain data in ``topolog
 """
 
 __version__ = "0.1.0"
-
-from gse import _moved
-
-_moved.install()        # old module paths (gse.sim, gse.udp, ...) for one release

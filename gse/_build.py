@@ -56,10 +56,12 @@ MODULES = {
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
     "switchmodel.queue": "",
-    "switchmodel.hops": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
 }
+# ``.pxd`` files holding ``cdef inline`` bodies that compiled modules cimport (so C compiles
+# them into each): no module of their own, but a source of every compiled module.
+INLINE_PXD = ("cython/gse/wire/linkrate.pxd",)
 # Packages holding compiled modules, each with its own ``_compiled/`` folder; their
 # ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.
 PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))
@@ -84,6 +86,7 @@ def sources_of(name, root=ROOT):
     twin = MODULES[name]
     if twin:
         files.append(twin)
+    files.extend(INLINE_PXD)
     return files
 
 

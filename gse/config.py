@@ -1,4 +1,6 @@
-"""Transport and switch parameters, with the UET-style defaults of ANCHORS.md.
+"""Transport and switch parameters, with UET-style defaults, each explained where it is set
+(the switch queue is the 1-BDP, 178,450-byte queue with trimming of htsim's UET runs, whose
+set-up and figures are in experiments/data/htsim_anchors.json).
 
 Every field can be overridden (CLI ``--set name=value``, or keyword arguments).  Values are
 integers in bytes and picoseconds so that the event order never depends on float rounding.
@@ -221,10 +223,11 @@ def _parse_value(name, text, current):
 class RoceConfig(_Config):
     """Parameters of the RoCEv2 baseline: go-back-N host, DCQCN, ECN, PFC switches.
 
-    Defaults (the ``deployed`` baseline) follow ANCHORS.md: PFC on every switch ingress with
-    htsim's thresholds (XOFF 62,250 B, XON 49,800 B, 415,000 B per egress), DCQCN as in its
-    paper (g = 1/256, 55 us timers, 10 MB byte counter, F = 5, 40/200 Mb/s increases, CNP
-    at most every 50 us per flow) with RED marking at 100 KB / 400 KB / 0.2.  Those ECN
+    Defaults (the ``deployed`` baseline): PFC on every switch ingress with htsim's thresholds
+    (XOFF 62,250 B, XON 49,800 B, 415,000 B per egress: the set-up of its RoCE runs in
+    experiments/data/htsim_anchors.json), DCQCN as in its paper (g = 1/256, 55 us timers,
+    10 MB byte counter, F = 5, 40/200 Mb/s increases, CNP at most every 50 us per flow)
+    with RED marking at 100 KB / 400 KB / 0.2.  Those ECN
     thresholds are the HPCC simulator's values *at 25 Gb/s*: it scales them with the link
     rate, to 400 KB / 1,600 KB / 0.2 at 100 Gb/s (its mix/config.txt:52-54, run.py:96-98),
     the ``hpcc-dcqcn`` baseline.  ``htsim`` reproduces htsim's RoCE model.  BASELINES and

@@ -45,23 +45,20 @@ to ``pfc_out`` (toward local hosts over ``host_xoff_bytes``); the runtime drains
 from collections import deque
 from heapq import heappop, heappush
 
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL, REQUEST,
                              RESUME, Packet)
 from switchmodel.fabric_config import FabricConfig
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
 from switchmodel.switch import Switch, mix32
 
-__all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32", "wire_time_ps"]
+__all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32"]
 
 MASK32 = 0xFFFFFFFF
 T_PACER = 0
 T_REQUEST = 1
 MAX_BACKOFF = 16
 CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth of time
-
-
-def wire_time_ps(nbytes, mbps):
-    return (nbytes * 8_000_000 + mbps - 1) // mbps
 
 
 class FabricSpine(Switch):
@@ -72,7 +69,7 @@ class FabricSpine(Switch):
 
     def route(self, pkt):
         dst = pkt.dst
-        hops = self.table.lookup(dst)
+        hops = self.hops_to(dst)
         if hops is None:
             self.unroutable += 1
             return -1

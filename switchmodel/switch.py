@@ -18,7 +18,7 @@ error: the runtime drops the packet as it drops one for an unknown destination.
 
 import zlib
 
-from switchmodel.hops import HopTable
+from topologies.hops import HopRow
 
 # Named so that the compiled build keeps them as 64-bit C constants (cython/switchmodel/
 # switch.pxd): a literal above 2^31 would make Cython do the arithmetic on Python ints.
@@ -47,16 +47,15 @@ def tier_salt(seed, kind):
 
 
 class Switch:
-    __slots__ = ("node", "name", "table", "salt", "spray", "forwarded", "unroutable",
-                 "unreachable")
+    __slots__ = ("node", "name", "table", "group_of", "host_port", "rows", "local",
+                 "overrides", "salt", "spray", "forwarded", "unroutable", "unreachable")
 
     def __init__(self, node, name, next_hops, salt, forwarding):
         if forwarding not in ("spray", "ecmp"):
             raise ValueError("forwarding must be 'spray' or 'ecmp', got %r" % forwarding)
         self.node = node
         self.name = name
-        # dst host -> tuple of local port indices (per destination group)
-        self.table = HopTable.of(next_hops)
+        self._hold(HopRow.of(next_hops))
         self.salt = salt & 0xFFFFFFFF
         self.spray = forwarding == "spray"
         self.forwarded = 0
@@ -65,19 +64,44 @@ class Switch:
 
     @property
     def next_hops(self):
-        """dst host -> tuple of local ports (a ``HopTable``; ``table[dst] = hops`` changes
-        one entry); assigning any table of port sequences replaces it."""
+        """dst host -> tuple of local ports: this switch's own ``topologies.hops.HopRow``
+        (``next_hops[dst] = hops`` changes one entry); assigning any table of port
+        sequences replaces it."""
         return self.table
 
     @next_hops.setter
     def next_hops(self, table):
-        self.table = HopTable.of(table)
+        self._hold(HopRow.of(table))
+
+    def _hold(self, row):
+        """Forward by ``row``, whose parts are never replaced (``topologies.hops``): held
+        here too, so that a lookup reads them directly (C arrays in the compiled build)."""
+        self.table = row
+        self.group_of = row.group_of
+        self.host_port = row.host_port
+        self.rows = row.rows
+        self.local = row.local
+        self.overrides = row.overrides
+
+    def hops_to(self, dst):
+        """``self.table.lookup(dst)``, read from the parts held here: the tuple of ports
+        toward ``dst``, or None if ``dst`` is not in the table."""
+        if dst < 0 or dst >= len(self.group_of):
+            return None
+        if self.overrides:
+            hops = self.overrides.get(dst)
+            if hops is not None:
+                return hops
+        hops = self.rows[self.group_of[dst]]
+        if hops is None:
+            return self.local[self.host_port[dst]]
+        return hops
 
     def route(self, pkt):
         """The local egress port for ``pkt``, or -1 if its destination is unknown or
         unreachable from here (counted in ``unroutable`` or ``unreachable``)."""
         dst = pkt.dst
-        hops = self.table.lookup(dst)
+        hops = self.hops_to(dst)
         if hops is None:
             self.unroutable += 1
             return -1

@@ -9,6 +9,7 @@ import random
 from heapq import heappop, heappush
 
 from gse.protocols import default_config, host_factory
+from gse.wire.linkrate import wire_time_ps
 
 
 class Wire:
@@ -45,7 +46,7 @@ class Wire:
             pkt = host.poll(self.now)
             if pkt is not None:
                 self.sent.append(pkt)
-                done = self.now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+                done = self.now + wire_time_ps(pkt.size, self.mbps)
                 self.nic_free[i] = done
                 self._at(done, "nic", i)
                 if not self.drop(pkt):

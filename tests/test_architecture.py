@@ -5,28 +5,31 @@
   topologies import no protocol and no Mininet; only ``gse.runtimes.mininet`` imports
   Mininet; the simulation and UDP runtimes do not import each other;
 * no import cycle among the project's modules (imports inside functions count);
-* no module over 600 lines;
-* the old module paths of release 0.1.0 still import, with a deprecation warning.
+* no module over 600 lines.
 
-The contracts are also checked against a copy of the tree with a rule broken on purpose,
-so that a checker that silently checks nothing would fail here.
+The contracts need import-linter (the test extra) and are also checked against a copy of
+the tree with a rule broken on purpose, so that a checker that silently checks nothing
+would fail here.  The other checks need only the standard library (the import graph is
+read with ``ast``) and run without it.
 """
 
-import importlib
+import ast
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
-import warnings
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("gse", "switchmodel", "topologies")
 MAX_LINES = 600
+SKIPPED_DIRS = ("_compiled", "__pycache__")
 
-importlinter = pytest.importorskip("importlinter", reason="pip install import-linter (test extra)")
-grimp = pytest.importorskip("grimp", reason="comes with import-linter")
+needs_importlinter = pytest.mark.skipif(
+    importlib.util.find_spec("importlinter") is None,
+    reason="pip install import-linter (test extra)")
 
 
 def lint_imports(root):
@@ -39,6 +42,7 @@ def lint_imports(root):
     return proc.returncode, proc.stdout
 
 
+@needs_importlinter
 def test_import_contracts_are_kept():
     rc, out = lint_imports(ROOT)
     assert rc == 0, out
@@ -48,7 +52,7 @@ def test_import_contracts_are_kept():
 def _copy_tree(dst):
     for pkg in PACKAGES:
         shutil.copytree(os.path.join(ROOT, pkg), os.path.join(dst, pkg),
-                        ignore=shutil.ignore_patterns("_compiled", "__pycache__", "*.so"))
+                        ignore=shutil.ignore_patterns(*SKIPPED_DIRS, "*.so"))
     shutil.copy(os.path.join(ROOT, "pyproject.toml"), dst)
 
 
@@ -69,6 +73,7 @@ BROKEN = {
 }
 
 
+@needs_importlinter
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_a_broken_rule_is_reported(tmp_path, case):
     path, line, contract = BROKEN[case]
@@ -133,11 +138,76 @@ def test_the_cycle_finder_finds_cycles():
                                                                                ["c", "d"]]
 
 
-def test_no_import_cycles():
+def project_modules(root=ROOT):
+    """Every module of ``PACKAGES`` under ``root``: dotted name -> (path, is a package)."""
+    out = {}
+    for top in PACKAGES:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            package = os.path.relpath(dirpath, root).replace(os.sep, ".")
+            for fn in filenames:
+                if fn.endswith(".py"):
+                    is_pkg = fn == "__init__.py"
+                    name = package if is_pkg else package + "." + fn[:-3]
+                    out[name] = (os.path.join(dirpath, fn), is_pkg)
+    return out
+
+
+def import_graph(root=ROOT):
+    """Which project modules each project module imports, read with ``ast`` (imports inside
+    functions count; ``from p import m`` is an import of the module ``p.m`` when there is
+    one, else of ``p``; relative imports resolved): module -> set of modules."""
+    modules = project_modules(root)
+    edges = {}
+    for name, (path, is_pkg) in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        package = name if is_pkg else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[:len(parts) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                for a in node.names:
+                    sub = base + "." + a.name
+                    found.add(sub if sub in modules else base)
+        edges[name] = {m for m in found if m in modules and m != name}
+    return edges
+
+
+def test_the_import_graph_reads_every_kind_of_import(tmp_path):
+    pkg = tmp_path / "gse"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import gse.b\nfrom gse.sub import c\nfrom gse import b as x\n")
+    (pkg / "b.py").write_text("def f():\n    from .sub.c import g\n    import os\n")
+    (pkg / "sub" / "__init__.py").write_text("from ..a import name\n")
+    (pkg / "sub" / "c.py").write_text("from . import d\nfrom .. import b\n")
+    (pkg / "_compiled").mkdir()
+    (pkg / "_compiled" / "a.py").write_text("import gse.b\n")
+    assert import_graph(str(tmp_path)) == {
+        "gse": set(), "gse.a": {"gse.b", "gse.sub.c"}, "gse.b": {"gse.sub.c"},
+        "gse.sub": {"gse.a"}, "gse.sub.c": {"gse.sub", "gse.b"}}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grimp") is None,
+                    reason="grimp comes with import-linter")
+def test_the_import_graph_agrees_with_grimp():
+    """The standard-library reading of the graph is the one import-linter checks."""
+    import grimp
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
-    edges = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in graph.modules}
-             for m in graph.modules}
-    assert import_cycles(edges) == []
+    theirs = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in graph.modules}
+              for m in graph.modules}
+    assert import_graph() == theirs
+
+
+def test_no_import_cycles():
+    assert import_cycles(import_graph()) == []
 
 
 # -- module size ----------------------------------------------------------------------------
@@ -146,7 +216,7 @@ def test_no_module_over_600_lines():
     long = []
     for top in PACKAGES + ("cython",):
         for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
-            dirnames[:] = [d for d in dirnames if d not in ("_compiled", "__pycache__")]
+            dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
             for fn in filenames:
                 if fn.endswith((".py", ".pyx", ".pxd")):
                     path = os.path.join(dirpath, fn)
@@ -155,28 +225,3 @@ def test_no_module_over_600_lines():
                     if n > MAX_LINES:
                         long.append("%s: %d lines" % (os.path.relpath(path, ROOT), n))
     assert long == [], "split by responsibility: %s" % ", ".join(long)
-
-
-# -- old module paths -----------------------------------------------------------------------
-
-@pytest.mark.parametrize("old, new", [("gse.sim", "gse.runtimes.sim.network"),
-                                      ("gse.run", "gse.runtimes.sim.run"),
-                                      ("gse.udp", "gse.runtimes.udp.network"),
-                                      ("gse.host", "gse.agents.gse_host"),
-                                      ("gse.traces.chakra", "gse.workloads.traces.chakra"),
-                                      ("switchmodel.fabric_sim",
-                                       "gse.runtimes.sim.fabric_nodes")])
-def test_old_module_paths_still_import_with_a_warning(old, new):
-    sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new)
-    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message)
-               for w in caught), [str(w.message) for w in caught]
-
-
-def test_the_old_wire_module_names_are_the_wire_package():
-    from gse.wire import decode, encode
-    from gse.wire.codec import decode as decode2
-    assert decode is decode2 and callable(encode)

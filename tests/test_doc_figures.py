@@ -26,3 +26,10 @@ def test_the_ring_acceptance_block_is_what_the_script_writes():
     assert doc_figures.rendered_blocks(group, group.measure()) == {"ring-acceptance": text}, (
         "docs/traces.md's ring all-reduce figures are stale: run python "
         "experiments/doc_figures.py --only ring-acceptance")
+
+
+def test_the_htsim_column_is_the_anchors_data():
+    """README's k=8 table quotes htsim from experiments/data/htsim_anchors.json."""
+    (_, text), = [v for b, v in doc_figures.blocks_in_docs().items() if b == "htsim-k8"]
+    rows = [line for line in text.strip().splitlines()[2:] if line.startswith("|")]
+    assert [r.split("|")[-2].strip() for r in rows] == doc_figures.htsim_cells()

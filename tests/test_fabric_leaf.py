@@ -10,9 +10,10 @@ import pytest
 from gse.agents.plain_host import PlainHost
 from gse.config import ConfigError
 from gse.wire.codec import decode, encode
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import (DATA, F_LAST, F_RETX, GRANT, HEADER_BYTES, PAUSE, PRIO_CONTROL,
                              PRIO_DATA, REQUEST, RESUME, Packet)
-from switchmodel.fabric import FabricConfig, FabricLeaf, unwrap32, wire_time_ps
+from switchmodel.fabric import FabricConfig, FabricLeaf, unwrap32
 from switchmodel.switch import Switch
 
 S, D = 10, 11

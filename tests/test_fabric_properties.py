@@ -24,7 +24,8 @@ from gse.config import GseConfig
 from gse.runtimes.sim.fabric_nodes import LeafNode, leaf_agents
 from gse.runtimes.sim.run import run_simulation
 from gse.workloads.traffic import incast, permutation
-from switchmodel.fabric import FabricConfig, wire_time_ps
+from gse.wire.linkrate import wire_time_ps
+from switchmodel.fabric import FabricConfig
 from topologies import fat_tree
 
 TOPO = fat_tree(4)

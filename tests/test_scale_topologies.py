@@ -94,7 +94,8 @@ def test_writing_one_entry_changes_that_row_and_host_only():
     assert [row0[h] for h in range(16) if h != 5] == [before0[h] for h in range(16) if h != 5]
     assert list(row1) == before1                        # the shared arrays were not touched
     row0[5] = (1, 2)
-    assert row0[5] == (1, 2) and len(row0.rows) == len(row1.rows) + 1
+    assert row0[5] == (1, 2) and row0.overrides == {5: (1, 2)} and not row1.overrides
+    assert row0.group_of is row1.group_of               # still shared: nothing was copied
     with pytest.raises(IndexError):
         row0[16] = (0,)
 

@@ -1,4 +1,5 @@
-"""Tests of gse.wire.codec: round trips, and every kind of malformed datagram."""
+"""Tests of gse.wire.codec: round trips, and every kind of malformed datagram; and of
+gse.wire.linkrate, the serialisation time every runtime uses."""
 
 import random
 import struct
@@ -10,9 +11,11 @@ from hypothesis import strategies as st
 
 from gse.wire.codec import (HEADER, MAX_DATAGRAM, REASONS, WireError, decode, encode,
                             payload_pattern, verify_payload)
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC, F_TRIMMED, F_UNSCHED, GRANT,
                              HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA,
                              REQUEST, RESUME, WIRE_VERSION, Packet)
+from topologies import serialisation_ps
 
 U8 = st.integers(0, 0xFF)
 U16 = st.integers(0, 0xFFFF)
@@ -420,3 +423,16 @@ def test_verify_payload_other_kinds():
     pkt = Packet(DATA, 1, 2, payload_len=10)
     pkt.trim()
     assert verify_payload(pkt)
+
+
+def test_wire_time_is_exact_and_rounded_up():
+    assert wire_time_ps(4160, 100_000) == 332_800        # a 4,096 B packet at 100 Gb/s
+    assert wire_time_ps(64, 800_000) == 640
+    assert wire_time_ps(1, 3) == 2_666_667               # ceil(8,000,000 / 3)
+    assert wire_time_ps(0, 100_000) == 0
+
+
+@given(st.integers(0, 1 << 20), st.integers(1, 1_600_000))
+def test_wire_time_is_the_topologys_serialisation_time(nbytes, mbps):
+    """One formula: the runtimes' (rate in Mb/s) and the topology's (rate in Gb/s)."""
+    assert wire_time_ps(nbytes, mbps) == serialisation_ps(nbytes, mbps / 1000)

@@ -3,69 +3,89 @@
 In a Clos fabric every host hanging off the same switch (its *attachment* switch: an edge
 or a leaf) has the same routes from every other switch, so a switch's next hops toward
 10,240 hosts are really its next hops toward 160 leaves.  A ``HopRow`` is one switch's
-row of ``Topology.next_hops``, stored that way:
+row of ``Topology.next_hops``, stored that way, and the table a switch forwards by
+(``switchmodel.switch.Switch`` keeps one of its own):
 
-* ``group_of[host]``: the host's group (its attachment switch's index), shared by the
-  rows of every switch of the topology (one array of 4-byte integers);
-* ``host_port[host]``: the port of the host at its attachment switch, also shared;
+* ``group_of[dst]``: the destination's group (its attachment switch's index), shared by
+  the rows of every switch of the topology (one array of 4-byte integers);
+* ``host_port[dst]``: the port of the destination at its attachment switch, also shared;
 * ``rows[group]``: this switch's tuple of local ports toward that group, or ``None`` for
-  the group that hangs off this switch itself, where the hop is the host's own port
-  (``local[host_port[host]]``, an interned one-port tuple).
+  the group that hangs off this switch itself, where the hop is the destination's own
+  port (``local[host_port[dst]]``, an interned one-port tuple);
+* ``overrides[dst]``: the entries written since (routes recomputed after a failure),
+  read first when there are any.
 
 ``row[host]`` reads like the list of tuples it replaces (``len``, iteration, slices), so
 code that walks paths or writes configuration files needs no change, and a k=32
 Fat-Tree's table takes 1,280 switches x 512 groups entries instead of 1,280 x 8,192.
-Writing ``row[host] = hops`` (what a runtime does when routes change) gives that host a
-group of its own in this row only: the shared arrays are copied for that row first.
+Writing ``row[host] = hops`` goes to that row's ``overrides`` only.  Nothing else is ever
+written or replaced after construction, so a switch may hold the parts as C arrays for
+good.  A plain sequence of port sequences (a table written by hand, a configuration
+file, fabric mode's table extended to leaves) becomes a row of one group per destination
+(``HopRow.of``).
 """
 
 from array import array
 
 
 class HopRow:
-    """One switch's next hops toward every host (see the module docstring)."""
+    """One switch's next hops toward every destination (see the module docstring)."""
 
-    __slots__ = ("group_of", "host_port", "rows", "local", "_private")
+    __slots__ = ("group_of", "host_port", "rows", "local", "overrides")
 
-    def __init__(self, group_of, host_port, rows, local):
-        self.group_of = group_of      # array('i'): host -> group (shared)
-        self.host_port = host_port    # array('i'): host -> port at its attachment switch
+    def __init__(self, group_of, host_port, rows, local, overrides=None):
+        self.group_of = group_of      # array('i'): destination -> group (shared)
+        self.host_port = host_port    # array('i'): destination -> port at its own switch
         self.rows = rows              # list: group -> tuple of ports, None: hosts hang here
         self.local = local            # list: port -> (port,), interned (shared)
-        self._private = None          # host -> its own group, once written to
+        self.overrides = {} if overrides is None else overrides   # dst -> tuple, written
+
+    @classmethod
+    def of(cls, table):
+        """A row of its own over ``table`` (writing to it changes no other): a ``HopRow``
+        (its parts shared, its overrides copied) or any sequence of port sequences
+        (copied as tuples, one group per destination)."""
+        if isinstance(table, HopRow):
+            return cls(table.group_of, table.host_port, table.rows, table.local,
+                       dict(table.overrides))
+        rows = [tuple(hops) for hops in table]
+        n = len(rows)
+        return cls(array("i", range(n)), array("i", [0]) * n, rows, [])
+
+    def lookup(self, dst):
+        """The tuple of ports toward ``dst``, or None if ``dst`` is not in the row."""
+        if dst < 0 or dst >= len(self.group_of):
+            return None
+        if self.overrides:
+            hops = self.overrides.get(dst)
+            if hops is not None:
+                return hops
+        hops = self.rows[self.group_of[dst]]
+        if hops is None:
+            return self.local[self.host_port[dst]]
+        return hops
 
     def __len__(self):
         return len(self.group_of)
 
-    def __getitem__(self, host):
-        if isinstance(host, slice):
-            return [self[h] for h in range(*host.indices(len(self.group_of)))]
-        if host < 0:
-            raise IndexError("host %d: hosts are numbered from 0" % host)
-        hops = self.rows[self.group_of[host]]
+    def __getitem__(self, dst):
+        if isinstance(dst, slice):
+            return [self.lookup(d) for d in range(*dst.indices(len(self.group_of)))]
+        hops = self.lookup(dst)
         if hops is None:
-            return self.local[self.host_port[host]]
+            raise IndexError("no destination %r in this row (0..%d)"
+                             % (dst, len(self.group_of) - 1))
         return hops
 
-    def __setitem__(self, host, hops):
-        if not 0 <= host < len(self.group_of):
-            raise IndexError("host %r: no such host (0..%d)" % (host, len(self.group_of) - 1))
-        hops = tuple(hops)
-        if self._private is None:
-            self._private = {}
-            self.group_of = array("i", self.group_of)     # this row's own copy from now on
-            self.rows = list(self.rows)
-        g = self._private.get(host)
-        if g is None:
-            g = self._private[host] = len(self.rows)
-            self.rows.append(hops)
-            self.group_of[host] = g
-        else:
-            self.rows[g] = hops
+    def __setitem__(self, dst, hops):
+        if not 0 <= dst < len(self.group_of):
+            raise IndexError("no destination %r in this row (0..%d)"
+                             % (dst, len(self.group_of) - 1))
+        self.overrides[dst] = tuple(hops)
 
     def __iter__(self):
-        for h in range(len(self.group_of)):
-            yield self[h]
+        for dst in range(len(self.group_of)):
+            yield self.lookup(dst)
 
     def __eq__(self, other):
         try:
@@ -76,10 +96,11 @@ class HopRow:
     __hash__ = None
 
     def __repr__(self):
-        return "HopRow(%d hosts in %d groups)" % (len(self.group_of), len(self.rows))
+        return "HopRow(%d destinations in %d groups, %d written)" % (
+            len(self.group_of), len(self.rows), len(self.overrides))
 
 
-def group_table(n_hosts, attach, n_switch_nodes):
+def group_table(n_hosts, attach):
     """(group_of, host_port, groups): hosts grouped by attachment switch, in order of
     first appearance.  ``attach[host]`` is (switch, port at the switch) or None for a host
     cut off from every switch, which gets the last group (unreachable everywhere)."""

@@ -260,7 +260,7 @@ class Topology:
                 attach.append(None)       # a host cut off: no switch has a route to it
                 continue
             attach.append((link.b, link.b_port) if link.a == h else (link.a, link.a_port))
-        group_of, host_port, groups = group_table(len(self.hosts), attach, n)
+        group_of, host_port, groups = group_table(len(self.hosts), attach)
         local = [(p,) for p in range(max_ports)]
         intern = {(): ()}
         for hops in local:

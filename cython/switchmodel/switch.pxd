@@ -3,7 +3,6 @@
 # the low 32 bits that mix32 and route keep are exactly the reference's.
 import cython
 from gse.wire.packet cimport Packet
-from switchmodel.hops cimport HopTable
 
 cdef unsigned long long MASK32
 cdef unsigned long long MIX_C1
@@ -18,12 +17,19 @@ cpdef long long mix32(long long x)
 cdef class Switch:
     cdef public long long node
     cdef public object name
-    cdef public HopTable table
+    cdef public object table
+    cdef public int[::1] group_of
+    cdef public int[::1] host_port
+    cdef public list rows
+    cdef public list local
+    cdef public dict overrides
     cdef public long long salt
     cdef public bint spray
     cdef public long long forwarded
     cdef public long long unroutable
     cdef public long long unreachable
+
+    cpdef object hops_to(self, long long dst)
 
     @cython.locals(dst="long long", n="Py_ssize_t", key="unsigned long long", hops=tuple)
     cpdef long long route(self, Packet pkt) except? -2

@@ -140,9 +140,6 @@ class EntropySelector:
         if dead:
             dead.pop(entropy, None)
 
-    def n_penalised(self):
-        return 0 if self.penalised is None else len(self.penalised)
-
     def n_suspected(self, now):
         dead = self.dead
         if dead is None:

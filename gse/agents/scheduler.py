@@ -20,6 +20,7 @@ time when messages arrive staggered, the order a lossless FIFO fabric serves the
 """
 
 from gse.common.fifo import Fifo
+from gse.wire import linkrate
 from gse.wire.packet import HEADER_BYTES
 
 CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth of time
@@ -28,8 +29,7 @@ CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth o
 def wire_ps(payload_bytes, mtu, mbps):
     """Wire time in ps of ``payload_bytes`` sent as MTU packets at ``mbps`` Mb/s."""
     npkts = (payload_bytes + mtu - 1) // mtu
-    bits = (payload_bytes + npkts * HEADER_BYTES) * 8
-    return (bits * 1_000_000 + mbps - 1) // mbps
+    return linkrate.wire_time_ps(payload_bytes + npkts * HEADER_BYTES, mbps)
 
 
 class Demand:

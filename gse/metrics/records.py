@@ -11,6 +11,7 @@ that saw no queue, no loss and no competitor.  Percentiles use the nearest-rank 
 
 import math
 
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import HEADER_BYTES
 
 
@@ -75,7 +76,7 @@ def ideal_ps(topo, src, dst, size, mtu, cache):
         mbps = int(round(topo.bottleneck_gbps(src, dst) * 1000))
         path = cache[key] = (rtt, mbps)
     rtt, mbps = path
-    return rtt + (wire_bytes(size, mtu) * 8_000_000 + mbps - 1) // mbps
+    return rtt + wire_time_ps(wire_bytes(size, mtu), mbps)
 
 
 def receiver_bound_ps(topo, messages, mtu):
@@ -88,7 +89,7 @@ def receiver_bound_ps(topo, messages, mtu):
         rtt = max(rtt, topo.base_rtt_ps(m.src, m.dst, mtu + HEADER_BYTES, HEADER_BYTES))
         rate = int(round(topo.bottleneck_gbps(m.src, m.dst) * 1000))
         per_dst[m.dst] = (wire + wire_bytes(m.size, mtu), rtt, min(mbps, rate) if mbps else rate)
-    return max((rtt + (wire * 8_000_000 + mbps - 1) // mbps
+    return max((rtt + wire_time_ps(wire, mbps)
                 for wire, rtt, mbps in per_dst.values()), default=0)
 
 

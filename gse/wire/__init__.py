@@ -6,20 +6,6 @@ from gse import _build
 
 _build.activate(__path__, __name__)   # compiled modules first (gse/_build.py)
 
-# ``gse.wire`` was the codec module before the packages: its names stay importable here
-from gse.wire.codec import (  # noqa: E402
-                            MAX_DATAGRAM,
-                            REASONS,
-                            WireError,
-                            decode,
-                            encode,
-                            payload_pattern,
-                            verify_payload,
-)
-
-__all__ = ["MAX_DATAGRAM", "REASONS", "WIRE_PROFILES", "WireError", "decode", "encode",
-           "payload_pattern", "verify_payload", "wire_profile"]
-
 # The encodings a runtime can put on the wire: the project's 64-byte header (default) and
 # the UET profile (UET 1.0 PDS/SES headers over UDP 4793, gse.wire.uet).  Each is a module
 # with encode(pkt) -> bytes and decode(data, max_datagram) -> Packet, raising WireError.

@@ -125,12 +125,6 @@ TSS_HEADER = _l("TSS", ("type", 5), ("sp", 1), ("rsvd", 1), ("an", 1), ("sdi", 2
 TSS_HEADER_NO_SSI = _l("TSS (no SSI)", ("type", 5), ("sp", 1), ("rsvd", 1), ("an", 1),
                        ("sdi", 24), ("epoch", 16), ("tsc", 48))
 
-# ACK_CC's 64-bit CC state, by cc_type
-NSCC_STATE = _l("NSCC state", ("service_time", 16), ("restore_cwnd", 1), ("rcv_cwnd_pend", 7),
-                ("rcvd_bytes", 24), ("ooo_count", 16))
-CREDIT_STATE = _l("credit CC state", ("credit", 24), ("rsvd1", 8), ("rsvd2", 16),
-                  ("ooo_count", 16))
-
 # -- SES ------------------------------------------------------------------------------------
 
 HDR_NONE, HDR_SMALL, HDR_MEDIUM, HDR_STD, HDR_RESPONSE, HDR_RESPONSE_DATA, \

@@ -175,12 +175,6 @@ class CmWorkload:
         self.flow_of = {}
         self.ignored = {}
 
-    def has_triggers(self):
-        return bool(self.triggers)
-
-    def all_messages(self):
-        return self.messages + self.held
-
     def summary(self):
         kinds = {}
         for t in self.triggers.values():

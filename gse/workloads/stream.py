@@ -43,6 +43,7 @@ from gse.metrics.records import summarize, wire_bytes
 from gse.protocols import PROTOCOLS, default_config
 from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
 from gse.runtimes.sim.run import build_network, pfc_summary
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import bus_factor, chunks
 from topologies.topology import serialisation_ps
@@ -352,7 +353,7 @@ class StreamRun:
         topo = self.topo
         rtt = topo.base_rtt_ps(src, dst, self.mtu + HEADER_BYTES, HEADER_BYTES)
         mbps = int(round(topo.bottleneck_gbps(src, dst) * 1000))
-        return rtt + (wire_bytes(size, self.mtu) * 8_000_000 + mbps - 1) // mbps
+        return rtt + wire_time_ps(wire_bytes(size, self.mtu), mbps)
 
     def _on_delivered_item(self, dst, item):
         src, mid, _size, now = item

@@ -45,4 +45,3 @@ cdef class EntropySelector:
     @cython.locals(dead=object)
     cpdef alive(self, long long entropy)
 
-    cpdef Py_ssize_t n_penalised(self)

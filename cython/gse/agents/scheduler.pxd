@@ -1,12 +1,13 @@
 # Augments gse/agents/scheduler.py.
 import cython
 from gse.common.fifo cimport Fifo
+from gse.wire cimport linkrate
 
 cdef long long HEADER_BYTES
 cdef long long CATCHUP_GRANTS
 
 
-@cython.locals(npkts="long long", bits="long long")
+@cython.locals(npkts="long long")
 cpdef long long wire_ps(long long payload_bytes, long long mtu, long long mbps) except? -1
 
 

@@ -25,6 +25,7 @@ from gse.metrics.pcap import (DEFAULT_BUDGET, CaptureFile, check_options, file_n
                               node_ip, node_mac, parse_ports, write_manifest)
 from gse.runtimes.sim.eventq import Handler
 from gse.wire.codec import encode
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import Packet
 
 
@@ -48,7 +49,7 @@ class SimCapture:
             peer, peer_port = topo.peer(node, pidx)
             out_port = port_of[(node, pidx)]
             in_port = port_of[(peer, peer_port)]
-            horizon = (out_port.delay + (65535 * 8_000_000) // out_port.mbps) // 1000 + 1
+            horizon = (out_port.delay + wire_time_ps(65535, out_port.mbps)) // 1000 + 1
             cf = CaptureFile(os.path.join(directory, file_name(topo, node, pidx)), budget,
                              snaplen, horizon, keep_records,
                              {"node": node, "node_name": topo.nodes[node].name, "port": pidx,
@@ -91,7 +92,7 @@ class SimCapture:
                 wire = _encode(pkt, dst_node)
                 data = frame(wire, node_ip(fields[2]), node_ip(fields[3]), mac_src, mac_dst)
                 arrive_ns = now // 1000
-                start_ns = (now - delay - (pkt.size * 8_000_000 + mbps - 1) // mbps) // 1000
+                start_ns = (now - delay - wire_time_ps(pkt.size, mbps)) // 1000
                 for cf, outgoing in users:
                     cf.add(start_ns if outgoing else arrive_ns, data, fields)
             else:

@@ -31,6 +31,7 @@ Single-FIFO egress queues (``switch_control_priority=False``) and htsim's NIC
 from gse.common.fifo import Fifo
 from gse.runtimes.sim.eventq import Handler, event_target
 from gse.runtimes.sim.network import HostPort, LinkPort, SwitchNode
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 
 
@@ -102,7 +103,7 @@ class HtsimSwitchPort(LinkPort):
             self.queue.enqueue(pkt)
 
     def begin(self, pkt, now):
-        self.busy_until = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.busy_until = now + wire_time_ps(pkt.size, self.mbps)
         self.tx_pkt = pkt
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)
@@ -147,7 +148,7 @@ class HtsimHostPort(HostPort):
         if pkt is None:
             return
         self.queue.count_unqueued(pkt)
-        self.busy_until = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        self.busy_until = now + wire_time_ps(pkt.size, self.mbps)
         self.tx_pkt = pkt
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)

@@ -26,14 +26,11 @@ from functools import partial
 
 from gse.config import ConfigError, fault_rates_error
 from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
+from gse.wire import linkrate
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.pfc import PfcState
 from switchmodel.queue import ENQUEUED, OutputQueue
 from switchmodel.switch import Switch, tier_salt
-
-
-def ser_ps(nbytes, mbps):
-    return (nbytes * 8_000_000 + mbps - 1) // mbps
 
 
 class LinkPort(Handler):
@@ -154,7 +151,7 @@ class LinkPort(Handler):
         return self.paused_ps
 
     def transmit(self, pkt, now):
-        done = now + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        done = now + linkrate.wire_time_ps(pkt.size, self.mbps)
         self.busy_until = done
         if self.rng is not None:
             r = self.rng.random()

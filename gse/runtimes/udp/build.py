@@ -17,6 +17,7 @@ from gse.runtimes.udp.fabric import LeafDriver
 from gse.runtimes.udp.link import EmulatedPort, HostNic
 from gse.runtimes.udp.node import HostDriver, SwitchDriver
 from gse.wire import wire_profile
+from gse.wire.linkrate import wire_time_ps
 from switchmodel.fabric import FabricConfig, FabricLeaf, FabricSpine
 from switchmodel.fabric_plan import extend_row
 from switchmodel.pfc import PfcConfig, PfcState
@@ -81,7 +82,7 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         port.pfc_limit = pc.get("pfc_quanta", 0)
         if role == "host":
             port.agent = driver.agent
-            port.catchup = (conf["mtu_wire_bytes"] * 8_000_000 + port.mbps - 1) // port.mbps
+            port.catchup = wire_time_ps(conf["mtu_wire_bytes"], port.mbps)
             port.want = False
             driver.nic = port
             if driver.tss is not None:

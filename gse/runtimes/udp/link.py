@@ -38,6 +38,7 @@ import zlib
 from collections import deque
 
 from gse.runtimes.udp.io import Endpoint, record_error
+from gse.wire import linkrate
 from gse.wire.codec import (CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, SEC_TAG, SEC_TRAILER, decode,
                             encode, payload_pattern, reframe)
 from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
@@ -409,7 +410,7 @@ class EmulatedPort:
     def _transmit(self, pkt, raw, changed, start, now):
         """Serialise ``pkt`` from ``start``; ``raw`` is the datagram it arrived as (None
         if it was made here), ``changed`` whether the queue changed it since."""
-        done = start + (pkt.size * 8_000_000 + self.mbps - 1) // self.mbps
+        done = start + linkrate.wire_time_ps(pkt.size, self.mbps)
         self.busy_until = done
         if self.fault is not None and self.fault.drops():
             return

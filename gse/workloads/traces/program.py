@@ -28,7 +28,6 @@ from gse.workloads.collectives import Collective, CollectiveError
 from gse.workloads.traces.common import TraceError, rank_span
 
 COMPUTE, COMM, PASS = "compute", "comm", "pass"
-STREAMS = ("gpu", "cpu")
 
 
 class Op:

@@ -166,10 +166,6 @@ def f_string(field, text):
     return f_bytes(field, text.encode("utf-8"))
 
 
-def f_double(field, x):
-    return key(field, I64) + struct.pack("<d", x)
-
-
 def f_packed_varints(field, values):
     return f_bytes(field, b"".join(varint(v) for v in values)) if values else b""
 

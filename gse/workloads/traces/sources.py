@@ -13,7 +13,6 @@ are not traces (an execution trace's Triton kernels, READMEs) are left out and c
 """
 
 import gzip
-import io
 import os
 import tarfile
 import zlib
@@ -204,7 +203,3 @@ def as_text(source):
         return source.data().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceError(source.name, "at byte %d" % exc.start, "not UTF-8 text") from None
-
-
-def open_text(source):
-    return io.StringIO(as_text(source))

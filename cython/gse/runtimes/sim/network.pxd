@@ -3,6 +3,7 @@
 import cython
 from gse.agents.interface cimport HostAgent
 from gse.runtimes.sim.eventq cimport EventQueue, Handler
+from gse.wire cimport linkrate
 from gse.wire.packet cimport Packet
 from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue

@@ -9,6 +9,7 @@
 import cython
 from gse.agents.interface cimport HostAgent
 from gse.runtimes.udp.io cimport Endpoint, Scheduler
+from gse.wire cimport linkrate
 from gse.wire.packet cimport Packet, fill_packet, new_packet
 from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue, PortCounters
