@@ -171,6 +171,21 @@ def test_stall_watch_counts_only_time_with_work_unfinished():
         StallWatch(0)
 
 
+def test_a_real_clock_watch_does_not_count_time_it_was_not_run():
+    # looks every 25 ps; a process descheduled on a loaded machine looks late: the time it
+    # did not watch starts the span again, on the simulation's clock it would not
+    w = StallWatch(100, realtime=True)
+    assert not w.look(0, 1, (0, 0)) and not w.look(25, 1, (0, 0))
+    assert not w.look(150, 1, (0, 0))                # 125 ps late: not run, not stuck
+    assert w.unwatched == 1
+    for t in (175, 200, 225):
+        assert not w.look(t, 1, (0, 0))
+    assert w.look(250, 1, (0, 0))                    # a watched span with nothing moving
+    v = StallWatch(100)
+    assert not v.look(0, 1, (0, 0)) and not v.look(25, 1, (0, 0))
+    assert v.look(150, 1, (0, 0)) and v.unwatched == 0
+
+
 def test_a_real_clock_span_is_at_least_a_second():
     assert default_span_ps(GseConfig()) == 6_400_000_000            # 4 x 1.6 ms
     assert default_span_ps(GseConfig(), realtime=True) == REALTIME_MIN_SPAN_PS == 10 ** 12

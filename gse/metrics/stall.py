@@ -20,7 +20,8 @@ never ends before the fault schedule's last change (a link failure, a restore, t
 switches learning of one) plus that span: a fabric cut off until the switches route
 around it is not stuck.  On a real clock it is at least ``REALTIME_MIN_SPAN_PS`` (1 s):
 a loaded machine may not run a process for a good part of a second, and simulation-sized
-timers (a 1.6 ms maximum RTO) would make that look like a stuck run.  ``--stall-us``
+timers (a 1.6 ms maximum RTO) would make that look like a stuck run; and a look that
+comes more than two looks late (the process was not run) starts the span again.  ``--stall-us``
 sets it; 0 turns the watchdog off.
 """
 
@@ -84,18 +85,30 @@ class StallWatch:
     declared between one span and one span plus two looks after the last progress
     (``since_ps``: the look that last saw progress, or saw nothing unfinished)."""
 
-    def __init__(self, span_ps, not_before_ps=0):
+    def __init__(self, span_ps, not_before_ps=0, realtime=False):
         if span_ps <= 0:
             raise ValueError("the watchdog's span must be positive, got %r" % span_ps)
         self.span_ps = span_ps
         self.check_ps = max(1, span_ps // 4)
         self.not_before_ps = not_before_ps
+        self.realtime = realtime
         self.mark = None
         self.since_ps = 0         # when progress (or an idle run) was last seen
+        self.last_look_ps = None
+        self.unwatched = 0        # looks that came late: the process was not run
 
     def look(self, now, unfinished, mark):
-        """True if nothing moved for the span while ``unfinished`` messages waited."""
-        if unfinished == 0 or mark != self.mark or now < self.not_before_ps:
+        """True if nothing moved for the span while ``unfinished`` messages waited.
+
+        On a real clock (``realtime``) a look that comes more than two looks late means
+        the process itself was not run -- a loaded machine, not a stuck protocol: its
+        packets wait in the socket, unread.  Time it did not watch is not time without
+        progress, so the span starts again from that look."""
+        late = (self.realtime and self.last_look_ps is not None
+                and now - self.last_look_ps > 2 * self.check_ps)
+        self.last_look_ps = now
+        if unfinished == 0 or mark != self.mark or now < self.not_before_ps or late:
+            self.unwatched += late
             self.mark = mark
             self.since_ps = now
             return False

@@ -214,7 +214,7 @@ class Agent:
             span = max(default_span_ps(protocol_config(c), True) for c in self.hosts)
         else:
             span = int(round(stall_s * 1e12))
-        return StallWatch(span) if span > 0 else None
+        return StallWatch(span, realtime=True) if span > 0 else None
 
     def _on_signal(self):
         if not self.stop.done():

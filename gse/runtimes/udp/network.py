@@ -243,7 +243,8 @@ class UdpNetwork:
         every quarter of its span (``gse.metrics.stall``)."""
         deadline = loop.time() + timeout_s
         span = span_of(self.stall_ps, self.config, realtime=True)
-        watch = StallWatch(span, last_change_ps(self.faults, self.detect_ps)) if span else None
+        watch = (StallWatch(span, last_change_ps(self.faults, self.detect_ps), realtime=True)
+                 if span else None)
         agents = [h.agent for h in self.hosts]
         while not self.done.done():
             left = deadline - loop.time()
