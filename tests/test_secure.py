@@ -31,6 +31,7 @@ from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC,  #
                              REQUEST, RESUME, Packet)
 from gse.workloads import traffic  # noqa: E402
 from topologies.fattree import fat_tree  # noqa: E402
+from udp_fakes import FakeEndpoint  # noqa: E402
 
 KEY = bytes(range(32))
 SALT = bytes(range(16, 32))
@@ -272,14 +273,8 @@ def host_node(tmp_path, secure=True, conf=None):
                             secure_key_file=path if secure else None)[1]
     loop = asyncio.new_event_loop()
     sched = Scheduler(loop)
-
-    class Ep:
-        sent = send_blocked = send_errors = recv_errors = 0
-
-        def send(self, data, addr):
-            pass
     try:
-        node = build_node(conf, sched, Ep(), protocol_config(conf))
+        node = build_node(conf, sched, FakeEndpoint(), protocol_config(conf))
     except BaseException:
         sched.close()
         loop.close()

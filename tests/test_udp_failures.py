@@ -102,16 +102,11 @@ def test_link_fault_counts_what_it_drops():
     from gse.wire.packet import DATA, PRIO_DATA, Packet
     from switchmodel.queue import OutputQueue, QueueConfig
 
-    class Sink:
-        def __init__(self):
-            self.out = []
-
-        def send(self, data, addr):
-            self.out.append(data)
+    from udp_fakes import FakeEndpoint
     loop = asyncio.new_event_loop()
     try:
         sched = Scheduler(loop)
-        sink = Sink()
+        sink = FakeEndpoint()
         port = EmulatedPort(sched, sink, ("127.0.0.1", 9), OutputQueue(
             QueueConfig(10 ** 9), random.Random(1)), 0.001, 10 * MS, 0, 0, 0, "agg", False)
         port.owner = Owner()
