@@ -21,17 +21,11 @@ against ``zlib.crc32``; ``tests/test_compiled.py`` that the build asked for is t
 loaded.
 """
 
-import zlib
-
-from gse.wire.codec import CHECKSUM_OFFSET, MAX_DATAGRAM, decode, encode, payload_pattern
+from gse.wire.codec import (CHECKSUM_OFFSET, MAX_DATAGRAM, crc32, decode, encode,  # noqa: F401
+                            payload_pattern)
 from gse.wire.packet import HEADER_BYTES
 
 FAST_PATH = False        # the compiled twin says True
-
-try:        # Intel ISA-L's CRC-32 (carry-less multiplication): zlib's results, ~3x faster
-    from isal.isal_zlib import crc32
-except ImportError:      # python-isal is optional (pip install '.[fast]')
-    crc32 = zlib.crc32
 
 
 def codec_backend():
@@ -56,9 +50,7 @@ def decode_header(data, max_datagram=MAX_DATAGRAM):
     covers the payload), the same packet, but ``payload`` stays None -- the bytes are in
     ``data`` (``payload_intact`` checks them, a port re-encoding the packet takes them from
     there).  What switches and hosts use: neither needs the payload as an object."""
-    pkt = decode(data, max_datagram)
-    pkt.payload = None
-    return pkt
+    return decode(data, max_datagram, False)
 
 
 def decode_header_into(pkt, data, max_datagram=MAX_DATAGRAM):

@@ -10,7 +10,7 @@ same result or raises the same error.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 
-from gse.wire.codec import (MAX_DATAGRAM, SEC_TAG, SEC_TRAILER, decode, encode,
+from gse.wire.codec import (MAX_DATAGRAM, SEC_TAG, SEC_TRAILER, crc32, decode, encode,
                             payload_pattern)
 from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS,
                              MAX_KIND, WIRE_VERSION)
@@ -20,11 +20,8 @@ FAST_PATH = True         # the pure twin says False
 
 try:        # Intel ISA-L's CRC-32: its C function when exported, else its Python callable
     from isal import isal_zlib as _isal
-    crc32 = _isal.crc32
 except ImportError:
     _isal = None
-    import zlib
-    crc32 = zlib.crc32
 
 cdef gse_wire_consts _consts
 _consts.version = WIRE_VERSION
@@ -38,7 +35,7 @@ _consts.sec_tag = SEC_TAG
 _consts.sec_trailer = SEC_TRAILER
 gse_codec_init(&_consts)
 if _isal is not None:
-    gse_crc_set_fast(crc32)
+    gse_crc_set_fast(_isal.crc32)
     gse_crc_load_isal(_isal.__file__.encode())
 
 cdef long long MASK16 = 0xFFFF
@@ -102,10 +99,7 @@ cdef Packet _decode(object data, Py_ssize_t max_datagram, bint with_payload, Pac
                     pkt.payload = (<bytes>data)[HEADER_BYTES:HEADER_BYTES + h.payload_len]
                 pkt.size += trailer
                 return pkt
-    pkt = decode(data, max_datagram)        # the verdict, or the same packet
-    if not with_payload:
-        pkt.payload = None
-    return pkt
+    return decode(data, max_datagram, with_payload)    # the verdict, or the same packet
 
 
 cpdef object encode_packet(Packet pkt):
