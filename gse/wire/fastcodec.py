@@ -21,7 +21,7 @@ against ``zlib.crc32``; ``tests/test_compiled.py`` that the build asked for is t
 loaded.
 """
 
-from gse.wire.codec import (CHECKSUM_OFFSET, MAX_DATAGRAM, crc32, decode, encode,  # noqa: F401
+from gse.wire.codec import (CHECKSUM_OFFSET, MAX_DATAGRAM, crc32, decode, encode,
                             payload_pattern)
 from gse.wire.packet import HEADER_BYTES
 
