@@ -3,7 +3,8 @@
 from libc.stdint cimport int32_t
 
 
-cdef extern from "gse_eventq.h":    # the key type and the heap: cython/gse/runtimes/sim/gse_eventq.h
+# the key type and the inline heap: cython/gse/runtimes/sim/gse_eventq.h
+cdef extern from "gse_eventq.h":
     ctypedef unsigned long long gse_evkey_t    # an integer type to Cython
 
 
