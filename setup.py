@@ -1,8 +1,9 @@
 """Build of the compiled hot paths (everything else is in pyproject.toml).
 
 The hot modules (``gse._build.MODULES``) are compiled by Cython from their own ``.py``
-sources, augmented by the ``.pxd`` files under ``cython/`` (the event queue has a ``.pyx``
-twin there instead).  At build time each ``.py`` is copied beside its ``.pxd`` into
+sources, augmented by the ``.pxd`` files under ``cython/`` (a few have a ``.pyx`` twin
+there instead), with the hand-written C of ``gse._build.C_SOURCES`` (``cython/**/*.c``,
+declared by ``cdef extern from "<header>"``) compiled into their extensions.  At build time each ``.py`` is copied beside its ``.pxd`` into
 ``build/cython-src/`` and compiled under its own module name (``gse.runtimes.sim.network``); the extension
 lands in ``gse/_compiled/`` (``switchmodel/_compiled/``), where ``gse._build`` finds it at
 import unless ``GSE_PURE_PYTHON=1``.  ``gse/_compiled/BUILD.json`` records the sources'
@@ -144,10 +145,15 @@ class BuildExt(build_ext):
         }
         if _flag("GSE_CYTHON_PROFILE"):
             directives.update(profile=True, linetrace=True)
+        include_dirs = sorted({os.path.dirname(h) for h in B.C_HEADERS})
         exts = []
         for ext in self.extensions:
             name = ext.name.replace("." + B.COMPILED_DIR + ".", ".")
-            exts.append(Extension(name, [sources[name]], extra_compile_args=["-fwrapv"],
+            c_sources = list(B.C_SOURCES.get(name, ()))
+            exts.append(Extension(name, [sources[name]] + c_sources,
+                                  include_dirs=include_dirs,
+                                  depends=list(B.C_HEADERS) + c_sources,
+                                  extra_compile_args=["-fwrapv"],
                                   define_macros=ext.define_macros))
         done = cythonize(exts, compiler_directives=directives,
                          include_path=[os.path.join(ROOT, STAGE)],
@@ -158,6 +164,8 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             c = by_name[ext.name.replace("." + B.COMPILED_DIR + ".", ".")]
             ext.sources = c.sources
+            ext.include_dirs = c.include_dirs
+            ext.depends = c.depends
             ext.extra_compile_args = c.extra_compile_args
 
     def _write_manifest(self):

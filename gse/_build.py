@@ -12,7 +12,8 @@ finds the extension first, unless:
 * ``GSE_PURE_PYTHON=1`` is set (the pure-Python reference, as msgpack's
   ``MSGPACK_PUREPYTHON``);
 * no compiled build is there (never built, or built for another Python);
-* the build is stale: a hot source (``.py``, ``.pxd``, ``.pyx``) changed since it was built.
+* the build is stale: a hot source (``.py``, ``.pxd``, ``.pyx``, or the hand-written ``.c``
+  and ``.h`` of ``C_SOURCES`` and ``C_HEADERS``) changed since it was built.
   The pure modules are used then, with a ``RuntimeWarning`` naming the file, so that an
   edit never runs against old compiled code.
 
@@ -50,6 +51,7 @@ MODULES = {
     "gse.agents.dcqcn": "",
     "gse.agents.roce_host": "",
     "gse.wire.codec": "",
+    "gse.wire.fastcodec": "cython/gse/wire/fastcodec.pyx",
     "gse.runtimes.sim.network": "",
     "gse.runtimes.sim.sampler": "",
     "gse.runtimes.udp.io": "",
@@ -62,6 +64,16 @@ MODULES = {
 # ``.pxd`` files holding ``cdef inline`` bodies that compiled modules cimport (so C compiles
 # them into each): no module of their own, but a source of every compiled module.
 INLINE_PXD = ("cython/gse/wire/linkrate.pxd",)
+# Hand-written C compiled into a module's extension (setup.py adds them to its sources),
+# declared by ``cdef extern from "<header>"`` in the module's .pxd.
+C_SOURCES = {
+    "gse.wire.fastcodec": ("cython/gse/wire/gse_codec.c",),
+    "gse.runtimes.udp.io": ("cython/gse/runtimes/udp/gse_udp_io.c",),
+}
+# Their headers: every module that cimports such a .pxd includes one, so they are sources
+# of every compiled module (as INLINE_PXD), and their folders are on the include path.
+C_HEADERS = ("cython/gse/wire/gse_codec.h", "cython/gse/runtimes/udp/gse_udp_io.h",
+             "cython/gse/runtimes/sim/gse_eventq.h")
 # Packages holding compiled modules, each with its own ``_compiled/`` folder; their
 # ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.
 PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))
@@ -86,7 +98,9 @@ def sources_of(name, root=ROOT):
     twin = MODULES[name]
     if twin:
         files.append(twin)
+    files.extend(C_SOURCES.get(name, ()))
     files.extend(INLINE_PXD)
+    files.extend(C_HEADERS)
     return files
 
 

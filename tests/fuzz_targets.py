@@ -18,7 +18,7 @@ import struct
 
 from gse.config import GseConfig, RoceConfig
 from gse.protocols import host_factory
-from gse.runtimes.udp.link import decode_datagram, decode_header, encode_packet
+from gse.wire.fastcodec import decode_datagram, decode_header, encode_packet
 from gse.wire.codec import WireError, decode, encode, reframe
 from gse.wire.packet import (ACK, DATA, F_LAST, F_SEC, GRANT, MAX_KIND, PAUSE, REQUEST, RESUME,
                              Packet)

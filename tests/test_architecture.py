@@ -218,7 +218,7 @@ def test_no_module_over_600_lines():
         for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
             dirnames[:] = [d for d in dirnames if d not in SKIPPED_DIRS]
             for fn in filenames:
-                if fn.endswith((".py", ".pyx", ".pxd")):
+                if fn.endswith((".py", ".pyx", ".pxd", ".c", ".h")):
                     path = os.path.join(dirpath, fn)
                     with open(path, encoding="utf-8") as f:
                         n = sum(1 for _ in f)

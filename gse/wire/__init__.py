@@ -1,6 +1,7 @@
 """What crosses a link: the ``Packet`` every agent and runtime passes around
 (``gse.wire.packet``) and its fixed 64-byte encoding for real datagrams
-(``gse.wire.codec``; docs/wire-format.md).  Nothing here keeps state between packets."""
+(``gse.wire.codec``, the reference; docs/wire-format.md), which the runtimes call through
+``gse.wire.fastcodec`` (C in the compiled build).  Nothing here keeps state between packets."""
 
 from gse import _build
 

@@ -2,10 +2,12 @@
 
 A datagram is the fixed 64-byte header (network byte order) followed, for an untrimmed DATA
 packet only, by ``payload_len`` payload bytes.  The last four header bytes are a CRC-32
-(:func:`zlib.crc32`) over header bytes 0..59 followed by the payload.
+(:func:`zlib.crc32`; python-isal's, which gives the same values faster, when installed)
+over header bytes 0..59 followed by the payload.
 
-The simulator passes :class:`~gse.wire.packet.Packet` objects without encoding them; the UDP
-runtimes call :func:`encode` before ``sendto`` and :func:`decode` on every received datagram.
+The simulator passes :class:`~gse.wire.packet.Packet` objects without encoding them; the
+runtimes encode and decode through :mod:`gse.wire.fastcodec`, which is this module in the
+pure-Python build and, compiled, a C codec checked against it.
 :func:`decode` raises :class:`WireError` (a ``ValueError``) for anything malformed, with a
 short stable ``reason`` so runtimes can count bad datagrams by category and drop them.
 
@@ -14,10 +16,14 @@ with Cython.
 """
 
 import struct
-import zlib
 
 from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KIND_NAMES, KNOWN_FLAGS,
-                             MAX_KIND, WIRE_VERSION, Packet)
+                             MAX_KIND, WIRE_VERSION, new_packet)
+
+try:        # Intel ISA-L's CRC-32 (carry-less multiplication): zlib.crc32's results, faster
+    from isal.isal_zlib import crc32
+except ImportError:      # python-isal is optional (pip install '.[fast]')
+    from zlib import crc32
 
 # version kind flags src dst msg_id psn entropy payload_len msg_len credit aux sack_base
 # sack_bits ts prio reserved8 reserved16 checksum
@@ -170,9 +176,9 @@ def encode(pkt):
     view = memoryview(buf)
     if n:
         view[PAYLOAD_OFFSET:] = payload
-    crc = zlib.crc32(view[:CHECKSUM_OFFSET])
+    crc = crc32(view[:CHECKSUM_OFFSET])
     if n:
-        crc = zlib.crc32(view[PAYLOAD_OFFSET:], crc)
+        crc = crc32(view[PAYLOAD_OFFSET:], crc)
     if pkt.corrupt:
         crc ^= 0xFFFFFFFF
     CHECKSUM.pack_into(buf, CHECKSUM_OFFSET, crc)
@@ -180,12 +186,14 @@ def encode(pkt):
     return bytes(buf)
 
 
-def decode(data, max_datagram=MAX_DATAGRAM):
+def decode(data, max_datagram=MAX_DATAGRAM, payload=True):
     """The :class:`Packet` carried by datagram ``data`` (bytes, bytearray or memoryview).
 
     Raises :class:`WireError` for a malformed datagram.  Checks run in this order: oversized,
     truncated, version, kind, length (payload vs. kind, trim flag and payload_len), checksum,
-    flags, reserved, field (ACK sack_base alignment).
+    flags, reserved, field (ACK sack_base alignment).  ``payload=False``: the same checks
+    (the checksum covers the payload), but the payload is not copied out of ``data``
+    (``pkt.payload`` stays None): what a switch or a host that checks it in place needs.
     """
     view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
@@ -221,9 +229,9 @@ def decode(data, max_datagram=MAX_DATAGRAM):
             raise WireError(R_LENGTH, "payload on a trimmed DATA packet (%d bytes)" % carried)
         raise WireError(R_LENGTH, "payload on a %s packet (%d bytes)"
                         % (KIND_NAMES[kind], carried))
-    crc = zlib.crc32(view[:CHECKSUM_OFFSET])
+    crc = crc32(view[:CHECKSUM_OFFSET])
     if n > HEADER_BYTES:
-        crc = zlib.crc32(view[PAYLOAD_OFFSET:], crc)
+        crc = crc32(view[PAYLOAD_OFFSET:], crc)
     if crc != checksum:
         raise WireError(R_CHECKSUM, "checksum mismatch: header says 0x%08x, computed 0x%08x"
                         % (checksum, crc))
@@ -233,11 +241,11 @@ def decode(data, max_datagram=MAX_DATAGRAM):
         raise WireError(R_RESERVED, "non-zero reserved bytes")
     if kind == ACK and sack_base & 7:
         raise WireError(R_FIELD, "sack_base %d not a multiple of 8" % sack_base)
-    pkt = Packet(kind, src, dst, msg_id=msg_id, psn=psn, entropy=entropy,
-                 payload_len=payload_len, flags=flags, msg_len=msg_len, credit=credit,
-                 aux=aux, sack_base=sack_base, sack_bits=sack_bits, ts=ts, prio=prio)
+    pkt = new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len, credit,
+                     aux, sack_base, sack_bits, ts, prio)   # Packet(...), positionally
     if carries:
-        pkt.payload = view[PAYLOAD_OFFSET:PAYLOAD_OFFSET + carried].tobytes()
+        if payload:
+            pkt.payload = view[PAYLOAD_OFFSET:PAYLOAD_OFFSET + carried].tobytes()
     elif kind == DATA:
         pkt.size = HEADER_BYTES
     if trailer:
@@ -264,7 +272,7 @@ def reframe(raw, pkt):
     HEADER.pack_into(buf, 0, WIRE_VERSION, kind, flags, pkt.src, pkt.dst, pkt.msg_id,
                      pkt.psn, pkt.entropy, payload_len, pkt.msg_len, pkt.credit, pkt.aux,
                      pkt.sack_base, pkt.sack_bits, pkt.ts, pkt.prio, 0, 0, 0)
-    crc = zlib.crc32(body, zlib.crc32(memoryview(buf)[:CHECKSUM_OFFSET]))
+    crc = crc32(body, crc32(memoryview(buf)[:CHECKSUM_OFFSET]))
     if pkt.corrupt:
         crc ^= 0xFFFFFFFF
     CHECKSUM.pack_into(buf, CHECKSUM_OFFSET, crc)

@@ -1,8 +1,8 @@
 """``--pcap`` in the simulation: the chosen interfaces' packets, encoded, in virtual time.
 
 The simulator passes ``Packet`` objects without encoding them; a capture encodes each one
-it sees (``gse.wire.codec.encode``: the real 64-byte header, the payload pattern of an
-untrimmed DATA packet, the checksum inverted for a packet the link corrupted) and writes
+it sees (``gse.wire.fastcodec.encode_packet``: the real 64-byte header, the payload pattern
+of an untrimmed DATA packet, the checksum inverted for a packet the link corrupted) and writes
 it in a frame (``gse.metrics.pcap``).  It sees a packet where the simulation hands it to
 the far end of a link: each tapped direction's ``LinkPort.deliver`` (the event target of
 the arrival) is wrapped for the run and put back after, so a run without ``--pcap`` has
@@ -24,7 +24,7 @@ import os
 from gse.metrics.pcap import (DEFAULT_BUDGET, CaptureFile, check_options, file_name, frame,
                               node_ip, node_mac, parse_ports, write_manifest)
 from gse.runtimes.sim.eventq import Handler
-from gse.wire.codec import encode
+from gse.wire.fastcodec import encode_packet
 from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import Packet
 
@@ -121,9 +121,9 @@ class SimCapture:
 
 def _encode(pkt, neighbour):
     if pkt.dst >= 0:
-        return encode(pkt)
+        return encode_packet(pkt)
     c = Packet(pkt.kind, pkt.src, neighbour, pkt.msg_id, pkt.psn, pkt.entropy,
                pkt.payload_len, pkt.flags, pkt.msg_len, pkt.credit, pkt.aux, pkt.sack_base,
                pkt.sack_bits, pkt.ts, pkt.prio)
     c.corrupt = pkt.corrupt
-    return encode(c)
+    return encode_packet(c)

@@ -11,8 +11,8 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
   single reader, so one loop callback per iteration serves every ready socket; elsewhere
   each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain non-blocking ``sendto`` on the
   same socket, because the emulated ports send from callbacks, where awaiting a coroutine
-  per datagram would cost a task switch each.  The compiled build (``cython/gse/runtimes/
-  udp/io.pxd``) calls recvmmsg(2) and sendmmsg(2) itself on IPv4 sockets: up to 32
+  per datagram would cost a task switch each.  The compiled build (the C of ``cython/gse/
+  runtimes/udp/gse_udp_io.c``) calls recvmmsg(2) and sendmmsg(2) itself on IPv4 sockets: up to 32
   datagrams per call, an empty socket is a return value instead of a ``BlockingIOError``,
   a sender's ``(ip, port)`` tuple is built once per address and a destination's
   ``sockaddr`` parsed once; what a node sends while its socket is drained, or while
@@ -45,6 +45,12 @@ import socket
 from heapq import heappop, heappush
 from time import monotonic_ns
 
+try:
+    import cython  # for cython.compiled: True in the compiled build, False in pure Python
+    cython.compiled
+except (ImportError, AttributeError):      # no Cython: the repository's cython/ folder,
+    from gse import _no_cython as cython   # a namespace package, or nothing
+
 from gse.runtimes.udp import timerfd
 from gse.runtimes.udp.loops import (LOOPS, loop_factory, loop_name, run_async,  # noqa: F401
                                     uvloop_available)
@@ -61,10 +67,9 @@ ADDR_CACHE_MAX = 1024
 
 WAKES = ("spin", "timerfd")        # how precise timers wake the loop (Scheduler)
 
-try:
-    C_IO = GSE_UDP_C_IO            # a C constant (1) in the compiled build: see the .pxd
-except NameError:
-    C_IO = False
+# The compiled build calls the C of cython/gse/runtimes/udp/gse_udp_io.c (declared in
+# cython/gse/runtimes/udp/io.pxd); the pure build the socket, select and ctypes modules.
+C_IO = cython.compiled
 
 
 def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
@@ -539,7 +544,7 @@ class Scheduler:
 
 
 # -- timerfd (Linux): the compiled build calls timerfd_create(2) and timerfd_settime(2)
-# from C (cython/gse/runtimes/udp/io.pxd), the pure build through ctypes
+# from C (cython/gse/runtimes/udp/gse_udp_io.c), the pure build through ctypes
 # (gse.runtimes.udp.timerfd).  The thread's timer slack is set to 1 ns on the first use,
 # so that the kernel does not defer a wake-up by its default 50 us to batch it with others.
 

@@ -24,175 +24,22 @@ A port forwards the datagram its switch received unchanged unless the queue chan
 packet (ECN mark, trim) or the link corrupts it, in which case it re-encodes (the payload
 is then taken from the received datagram: a switch decodes headers only, ``decode_header``).
 
-The codec's fast paths (``decode_datagram``, ``decode_header``, ``encode_packet``,
-``payload_intact``) accept only what ``gse.wire.codec`` accepts and produce the same packets and
-bytes; at the first doubt they call ``gse.wire.codec`` for the verdict.  The compiled build
-(``cython/gse/runtimes/udp/link.pxd``) parses and writes headers, fills and checks the payload
-pattern, and computes the CRC-32 in C (payloads by python-isal's ``crc32``, Intel ISA-L,
-when installed, else zlib's; headers by slicing-by-8 tables); the pure build does the same
-with ``struct`` and that ``crc32``.  ``tests/test_udp_codec.py`` checks both against
-``gse.wire.codec`` on valid, mutated, truncated and extended datagrams.
+The codec is ``gse.wire.fastcodec`` (the C codec in the compiled build, the reference
+``gse.wire.codec`` in the pure one), as in every runtime.
 """
 
-import zlib
 from collections import deque
 
 from gse.runtimes.udp.io import Endpoint, record_error
 from gse.wire import linkrate
-from gse.wire.codec import (CHECKSUM_OFFSET, HEADER, MAX_DATAGRAM, SEC_TAG, SEC_TRAILER, decode,
-                            encode, payload_pattern, reframe)
-from gse.wire.packet import (ACK, DATA, F_SEC, F_TRIMMED, HEADER_BYTES, KNOWN_FLAGS, MAX_KIND, PAUSE,
-                             PRIO_CONTROL, PRIO_DATA, RESUME, WIRE_VERSION, fill_packet, new_packet)
+from gse.wire.codec import reframe
+from gse.wire.fastcodec import encode_packet
+from gse.wire.packet import (DATA, F_SEC, F_TRIMMED, HEADER_BYTES, PAUSE, PRIO_CONTROL,
+                             PRIO_DATA, RESUME, new_packet)
 from switchmodel.queue import DROPPED, ENQUEUED
 
 DEFAULT_SLACK_PS = 20_000_000      # 20 us
 NIC_BURST = 8                      # packets a NIC may send per wake-up within the slack
-MASK16 = 0xFFFF
-MASK32 = 0xFFFFFFFF
-MASK64 = 0xFFFFFFFFFFFFFFFF
-
-try:
-    COMPILED = GSE_UDP_C_CODEC     # a C constant (1) in the compiled build: see the .pxd
-except NameError:
-    COMPILED = False
-
-try:        # Intel ISA-L's CRC-32 (carry-less multiplication): zlib's results, ~3x faster
-    from isal import isal_zlib as _isal
-    _crc32 = _isal.crc32
-except ImportError:                 # python-isal is optional (pip install '.[fast]')
-    _isal = None
-    _crc32 = zlib.crc32
-if COMPILED and _isal is not None:
-    gse_crc_set_fast(_crc32)
-    gse_crc_load_isal(_isal.__file__.encode())   # its C function, if the module exports it
-_unpack = HEADER.unpack_from
-
-
-def codec_backend():
-    """Which implementation the fast paths use: 'Python', or 'C (...)' naming how the
-    CRC-32 is computed."""
-    if COMPILED:
-        if gse_crc_uses_isal():
-            return "C (CRC-32 of payloads by ISA-L's crc32_gzip_refl, of headers by slicing-by-8)"
-        if gse_crc_uses_fast():
-            return "C (CRC-32 of payloads by python-isal, of headers by slicing-by-8)"
-        if gse_crc_uses_zlib():
-            return "C (CRC-32 of payloads by zlib, of headers by slicing-by-8)"
-        return "C (CRC-32 by slicing-by-8)"
-    return "Python"
-
-
-def decode_datagram(data, max_datagram=MAX_DATAGRAM):
-    """``gse.wire.codec.decode`` with a fast path for well-formed datagrams.
-
-    Every datagram is decoded at every hop, so the reference decoder's keyword-argument
-    construction and checks in error-reporting order cost about a third of a switch's
-    work per packet.  This accepts only what passes every check of ``decode`` (size,
-    version, kind, flags, reserved bytes, length, ACK alignment, checksum) and builds the
-    same packet; at the first doubt it calls ``decode`` itself, which returns the same
-    packet or raises the ``WireError`` with its reason.  ``tests/test_udp_codec.py`` checks
-    the two agree on valid, mutated, truncated and extended datagrams.
-    """
-    return _decode(data, max_datagram, True, None)
-
-
-def decode_header(data, max_datagram=MAX_DATAGRAM):
-    """``decode_datagram`` without copying the payload out: the same checks (the checksum
-    covers the payload), the same packet, but ``payload`` stays None -- the bytes are in
-    ``data`` (``payload_intact`` checks them, a port re-encoding the packet takes them from
-    there).  What switches and hosts use: neither needs the payload as an object."""
-    return _decode(data, max_datagram, False, None)
-
-
-def decode_header_into(pkt, data, max_datagram=MAX_DATAGRAM):
-    """``decode_header``, written over ``pkt`` (a packet the caller reuses, as a switch
-    does for every datagram it forwards) when the fast path takes the datagram.  Returns
-    the packet: ``pkt`` itself, or a new one from the reference decoder."""
-    return _decode(data, max_datagram, False, pkt)
-
-
-def _decode(data, max_datagram, with_payload, into):
-    n = len(data)
-    if n >= HEADER_BYTES and n <= max_datagram and type(data) is bytes:
-        if COMPILED:
-            pkt = _decode_c(data, n, with_payload, into)
-        else:
-            pkt = _decode_py(data, n, with_payload, into)
-        if pkt is not None:
-            return pkt
-    pkt = decode(data, max_datagram)        # the verdict, or the same packet
-    if not with_payload:
-        pkt.payload = None
-    return pkt
-
-
-def _decode_py(data, n, with_payload, into):
-    (version, kind, flags, src, dst, msg_id, psn, entropy, payload_len, msg_len, credit,
-     aux, sack_base, sack_bits, ts, prio, res8, res16, checksum) = _unpack(data, 0)
-    if (version != WIRE_VERSION or kind > MAX_KIND or flags & ~(KNOWN_FLAGS | F_SEC) or res8
-            or res16):
-        return None
-    carries = kind == DATA and not flags & F_TRIMMED
-    trailer = 0
-    if flags & F_SEC:                       # the security trailer after the payload
-        trailer = SEC_TRAILER + SEC_TAG if carries else SEC_TRAILER
-    view = memoryview(data)
-    if carries:
-        if n - HEADER_BYTES - trailer != payload_len:
-            return None
-    elif n != HEADER_BYTES + trailer or (kind == ACK and sack_base & 7):
-        return None
-    crc = _crc32(view[:CHECKSUM_OFFSET])
-    if n > HEADER_BYTES:
-        crc = _crc32(view[HEADER_BYTES:], crc)
-    if crc != checksum:
-        return None
-    if into is None:
-        pkt = new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len,
-                         credit, aux, sack_base, sack_bits, ts, prio)
-    else:
-        pkt = fill_packet(into, kind, src, dst, msg_id, psn, entropy, payload_len, flags,
-                      msg_len, credit, aux, sack_base, sack_bits, ts, prio)
-    if with_payload and carries:
-        pkt.payload = data[HEADER_BYTES:HEADER_BYTES + payload_len]
-    pkt.size += trailer
-    return pkt
-
-
-def _decode_c(data, n, with_payload, into):
-    # compiled build only: the C helpers are declared in cython/gse/runtimes/udp/link.pxd
-    p = data
-    kind = p[1]
-    flags = gse_be16(p + 2)
-    if (p[0] != WIRE_VERSION or kind > MAX_KIND or flags & ~(KNOWN_FLAGS | F_SEC) or p[57]
-            or p[58] or p[59]):
-        return None
-    payload_len = gse_be16(p + 22)
-    carries = kind == DATA and not flags & F_TRIMMED
-    trailer = 0
-    if flags & F_SEC:                       # the security trailer after the payload
-        trailer = SEC_TRAILER + SEC_TAG if carries else SEC_TRAILER
-    if carries:
-        if n - HEADER_BYTES - trailer != payload_len:
-            return None
-    elif n != HEADER_BYTES + trailer or (kind == ACK and gse_be32(p + 36) & 7):
-        return None
-    if gse_crc_datagram(p, n) != gse_be32(p + CHECKSUM_OFFSET):
-        return None
-    if into is None:
-        pkt = new_packet(kind, gse_be32(p + 4), gse_be32(p + 8), gse_be32(p + 12),
-                         gse_be32(p + 16), gse_be16(p + 20), payload_len, flags,
-                         gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
-                         gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
-    else:
-        pkt = fill_packet(into, kind, gse_be32(p + 4), gse_be32(p + 8), gse_be32(p + 12),
-                      gse_be32(p + 16), gse_be16(p + 20), payload_len, flags,
-                      gse_be32(p + 24), gse_be32(p + 28), gse_be32(p + 32),
-                      gse_be32(p + 36), gse_be64(p + 40), gse_be64(p + 48), p[56])
-    if carries and with_payload:
-        pkt.payload = data[HEADER_BYTES:HEADER_BYTES + payload_len]
-    pkt.size += trailer
-    return pkt
 
 
 def copy_packet(pkt):
@@ -205,70 +52,6 @@ def copy_packet(pkt):
     c.payload = pkt.payload
     c.ingress = pkt.ingress
     return c
-
-
-def payload_intact(pkt, data):
-    """``gse.wire.codec.verify_payload`` for an untrimmed DATA packet ``pkt`` decoded (by
-    ``decode_header``) from ``data``: True if the datagram's payload is the pattern."""
-    if COMPILED and type(data) is bytes:
-        return _payload_intact_c(pkt, data)
-    return data[HEADER_BYTES:] == payload_pattern(pkt.src, pkt.msg_id, pkt.psn,
-                                                  pkt.payload_len)
-
-
-def _payload_intact_c(pkt, data):
-    return gse_pattern_ok(data, len(data), HEADER_BYTES, pkt.src, pkt.msg_id, pkt.psn)
-
-
-def pattern_intact(pkt, payload):
-    """``payload_intact`` for a payload on its own (what the security sublayer decrypted):
-    True if ``payload`` is the pattern of the untrimmed DATA packet ``pkt``."""
-    if len(payload) != pkt.payload_len:
-        return False
-    if COMPILED and type(payload) is bytes:
-        return _pattern_ok_c(pkt, payload)
-    return payload == payload_pattern(pkt.src, pkt.msg_id, pkt.psn, pkt.payload_len)
-
-
-def _pattern_ok_c(pkt, payload):
-    return gse_pattern_ok(payload, len(payload), 0, pkt.src, pkt.msg_id, pkt.psn)
-
-
-def encode_packet(pkt):
-    """``gse.wire.codec.encode(pkt)``: the same bytes, or the same error.  The compiled build
-    writes a packet without payload bytes of its own (every packet an agent makes) in C;
-    anything else (a payload object, a corrupt mark, a field out of range) goes to
-    ``encode``."""
-    if COMPILED:
-        raw = _encode_c(pkt)
-        if raw is not None:
-            return raw
-    return encode(pkt)
-
-
-def _encode_c(pkt):
-    kind = pkt.kind
-    flags = pkt.flags
-    if (kind < 0 or kind > MAX_KIND or flags < 0 or flags & ~KNOWN_FLAGS or pkt.corrupt
-            or pkt.payload is not None):
-        return None
-    if (pkt.src < 0 or pkt.src > MASK32 or pkt.dst < 0 or pkt.dst > MASK32
-            or pkt.msg_id < 0 or pkt.msg_id > MASK32 or pkt.psn < 0 or pkt.psn > MASK32
-            or pkt.entropy < 0 or pkt.entropy > MASK16 or pkt.payload_len < 0
-            or pkt.payload_len > MASK16 or pkt.msg_len < 0 or pkt.msg_len > MASK32
-            or pkt.credit < 0 or pkt.credit > MASK32 or pkt.aux < 0 or pkt.aux > MASK32
-            or pkt.sack_base < 0 or pkt.sack_base > MASK32 or pkt.prio < 0
-            or pkt.prio > 255 or (kind == ACK and pkt.sack_base & 7)):
-        return None
-    sack_bits = pkt.sack_bits
-    ts = pkt.ts
-    if (type(sack_bits) is not int or type(ts) is not int or sack_bits < 0
-            or sack_bits > MASK64 or ts < 0 or ts > MASK64):
-        return None
-    return gse_encode(WIRE_VERSION, kind, flags, pkt.src, pkt.dst, pkt.msg_id, pkt.psn,
-                      pkt.entropy, pkt.payload_len, pkt.msg_len, pkt.credit, pkt.aux,
-                      pkt.sack_base, sack_bits, ts, pkt.prio,
-                      kind == DATA and not flags & F_TRIMMED)
 
 
 def _attach_payload(pkt, raw):

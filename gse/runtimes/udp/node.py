@@ -3,8 +3,8 @@
 A switch node decodes every datagram, routes it (``Switch.route``) and offers it to the
 egress port toward the next hop; a host node hands it to its agent and lets the agent's
 NIC pull whatever the agent has to send.  Every datagram received is decoded
-(``decode_header``: every check, the payload left in the datagram; a switch decodes into
-one reusable packet); a malformed one is counted by reason (``WireError.reason``) and
+(``gse.wire.fastcodec.decode_header``: every check, the payload left in the datagram; a
+switch decodes into one reusable packet); a malformed one is counted by reason (``WireError.reason``) and
 dropped, a valid one from an address that is not a neighbour is counted as ``foreign``
 and dropped, and a host checks every DATA payload against the documented pattern.  The
 links themselves are in ``gse.runtimes.udp.link``.
@@ -18,14 +18,13 @@ Each refusal and each cut is counted (``pfc_in``).
 """
 
 from gse.runtimes.udp.io import record_error
-from gse.runtimes.udp.link import (DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet,
-                                   decode_datagram, decode_header, decode_header_into,
-                                   pattern_intact, payload_intact)
+from gse.runtimes.udp.link import DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet
 from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError, verify_payload
+from gse.wire.fastcodec import decode_header, decode_header_into, pattern_intact, payload_intact
 from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
 
-__all__ = ["DEFAULT_SLACK_PS", "NIC_BURST", "EmulatedPort", "HostNic", "decode_datagram",
-           "NodeDriver", "SwitchDriver", "HostDriver"]
+__all__ = ["DEFAULT_SLACK_PS", "NIC_BURST", "EmulatedPort", "HostNic", "NodeDriver",
+           "SwitchDriver", "HostDriver"]
 
 
 class NodeDriver:

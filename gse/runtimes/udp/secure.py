@@ -31,19 +31,15 @@ byte but the mutable ones.
 """
 
 import struct
-import zlib
 
 from gse.runtimes.udp.secure_keys import (COUNTER_BITS, MAX_COUNTER, REKEY_SHIFT, KeySchedule,
                                           ReplayWindow, load_domain_key, schedule_from_config)
 from gse.wire import uet
 from gse.wire.codec import CHECKSUM, CHECKSUM_OFFSET, SEC_TAG, SEC_TRAILER
+from gse.wire.fastcodec import crc32 as _crc32     # ISA-L's when installed: zlib's results
 from gse.wire.packet import (DATA, F_ECN_CE, F_SEC, F_TRIMMED, HEADER_BYTES, PAUSE, RESUME,
                              WIRE_VERSION)
 
-try:        # ISA-L's CRC-32 when installed (as gse.runtimes.udp.link): zlib's results
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:
-    _crc32 = zlib.crc32
 
 __all__ = ["KeySchedule", "LinkAuth", "REFUSALS", "Tss", "load_domain_key",
            "schedule_from_config"]

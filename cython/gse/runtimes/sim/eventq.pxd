@@ -3,13 +3,8 @@
 from libc.stdint cimport int32_t
 
 
-cdef extern from *:
-    """
-    /* One event as one unsigned 128-bit key: time in the high 64 bits, then the sequence
-       number (38 bits), then the slot holding its (fn, a, b) (26 bits).  Ordering keys
-       orders events by (time, seq); the slot bits never decide, since seq is unique. */
-    typedef unsigned __int128 gse_evkey_t;
-    """
+# the key type and the inline heap: cython/gse/runtimes/sim/gse_eventq.h
+cdef extern from "gse_eventq.h":
     ctypedef unsigned long long gse_evkey_t    # an integer type to Cython
 
 

@@ -5,8 +5,8 @@ import cython
 from gse.agents.interface cimport HostAgent
 from gse.runtimes.udp.io cimport Scheduler
 from gse.wire.packet cimport Packet, new_packet
-from gse.runtimes.udp.link cimport (EmulatedPort, HostNic, copy_packet, decode_header,
-                           decode_header_into, pattern_intact, payload_intact)
+from gse.runtimes.udp.link cimport EmulatedPort, HostNic, copy_packet
+from gse.wire.fastcodec cimport decode_header, decode_header_into, pattern_intact, payload_intact
 from switchmodel.pfc cimport PfcState
 from switchmodel.switch cimport Switch
 
