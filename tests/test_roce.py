@@ -25,7 +25,7 @@ def test_clean_transfer_is_in_order_without_naks():
     w.run()
     assert (0, 1) in w.delivered
     assert [p.psn for p in sent(w, DATA)] == list(range(50))
-    assert sent(w, NACK) == [] and w.hosts[1].ooo_discarded == 0
+    assert sent(w, NACK) == [] and w.hosts[1].receiver.ooo_discarded == 0
     assert sent(w, ACK)[-1].psn == 50
 
 
@@ -40,8 +40,8 @@ def test_go_back_n_after_a_loss():
     assert [n.psn for n in naks] == [3]                  # one NAK per hole
     resent = [p.psn for p in sent(w, DATA) if p.flags & F_RETX]
     assert resent[0] == 3 and resent == list(range(3, 3 + len(resent)))
-    assert w.hosts[1].ooo_discarded >= 1                 # later packets were thrown away
-    assert w.hosts[0].retransmit_bytes == len(resent) * MTU
+    assert w.hosts[1].receiver.ooo_discarded >= 1                 # later packets were thrown away
+    assert w.hosts[0].sender.retransmit_bytes == len(resent) * MTU
 
 
 def test_lost_tail_recovered_by_rto():
@@ -56,7 +56,7 @@ def test_lost_tail_recovered_by_rto():
     w = Wire(protocol="roce", config=cfg, drop=drop_last)
     w.start(0, 1, 1, 10 * MTU)
     w.run()
-    assert (0, 1) in w.delivered and w.hosts[0].timeouts == 1
+    assert (0, 1) in w.delivered and w.hosts[0].sender.timeouts == 1
 
 
 def test_cnp_at_most_once_per_interval_and_dcqcn_slows_the_sender():
