@@ -97,7 +97,7 @@ class RoceHost(HostAgent):
     def on_timer_kind(self, kind, owner, t, now):
         """The dispatch table on timer kinds (``HostAgent.on_timer`` pops them)."""
         if kind == T_RTO:
-            if self.sender.on_rto(owner, now):
+            if self.sender.on_rto(owner, t, now):
                 self.nic.activate(owner)
         elif kind == T_DCQCN:
             self.sender.on_dcqcn(owner, t, now)

@@ -32,8 +32,8 @@ TIMER_NAMES = ("pace", "rto", "dcqcn", "gen", "cnp")
 
 class RoceFlow:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "next_psn", "una",
-                 "high", "entropy", "cc", "next_send", "rto_deadline", "rto_backoff",
-                 "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed", "last_len",
+                 "high", "entropy", "cc", "next_send", "rto_deadline", "rto_armed",
+                 "rto_backoff", "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed", "last_len",
                  "gen", "gen_at", "last_gen", "paused")
 
     def __init__(self, msg_id, src, dst, size, mtu, cc, round_up=False):
@@ -55,6 +55,7 @@ class RoceFlow:
         self.cc = cc              # Dcqcn, or None at line rate
         self.next_send = 0        # earliest time the rate limiter allows the next packet
         self.rto_deadline = NEVER
+        self.rto_armed = NEVER    # the time of its one T_RTO heap entry (NEVER: none)
         self.rto_backoff = 1
         self.retransmits = 0
         self.retx_bytes = 0
@@ -131,8 +132,7 @@ class RoceSender:
             if cc.limited():
                 flow.next_send = now + cc.gap_ps(length + 64)
         if flow.rto_deadline == NEVER:
-            flow.rto_deadline = now + self.rto_ps * flow.rto_backoff
-            self.timers.push(flow.rto_deadline, T_RTO, flow)
+            self._arm_rto(flow, now + self.rto_ps * flow.rto_backoff)
         return new_packet(DATA, self.addr, flow.dst, flow.msg_id, psn, flow.entropy, length,
                           flags, flow.size, 0, 0, 0, 0, now, PRIO_DATA)
 
@@ -164,11 +164,20 @@ class RoceSender:
         return False
 
     def _progress(self, flow, now):
-        """Something new was acknowledged: the RTO restarts from now, without backoff.
-        The deadline only moves: its heap entry pops at the old time and is pushed again
-        for the new one (``on_rto``)."""
+        """Something new was acknowledged: the RTO restarts from now, without backoff."""
         flow.rto_backoff = 1
-        flow.rto_deadline = now + self.rto_ps
+        self._arm_rto(flow, now + self.rto_ps)
+
+    def _arm_rto(self, flow, t):
+        """The RTO falls due at ``t``.  A flow has at most one T_RTO heap entry
+        (``rto_armed``), never later than its deadline: a later deadline keeps the entry,
+        which pushes a new one for the deadline when it pops (``on_rto``); an earlier one
+        (an ACK after a backed-off timeout) replaces it, and the old entry, superseded,
+        is skipped."""
+        flow.rto_deadline = t
+        if flow.rto_armed == NEVER or t < flow.rto_armed:
+            flow.rto_armed = t
+            self.timers.push(t, T_RTO, flow)
 
     def on_cnp(self, flow, now):
         """A CNP for a flow under DCQCN: cut its rate."""
@@ -176,13 +185,16 @@ class RoceSender:
         flow.cc.on_cnp(now)
         self.arm_dcqcn(flow)
 
-    def on_rto(self, flow, now):
-        """A T_RTO entry of the flow fell due: True if it timed out (it goes back to
-        ``una`` and has data to send again)."""
+    def on_rto(self, flow, t, now):
+        """A T_RTO entry of the flow for ``t`` fell due: True if it timed out (it goes
+        back to ``una`` and has data to send again)."""
+        if t != flow.rto_armed:
+            return False                 # superseded by an earlier entry
+        flow.rto_armed = NEVER
         if flow.done or flow.rto_deadline == NEVER:
             return False
         if now < flow.rto_deadline:
-            self.timers.push(flow.rto_deadline, T_RTO, flow)
+            self._arm_rto(flow, flow.rto_deadline)
             return False
         if flow.una >= flow.high:
             flow.rto_deadline = NEVER    # nothing outstanding: the next send re-arms
@@ -192,8 +204,7 @@ class RoceSender:
         cfg = self.config
         if flow.rto_backoff * cfg.rto_ps < cfg.rto_max_ps:
             flow.rto_backoff *= 2
-        flow.rto_deadline = now + cfg.rto_ps * flow.rto_backoff
-        self.timers.push(flow.rto_deadline, T_RTO, flow)
+        self._arm_rto(flow, now + cfg.rto_ps * flow.rto_backoff)
         return True
 
     def arm_dcqcn(self, flow):

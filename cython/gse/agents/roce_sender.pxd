@@ -31,6 +31,7 @@ cdef class RoceFlow:
     cdef public Dcqcn cc
     cdef public long long next_send
     cdef public long long rto_deadline
+    cdef public long long rto_armed
     cdef public long long rto_backoff
     cdef public long long retransmits
     cdef public long long retx_bytes
@@ -72,9 +73,11 @@ cdef class RoceSender:
 
     cpdef _progress(self, RoceFlow flow, long long now)
 
+    cpdef _arm_rto(self, RoceFlow flow, long long t)
+
     cpdef on_cnp(self, RoceFlow flow, long long now)
 
-    cpdef bint on_rto(self, RoceFlow flow, long long now) except -1
+    cpdef bint on_rto(self, RoceFlow flow, long long t, long long now) except -1
 
     @cython.locals(t="long long")
     cpdef arm_dcqcn(self, RoceFlow flow)
