@@ -10,11 +10,8 @@ cdef long long F_LAST
 cdef long long F_RETX
 cdef long long PRIO_DATA
 cdef long long NEVER
-cdef long long T_PACE
-cdef long long T_RTO
-cdef long long T_DCQCN
-cdef long long T_GEN
-cdef long long T_CNP
+# The timer kinds T_* stay Python-level constants: roce_nic, roce_receiver and roce_host
+# import them (each declares the ones it uses as C integers).
 
 
 cdef class RoceFlow:
