@@ -11,6 +11,7 @@ cdef long long T_PACE
 cdef long long T_GEN
 
 
+@cython.final
 cdef class RoceNic:
     cdef public TimerHeap timers
     cdef public dict out

@@ -46,6 +46,7 @@ cdef class RoceFlow:
     cpdef bint has_data(self)
 
 
+@cython.final
 cdef class RoceSender:
     cdef public long long addr
     cdef public object config
