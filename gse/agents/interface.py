@@ -31,7 +31,7 @@ class HostAgent:
     ``on_timer`` pops the due entries of the agent's ``timers`` heap.  Each agent has one
     dispatch table for each: ``on_packet`` (packet kind -> handler) and ``on_timer_kind``
     (timer kind -> handler), typed C methods in the compiled build (a dict of bound methods
-    measured 3-6% slower on the RoCE simulation: docs/architecture.md)."""
+    made the compiled RoCE simulation about 10% slower: docs/architecture.md)."""
 
     __slots__ = ("addr", "timers", "malformed", "stray")
 
