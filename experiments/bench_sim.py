@@ -31,7 +31,7 @@ SCENARIOS = {
 
 
 def run_one(name, seed, protocol):
-    from gse.config import GseConfig
+    from gse.protocols import default_config
     from gse.runtimes.sim.run import run_simulation
     from gse.workloads import traffic
     from topologies import fat_tree
@@ -44,8 +44,8 @@ def run_one(name, seed, protocol):
         msgs = traffic.permutation(n, sc["size"], rng)
     else:
         msgs = traffic.incast(n, sc["senders"], sc["size"], rng)
-    cfg = GseConfig()
-    if "unsched" in sc:
+    cfg = default_config(protocol)     # (--protocol roce: RoceConfig, DCQCN and PFC on)
+    if "unsched" in sc and protocol == "gse":
         cfg.unsched_bytes = sc["unsched"]
     setup = time.perf_counter() - t0
     cpu0 = time.process_time()

@@ -119,7 +119,7 @@ def run(scenario, cfg, seed):
     finish = {m.msg_id: net.sender_done[(m.src, m.msg_id)][1] for m in msgs}
     logs = {m.msg_id: net.hosts[m.src].agent.rate_log[m.msg_id] for m in msgs}
     return {"msgs": msgs, "finish": finish, "logs": logs, "times": times, "acked": acked,
-            "queue": queue, "cnps": sum(h.agent.cnps_sent for h in net.hosts), "cfg": cfg,
+            "queue": queue, "cnps": sum(h.agent.receiver.cnps_sent for h in net.hosts), "cfg": cfg,
             "cuts": sum(cc.cuts for cc in ccs.values())}
 
 

@@ -201,14 +201,14 @@ def gse_host(data, small=True):
 def roce_host(data, small=True):
     agent, cfg = _host("roce", small)
     _drive_host(agent, Bytes(data))
-    assert len(agent.incoming) <= cfg.max_inbound
-    assert len(agent.finished) <= cfg.max_finished
+    assert len(agent.receiver.incoming) <= cfg.max_inbound
+    assert len(agent.receiver.finished) <= cfg.max_finished
 
 
 def plain_host(data, small=True):
     agent, cfg = _host("gse-fabric", small)
     _drive_host(agent, Bytes(data))
-    assert len(agent.incoming) <= cfg.max_inbound
+    assert len(agent.receiver.incoming) <= cfg.max_inbound
 
 
 # -- switch agents --------------------------------------------------------------------------

@@ -84,14 +84,14 @@ def test_roce_incoming_flows_and_finished_ids_are_bounded():
     h1 = w.hosts[1]
     for i in range(50):
         h1.receive(forged_data(2 + i % 2, 1, i, size=10 * MTU), 0)
-    assert len(h1.incoming) == 15 and h1.inbound_refused == 35
+    assert len(h1.receiver.incoming) == 15 and h1.receiver.inbound_refused == 35
     h1.receive(forged_data(0, 1, 99, size=0), 0)      # no length: no flow
-    assert (0, 99) not in h1.incoming
+    assert (0, 99) not in h1.receiver.incoming
     w2 = Wire(config=RoceConfig(max_finished=5), protocol="roce")
     for i in range(20):
         w2.start(0, i, 1, 1000)
         w2.run(w2.now + 50_000_000)
-    assert len(w2.delivered) == 20 and len(w2.hosts[1].finished) == 5
+    assert len(w2.delivered) == 20 and len(w2.hosts[1].receiver.finished) == 5
 
 
 def leaf(cfg):

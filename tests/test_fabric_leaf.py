@@ -287,15 +287,15 @@ def test_plain_host_reorders_itself_and_naks_only_an_old_hole():
     host = PlainHost(2, FabricConfig(reorder="host", reorder_timeout_ps=30 * US), None, 100.0)
     for psn in (1, 2):
         host.receive(data(0, 2, psn, n=4), 1 * US)
-    assert host.naks_sent == 0 and host.ooo_held == 2
+    assert host.receiver.naks_sent == 0 and host.receiver.ooo_held == 2
     host.receive(data(0, 2, 3, n=4), 40 * US)        # the hole at psn 0 is 39 us old
-    assert host.naks_sent == 1 and host.control[-1].psn == 0
+    assert host.receiver.naks_sent == 1 and host.nic.control[-1].psn == 0
     host.receive(data(0, 2, 0, n=4), 41 * US)
-    assert host.delivered == [(0, 1, 4 * 4096, 41 * US)]
-    assert host.control[-1].psn == 4                 # the final ACK
+    assert host.receiver.delivered == [(0, 1, 4 * 4096, 41 * US)]
+    assert host.nic.control[-1].psn == 4                 # the final ACK
     plain = PlainHost(2, FabricConfig(), None, 100.0)  # leaf mode: RoCE's receiver
     plain.receive(data(0, 2, 1, n=4), 0)
-    assert plain.ooo_discarded == 1 and plain.naks_sent == 1
+    assert plain.receiver.ooo_discarded == 1 and plain.receiver.naks_sent == 1
 
 
 def test_the_wire_format_example_request_encodes_as_documented():

@@ -95,7 +95,7 @@ def test_htsim_pacers_stop_while_paused_and_restart_at_resume():
     h.on_pause(True, 100_000)
     h.on_timer(SPACING)                            # falls due while paused: no packet
     assert h.poll(SPACING) is None
-    assert h.next_deadline() == h.rto_ps           # only the RTO: the pacer stopped
+    assert h.next_deadline() == h.sender.rto_ps           # only the RTO: the pacer stopped
     h.on_pause(False, 2 * SPACING + 5)             # resumes at once (later than last + 1)
     assert h.next_deadline() == 2 * SPACING + 5
     h.on_timer(2 * SPACING + 5)

@@ -25,7 +25,7 @@ def test_clean_transfer_is_in_order_without_naks():
     w.run()
     assert (0, 1) in w.delivered
     assert [p.psn for p in sent(w, DATA)] == list(range(50))
-    assert sent(w, NACK) == [] and w.hosts[1].ooo_discarded == 0
+    assert sent(w, NACK) == [] and w.hosts[1].receiver.ooo_discarded == 0
     assert sent(w, ACK)[-1].psn == 50
 
 
@@ -40,8 +40,8 @@ def test_go_back_n_after_a_loss():
     assert [n.psn for n in naks] == [3]                  # one NAK per hole
     resent = [p.psn for p in sent(w, DATA) if p.flags & F_RETX]
     assert resent[0] == 3 and resent == list(range(3, 3 + len(resent)))
-    assert w.hosts[1].ooo_discarded >= 1                 # later packets were thrown away
-    assert w.hosts[0].retransmit_bytes == len(resent) * MTU
+    assert w.hosts[1].receiver.ooo_discarded >= 1                 # later packets were thrown away
+    assert w.hosts[0].sender.retransmit_bytes == len(resent) * MTU
 
 
 def test_lost_tail_recovered_by_rto():
@@ -56,7 +56,7 @@ def test_lost_tail_recovered_by_rto():
     w = Wire(protocol="roce", config=cfg, drop=drop_last)
     w.start(0, 1, 1, 10 * MTU)
     w.run()
-    assert (0, 1) in w.delivered and w.hosts[0].timeouts == 1
+    assert (0, 1) in w.delivered and w.hosts[0].sender.timeouts == 1
 
 
 def test_cnp_at_most_once_per_interval_and_dcqcn_slows_the_sender():
@@ -114,3 +114,65 @@ def test_bad_roce_parameters_refused():
         RoceConfig(pfc_xon_bytes=10**6)
     with pytest.raises(ConfigError, match="dcqcn_g"):
         RoceConfig(dcqcn_g=2)
+
+
+# -- named deadlines, step by step (aioquic's test_connect_with_loss_1 style) ----------------
+
+def _ack(cum, now, src=1, dst=0, msg_id=1):
+    from gse.wire.packet import PRIO_CONTROL, new_packet
+    return new_packet(ACK, src, dst, msg_id, cum, 0, 0, 0, 4 * MTU, 0, 0, 0, 0, now,
+                      PRIO_CONTROL)
+
+
+def _named(h):
+    return sorted((kind, t) for kind, _, t in h.deadlines())
+
+
+def test_deadlines_name_the_rto_and_an_ack_after_a_backed_off_timeout_brings_it_forward():
+    """After a timeout (backoff 2) an ACK restarts the RTO at one rto_ps: the timer must
+    fall due then, not at the backed-off deadline it replaced (a deadline moved earlier
+    needs its own heap entry)."""
+    import random
+
+    from gse.agents.roce_host import RoceHost
+    cfg = roce(dcqcn=False)
+    rto = cfg.rto_ps
+    h = RoceHost(0, cfg, random.Random(1), 100.0)
+    assert h.next_deadline() == -1 and h.deadlines() == []
+    h.start_message(1, 1, 4 * MTU, 0)
+    assert [h.poll(0).psn for _ in range(4)] == [0, 1, 2, 3] and h.poll(0) is None
+    assert _named(h) == [("rto", rto)] and h.next_deadline() == rto
+    h.on_timer(rto)                                  # nothing acknowledged: time out
+    assert h.counters()["timeouts"] == 1 and _named(h) == [("rto", 3 * rto)]
+    assert h.next_deadline() == 3 * rto
+    assert h.poll(rto).psn == 0                      # go back to una
+    h.receive(_ack(1, rto + 10), rto + 10)           # progress: backoff off, 1 x rto
+    assert _named(h) == [("rto", 2 * rto + 10)] and h.next_deadline() == 2 * rto + 10
+    h.on_timer(2 * rto + 10)                         # psn 1.. still out: time out again
+    assert h.counters()["timeouts"] == 2 and h.out[1].next_psn == 1
+    assert _named(h) == [("rto", 4 * rto + 10)]
+    h.on_timer(3 * rto)                              # the replaced entry: skipped
+    assert h.counters()["timeouts"] == 2 and h.next_deadline() == 4 * rto + 10
+    h.receive(_ack(4, 3 * rto), 3 * rto)             # all acknowledged
+    assert h.sent_done == [(1, 1, 3 * rto)] and h.deadlines() == []
+
+
+def test_deadlines_cover_pacers_dcqcn_and_cnp_ticks():
+    """Every armed deadline is named and the heap falls due no later than the earliest."""
+    import random
+
+    from gse.agents.roce_host import RoceHost
+    cfg = roce(nic_scheduler="htsim", cnp_pacing="grid")
+    h = RoceHost(0, cfg, random.Random(1), 100.0)
+    h.start_message(1, 1, 8 * MTU, 0)
+    h.poll(0)
+    kinds = {kind for kind, _ in _named(h)}
+    assert kinds == {"rto", "gen"}
+    assert h.next_deadline() <= min(t for _, t in _named(h))
+    from gse.wire.packet import PRIO_DATA, new_packet
+    h.receive(new_packet(DATA, 2, 0, 7, 0, 5, MTU, F_ECN_CE, 4 * MTU, 0, 0, 0, 0, 0,
+                         PRIO_DATA), 0)
+    assert ("cnp", cfg.cnp_interval_ps) in _named(h)
+    h.receive(new_packet(CNP, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, PRIO_DATA), 10)
+    assert "dcqcn" in {kind for kind, _ in _named(h)}
+    assert h.next_deadline() <= min(t for _, t in _named(h))

@@ -8,7 +8,8 @@ imports a runtime, the CLI, ``asyncio`` or ``socket``.
 
 * GSE host (``gse_host``): ``sender``, ``receiver``, the receiver's credit ``scheduler``,
   path ``entropy`` selection and the receive ``bitmap``;
-* RoCEv2 host (``roce_host``) with its ``dcqcn`` rate controller;
+* RoCEv2 host (``roce_host``): ``roce_sender`` with its ``dcqcn`` rate controller,
+  ``roce_receiver`` and the NIC scheduler ``roce_nic``;
 * plain host (``plain_host``): the unchanged endpoint of GSE fabric mode.
 """
 

@@ -23,8 +23,8 @@ T_EXPIRE = 4
 
 
 class GseHost(HostAgent):
-    __slots__ = ("addr", "config", "rng", "out", "ring", "control", "timers",
-                 "receiver", "sent_done", "malformed", "stray", "timeouts",
+    __slots__ = ("config", "rng", "out", "ring", "control",
+                 "receiver", "sent_done", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
                  "unknown_grants", "expiry_at", "paths", "acked_done")
@@ -111,13 +111,8 @@ class GseHost(HostAgent):
     def next_deadline(self):
         return self.timers.first()
 
-    def receive(self, pkt, now):
-        if pkt.corrupt:
-            self.malformed += 1      # a failed checksum: the peer's fault, count and drop
-            return
-        if pkt.dst != self.addr:
-            self.stray += 1
-            return
+    def on_packet(self, pkt, now):
+        """The dispatch table on packet kinds (``HostAgent.receive`` checked the packet)."""
         kind = pkt.kind
         if kind == DATA:
             due = self.receiver.on_data(pkt, now, self.control)
@@ -134,25 +129,21 @@ class GseHost(HostAgent):
             if due >= 0:
                 self._push(due, T_PACER, None)
         else:
-            self.stray += 1
+            return False
+        return True
 
-    def on_timer(self, now):
-        timers = self.timers
-        t = timers.first()
-        while 0 <= t <= now:
-            msg = timers.pop()
-            kind = timers.last_kind
-            if kind == T_PACER:
-                self._on_pacer(now)
-            elif kind == T_RTO:
-                self._on_rto(t, msg, now)
-            elif kind == T_TLP:
-                self._on_tlp(msg, now)
-            elif kind == T_EXPIRE:
-                self._on_expiry(t, now)
-            else:
-                self._on_request_timer(t, msg, now)
-            t = timers.first()
+    def on_timer_kind(self, kind, msg, t, now):
+        """The dispatch table on timer kinds (``HostAgent.on_timer`` pops them)."""
+        if kind == T_PACER:
+            self._on_pacer(now)
+        elif kind == T_RTO:
+            self._on_rto(t, msg, now)
+        elif kind == T_TLP:
+            self._on_tlp(msg, now)
+        elif kind == T_EXPIRE:
+            self._on_expiry(t, now)
+        else:
+            self._on_request_timer(t, msg, now)
 
     # -- sender feedback ------------------------------------------------------------------
 

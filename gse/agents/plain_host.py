@@ -1,6 +1,7 @@
 """The unchanged endpoint of fabric mode: a RoCE-like host with no scheduling of its own.
 
-``PlainHost`` is ``gse.agents.roce_host.RoceHost`` as a RoCEv2 NIC runs without congestion control:
+``PlainHost`` is ``gse.agents.roce_host.RoceHost`` as a RoCEv2 NIC runs without congestion
+control:
 one flow per message at line rate with a fixed entropy, in-order receiver, cumulative
 ACKs, go-back-N on NAK, RTO with backoff.  It has no credit, no spraying, no DCQCN (the
 fabric config has ``dcqcn = False``), so everything the fabric does to keep queues short
@@ -8,15 +9,16 @@ is done by the leaves (``switchmodel.fabric``).
 
 With ``reorder="leaf"`` (the default) the destination leaf hands packets over in order
 and the host is exactly ``RoceHost``.  With ``reorder="host"`` the leaf forwards sprayed
-packets as they come and the host's receiver holds early packets (a NIC reorder buffer):
+packets as they come and the host's receiver (``HeldReceiver``) holds early packets (a NIC
+reorder buffer):
 it accepts every new psn, acknowledges the in-order prefix, and sends one NAK for the
 first missing psn only once that hole is ``reorder_timeout_ps`` old (spraying reorders
 by far less when nothing is lost), so the go-back-N sender is not rewound by mere
 reordering.
 """
 
-from gse.agents.roce_host import RoceHost, RoceRecvFlow
-from gse.wire.packet import NACK, PRIO_CONTROL, Packet
+from gse.agents.roce_host import RoceHost
+from gse.agents.roce_receiver import RoceReceiver, RoceRecvFlow
 
 
 class HeldRecvFlow(RoceRecvFlow):
@@ -28,18 +30,17 @@ class HeldRecvFlow(RoceRecvFlow):
         self.hole_since = -1       # when the current hole was first seen
 
 
-class PlainHost(RoceHost):
+class HeldReceiver(RoceReceiver):
+    """``RoceReceiver`` with a reorder buffer: early packets are held, not discarded."""
+
     __slots__ = ("hole_ps", "ooo_held")
 
-    def __init__(self, addr, config, rng, downlink_gbps):
-        super().__init__(addr, config, rng, downlink_gbps)
-        self.hole_ps = config.reorder_timeout_ps if config.reorder == "host" else -1
+    def __init__(self, addr, config, nic, timers):
+        super().__init__(addr, config, nic, timers)
+        self.hole_ps = config.reorder_timeout_ps
         self.ooo_held = 0
 
-    def _on_data(self, pkt, now):
-        if self.hole_ps < 0:
-            RoceHost._on_data(self, pkt, now)
-            return
+    def on_data(self, pkt, now):
         key = (pkt.src, pkt.msg_id)
         if key in self.finished:
             self.duplicates += 1
@@ -62,10 +63,7 @@ class PlainHost(RoceHost):
                 flow.hole_since = now
             elif now - flow.hole_since >= self.hole_ps and flow.nak_for != flow.expected:
                 flow.nak_for = flow.expected
-                self.naks_sent += 1
-                self.control.append(Packet(NACK, self.addr, pkt.src, pkt.msg_id,
-                                           flow.expected, pkt.entropy, 0, 0, flow.size, 0, 0,
-                                           0, 0, pkt.ts, PRIO_CONTROL))
+                self._nak(pkt, flow)
             return
         mtu = self.config.mtu
         expected = psn + 1
@@ -81,14 +79,24 @@ class PlainHost(RoceHost):
         flow.nak_for = -1
         flow.hole_since = now if held else -1
         if expected == flow.npkts:
-            self._done_in(key, flow.npkts, now)
-            self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
+            self._deliver(key, flow, now)
             self._ack(pkt, flow.npkts)
         elif flow.unacked >= self.config.ack_every_bytes:
             flow.unacked = 0
             self._ack(pkt, flow.expected)
 
+
+class PlainHost(RoceHost):
+    """``RoceHost``, with a ``HeldReceiver`` when ``reorder="host"``."""
+
+    __slots__ = ()
+
+    def make_receiver(self, config):
+        if config.reorder == "host":
+            return HeldReceiver(self.addr, config, self.nic, self.timers)
+        return RoceHost.make_receiver(self, config)
+
     def counters(self):
         c = RoceHost.counters(self)
-        c["ooo_held"] = self.ooo_held
+        c["ooo_held"] = getattr(self.receiver, "ooo_held", 0)
         return c

@@ -19,17 +19,13 @@ cdef long long NEVER
 
 
 cdef class GseHost(HostAgent):
-    cdef public long long addr
     cdef public object config
     cdef public object rng
     cdef public dict out
     cdef public Fifo ring
     cdef public Fifo control
-    cdef public TimerHeap timers
     cdef public ReceiverSide receiver
     cdef public list sent_done
-    cdef public long long malformed
-    cdef public long long stray
     cdef public long long timeouts
     cdef public long long fast_retx_bytes
     cdef public long long nack_retx
@@ -55,10 +51,9 @@ cdef class GseHost(HostAgent):
     cpdef long long next_deadline(self) except? -2
 
     @cython.locals(kind="long long", due="long long")
-    cpdef receive(self, Packet pkt, long long now)
+    cpdef bint on_packet(self, Packet pkt, long long now) except -1
 
-    @cython.locals(t="long long", kind="long long")
-    cpdef on_timer(self, long long now)
+    cpdef on_timer_kind(self, long long kind, msg, long long t, long long now)
 
     @cython.locals(msg=OutMsg, marked="long long", lost="long long")
     cpdef _on_ack(self, Packet pkt, long long now)
