@@ -15,6 +15,7 @@ by far less when nothing is lost), so the go-back-N sender is not rewound by mer
 reordering.
 """
 
+from gse.agents.events import MessageDelivered
 from gse.agents.roce_host import RoceHost, RoceRecvFlow
 from gse.wire.packet import NACK, PRIO_CONTROL, Packet
 
@@ -82,7 +83,7 @@ class PlainHost(RoceHost):
         flow.hole_since = now if held else -1
         if expected == flow.npkts:
             self._done_in(key, flow.npkts, now)
-            self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
+            self._events.append(MessageDelivered(pkt.src, pkt.msg_id, flow.size, now))
             self._ack(pkt, flow.npkts)
         elif flow.unacked >= self.config.ack_every_bytes:
             flow.unacked = 0

@@ -36,6 +36,7 @@ only control packets.
 from bisect import bisect_left, bisect_right, insort
 
 from gse.agents.dcqcn import NEVER, Dcqcn
+from gse.agents.events import MessageCompleted, MessageDelivered
 from gse.agents.interface import HostAgent
 from gse.common.fairq import FairQueue
 from gse.common.fifo import Fifo
@@ -122,7 +123,7 @@ class RoceRecvFlow:
 
 class RoceHost(HostAgent):
     __slots__ = ("addr", "config", "rng", "line_mbps", "out", "ring", "control", "timers",
-                 "incoming", "finished", "delivered", "sent_done", "malformed",
+                 "incoming", "finished", "malformed",
                  "stray", "timeouts", "naks_sent", "acks_sent", "cnps_sent", "cnps_received",
                  "retransmits", "retransmit_bytes", "duplicates", "ooo_discarded",
                  "receiver", "pace_at", "rto_ps", "ack_every", "cnp_interval",
@@ -132,6 +133,7 @@ class RoceHost(HostAgent):
                  "acks", "rate_log", "round_up", "cnp_grid", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
+        HostAgent.__init__(self)
         self.addr = addr
         self.config = config
         self.rng = rng
@@ -148,8 +150,6 @@ class RoceHost(HostAgent):
         self.max_inbound_per_peer = config.max_inbound_per_peer
         self.max_inbound = config.max_inbound
         self.inbound_refused = 0  # DATA of a new flow beyond those limits, dropped
-        self.delivered = []
-        self.sent_done = []
         self.receiver = self      # the runtime drains ``agent.receiver.delivered``
         self.pace_at = -1         # pending wake-up for a rate-limited flow
         self.malformed = self.stray = self.timeouts = 0
@@ -380,7 +380,7 @@ class RoceHost(HostAgent):
             if flow.expected == flow.npkts:
                 flow.done = True
                 self._done_in(key, flow.npkts, now)
-                self.delivered.append((pkt.src, pkt.msg_id, flow.size, now))
+                self._events.append(MessageDelivered(pkt.src, pkt.msg_id, flow.size, now))
                 self._ack(pkt, flow.npkts)
             elif flow.unacked >= self.ack_every:
                 flow.unacked = 0
@@ -484,7 +484,7 @@ class RoceHost(HostAgent):
         flow.done = True
         self.acked_done += flow.npkts
         del self.out[flow.msg_id]
-        self.sent_done.append((flow.msg_id, flow.retransmits, now))
+        self._events.append(MessageCompleted(flow.msg_id, flow.retransmits, now))
 
     # -- timers ---------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 import cython
 from gse.common.fifo cimport Fifo
 from gse.common.timers cimport TimerHeap
+from gse.agents.events cimport MessageCompleted
 from gse.agents.interface cimport HostAgent
 from gse.wire.packet cimport Packet
 from gse.agents.receiver cimport ReceiverSide
@@ -27,7 +28,6 @@ cdef class GseHost(HostAgent):
     cdef public Fifo control
     cdef public TimerHeap timers
     cdef public ReceiverSide receiver
-    cdef public list sent_done
     cdef public long long malformed
     cdef public long long stray
     cdef public long long timeouts

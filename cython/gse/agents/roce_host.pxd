@@ -2,6 +2,7 @@
 import cython
 from gse.common.fifo cimport Fifo
 from gse.common.timers cimport TimerHeap
+from gse.agents.events cimport MessageCompleted, MessageDelivered
 from gse.agents.interface cimport HostAgent
 from gse.agents.dcqcn cimport Dcqcn
 from gse.wire.packet cimport Packet, new_packet
@@ -76,8 +77,6 @@ cdef class RoceHost(HostAgent):
     cdef public TimerHeap timers
     cdef public dict incoming
     cdef public object finished
-    cdef public list delivered
-    cdef public list sent_done
     cdef public long long malformed
     cdef public long long stray
     cdef public long long timeouts
