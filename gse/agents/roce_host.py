@@ -150,7 +150,7 @@ class RoceHost(HostAgent):
         self.max_inbound_per_peer = config.max_inbound_per_peer
         self.max_inbound = config.max_inbound
         self.inbound_refused = 0  # DATA of a new flow beyond those limits, dropped
-        self.receiver = self      # the runtime drains ``agent.receiver.delivered``
+        self.receiver = self      # ``receiver.payload_bytes``: the watchdog, the sampler
         self.pace_at = -1         # pending wake-up for a rate-limited flow
         self.malformed = self.stray = self.timeouts = 0
         self.naks_sent = self.acks_sent = self.cnps_sent = self.cnps_received = 0
