@@ -38,6 +38,8 @@ ENV_PURE = "GSE_PURE_PYTHON"
 MODULES = {
     "gse.wire.packet": "",
     "gse.agents.interface": "",
+    "gse.agents.events": "",
+    "gse.agents.driver": "",
     "gse.runtimes.sim.eventq": "cython/gse/runtimes/sim/eventq.pyx",
     "gse.common.fifo": "cython/gse/common/fifo.pyx",
     "gse.common.bits": "cython/gse/common/bits.pyx",

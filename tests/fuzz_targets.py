@@ -16,6 +16,7 @@ Afterwards the agent's state must be within its documented bounds (``docs/harden
 import random
 import struct
 
+from gse.agents.events import MessageCompleted, MessageDelivered
 from gse.config import GseConfig, RoceConfig
 from gse.protocols import host_factory
 from gse.wire.fastcodec import decode_datagram, decode_header, encode_packet
@@ -176,8 +177,11 @@ def _drive_host(agent, r):
                 encode_packet(pkt)                # whatever it sends must encode
         t = agent.next_deadline()
         assert t >= -1
-    agent.receiver.delivered.clear()
-    agent.sent_done.clear()
+    event = agent.next_event()
+    while event is not None:                      # what it announced: typed, and so far
+        assert isinstance(event, (MessageDelivered, MessageCompleted)), event
+        assert 0 <= event.time_ps <= now, event
+        event = agent.next_event()
     return now
 
 

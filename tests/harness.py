@@ -3,11 +3,14 @@
 In the spirit of aioquic's ``transfer``/``drop`` helpers: every host's NIC sends at
 ``gbps`` into a wire of fixed one-way ``delay_ps``; ``drop(pkt)`` returning True loses a
 packet on the wire.  No switches, no randomness: what a test asserts is the agent alone.
+The hosts are driven by ``gse.agents.driver.AgentDriver``, as in every runtime.
 """
 
 import random
+from functools import partial
 from heapq import heappop, heappush
 
+from gse.agents.driver import AgentDriver
 from gse.protocols import default_config, host_factory
 from gse.wire.linkrate import wire_time_ps
 
@@ -27,43 +30,56 @@ class Wire:
         self.nic_free = [0] * n_hosts
         self.sent = []           # every packet put on the wire, in order
         self.delivered = {}      # (src, msg_id) -> time
+        self.completed = {}      # (src, msg_id) -> (retransmits, time)
+        # each host through the runtimes' own loop (gse.agents.driver)
+        self.drivers = [AgentDriver(host, self._on_delivered, partial(self._on_completed, i),
+                                    partial(self._kick, i), partial(self._arm, i))
+                        for i, host in enumerate(self.hosts)]
 
     def _at(self, t, what, host, pkt=None):
         self.seq += 1
         heappush(self.events, (t, self.seq, what, host, pkt))
 
     def start(self, src, msg_id, dst, size):
-        self.hosts[src].start_message(msg_id, dst, size, self.now)
-        self._service(src)
+        self.drivers[src].start(msg_id, dst, size, self.now)
 
-    def _service(self, i):
-        host = self.hosts[i]
-        for src, msg_id, size, t in host.receiver.delivered:
-            assert (src, msg_id) not in self.delivered, "delivered twice"
-            self.delivered[(src, msg_id)] = t
-        host.receiver.delivered.clear()
-        if self.nic_free[i] <= self.now:
-            pkt = host.poll(self.now)
-            if pkt is not None:
-                self.sent.append(pkt)
-                done = self.now + wire_time_ps(pkt.size, self.mbps)
-                self.nic_free[i] = done
-                self._at(done, "nic", i)
-                if not self.drop(pkt):
-                    self._at(done + self.delay, "rx", pkt.dst, pkt)
-        t = host.next_deadline()
-        if t >= 0:
-            self._at(max(t, self.now), "timer", i)
+    def after(self, i):
+        """What the runtime does after a test called host ``i``'s agent itself."""
+        self.drivers[i].after(self.now)
+
+    def _on_delivered(self, event):
+        key = (event.src, event.msg_id)
+        assert key not in self.delivered, "delivered twice"
+        self.delivered[key] = event.time_ps
+
+    def _on_completed(self, i, event):
+        self.completed[(i, event.msg_id)] = (event.retransmits, event.time_ps)
+
+    def _kick(self, i, now):
+        """The NIC sends one packet at a time: the next when this one is on the wire."""
+        if self.nic_free[i] > now:
+            return
+        pkt = self.hosts[i].poll(now)
+        if pkt is not None:
+            self.sent.append(pkt)
+            done = now + wire_time_ps(pkt.size, self.mbps)
+            self.nic_free[i] = done
+            self._at(done, "nic", i)
+            if not self.drop(pkt):
+                self._at(done + self.delay, "rx", pkt.dst, pkt)
+
+    def _arm(self, i, t, now):
+        self._at(max(t, now), "timer", i, t)
 
     def run(self, until_ps=10**12):
         while self.events and self.events[0][0] <= until_ps:
-            t, _, what, i, pkt = heappop(self.events)
+            t, _, what, i, arg = heappop(self.events)
             self.now = t
+            driver = self.drivers[i]
             if what == "rx":
-                self.hosts[i].receive(pkt, t)
+                driver.receive(arg, t)
             elif what == "timer":
-                if self.hosts[i].next_deadline() > t or self.hosts[i].next_deadline() < 0:
-                    continue
-                self.hosts[i].on_timer(t)
-            self._service(i)
+                driver.on_timer(arg, t)
+            else:                # the NIC is free again
+                driver.after(t)
         return self

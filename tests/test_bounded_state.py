@@ -72,7 +72,7 @@ def test_an_honest_message_is_delivered_through_a_flood_of_forged_state():
     rx = h1.receiver
     assert rx.inbound <= cfg.max_inbound and rx.reassembly <= cfg.max_reassembly_bytes
     assert rx.unproven <= cfg.max_requests and len(rx.messages) <= 5000
-    w._service(1)
+    w.after(1)
     w.start(0, 1, 1, 1_000_000)
     w.run(10 ** 11)
     assert (0, 1) in w.delivered

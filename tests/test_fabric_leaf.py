@@ -7,6 +7,7 @@ that every REQUEST, GRANT, shim field, timer and freed queue can be asserted exa
 
 import pytest
 
+from gse.agents.events import MessageDelivered
 from gse.agents.plain_host import PlainHost
 from gse.config import ConfigError
 from gse.wire.codec import decode, encode
@@ -291,7 +292,8 @@ def test_plain_host_reorders_itself_and_naks_only_an_old_hole():
     host.receive(data(0, 2, 3, n=4), 40 * US)        # the hole at psn 0 is 39 us old
     assert host.receiver.naks_sent == 1 and host.nic.control[-1].psn == 0
     host.receive(data(0, 2, 0, n=4), 41 * US)
-    assert host.receiver.delivered == [(0, 1, 4 * 4096, 41 * US)]
+    assert host.next_event() == MessageDelivered(0, 1, 4 * 4096, 41 * US)
+    assert host.next_event() is None
     assert host.nic.control[-1].psn == 4                 # the final ACK
     plain = PlainHost(2, FabricConfig(), None, 100.0)  # leaf mode: RoCE's receiver
     plain.receive(data(0, 2, 1, n=4), 0)

@@ -131,7 +131,7 @@ def test_duplicates_are_not_delivered_twice_and_late_packets_get_a_final_ack():
     first = kinds(w, DATA)[0]
     acks_before = len(kinds(w, ACK))
     w.hosts[1].receive(first, w.now)          # a late duplicate
-    w._service(1)
+    w.after(1)
     w.run()
     assert len(w.delivered) == 1 and w.hosts[1].receiver.duplicates == 1
     assert len(kinds(w, ACK)) == acks_before + 1

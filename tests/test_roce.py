@@ -154,7 +154,9 @@ def test_deadlines_name_the_rto_and_an_ack_after_a_backed_off_timeout_brings_it_
     h.on_timer(3 * rto)                              # the replaced entry: skipped
     assert h.counters()["timeouts"] == 2 and h.next_deadline() == 4 * rto + 10
     h.receive(_ack(4, 3 * rto), 3 * rto)             # all acknowledged
-    assert h.sent_done == [(1, 1, 3 * rto)] and h.deadlines() == []
+    from gse.agents.events import MessageCompleted
+    assert h.next_event() == MessageCompleted(1, 1, 3 * rto) and h.next_event() is None
+    assert h.deadlines() == []
 
 
 def test_deadlines_cover_pacers_dcqcn_and_cnp_ticks():

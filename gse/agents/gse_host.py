@@ -8,6 +8,7 @@ NIC is free and re-arms one timer at ``next_deadline()``.  The NIC sends control
 with lazy deletion: a moved deadline is checked when its old entry pops.
 """
 
+from gse.agents.events import MessageCompleted
 from gse.agents.interface import HostAgent
 from gse.agents.receiver import ReceiverSide
 from gse.agents.sender import NEVER, OutMsg
@@ -24,12 +25,13 @@ T_EXPIRE = 4
 
 class GseHost(HostAgent):
     __slots__ = ("config", "rng", "out", "ring", "control",
-                 "receiver", "sent_done", "timeouts",
+                 "receiver", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
                  "unknown_grants", "expiry_at", "paths", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
+        HostAgent.__init__(self)
         self.addr = addr
         self.config = config
         self.rng = rng
@@ -37,8 +39,7 @@ class GseHost(HostAgent):
         self.ring = Fifo()       # messages that may have data to send
         self.control = Fifo()    # control packets, sent before data
         self.timers = TimerHeap()  # (deadline, kind, msg), lazily deleted
-        self.receiver = ReceiverSide(addr, config, downlink_gbps)
-        self.sent_done = []       # (msg_id, retransmits, now): drained by the runtime
+        self.receiver = ReceiverSide(addr, config, downlink_gbps, self._events)
         self.malformed = 0
         self.stray = 0
         self.timeouts = 0
@@ -204,7 +205,7 @@ class GseHost(HostAgent):
         msg.finish_ps = now
         self.acked_done += msg.npkts
         del self.out[msg.msg_id]
-        self.sent_done.append((msg.msg_id, msg.retransmits, now))
+        self._events.append(MessageCompleted(msg.msg_id, msg.retransmits, now))
 
     # -- timers ---------------------------------------------------------------------------
 

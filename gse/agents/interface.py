@@ -9,7 +9,14 @@ only a ``HostAgent``.
 ``progress()`` and ``waiting()`` are what the runtimes' no-progress watchdog reads
 (``gse.metrics.stall``): they scan the unfinished messages, so a runtime calls them now and
 then (a look every quarter of the watchdog's span), never per event.
+
+What an agent has to tell its runtime (a message delivered here, a message of ours
+acknowledged in full) it queues as typed events (``gse.agents.events``) that the runtime
+takes with ``next_event()`` after every call, as aioquic's connections do;
+``gse.agents.driver`` is the loop every runtime drives an agent with.
 """
+
+from gse.common.fifo import Fifo
 
 # What an unfinished message can be waiting for (``HostAgent.waiting``), most telling first:
 # "path": data of it timed out and nothing was acknowledged since (a dead path, or a peer
@@ -22,9 +29,10 @@ CAUSES = ("path", "grant", "send", "timer", "ack")
 class HostAgent:
     """A sans-I/O host agent: inputs with ``now``, packets and one deadline out.
 
-    Besides these methods an agent has ``addr``, ``sent_done`` (list of ``(msg_id,
-    retransmits, now)``) and ``receiver.delivered`` (list of ``(src, msg_id, size, now)``),
-    which the runtime drains after every call, and ``counters()``.
+    Besides these methods an agent has ``addr`` and ``counters()``.  What happened to
+    whole messages comes out as events (``MessageDelivered``, ``MessageCompleted``):
+    the agent appends them to ``_events`` and the runtime takes them with
+    ``next_event()`` after every call it makes, in the order they happened.
 
     What every agent does alike is done here, once: ``receive`` drops a corrupt packet
     (``malformed``) and one for another host (``stray``) before the agent sees it, and
@@ -33,7 +41,16 @@ class HostAgent:
     (timer kind -> handler), typed C methods in the compiled build (a dict of bound methods
     made the compiled RoCE simulation about 10% slower: docs/architecture.md)."""
 
-    __slots__ = ("addr", "timers", "malformed", "stray")
+    __slots__ = ("addr", "timers", "malformed", "stray", "_events")
+
+    def __init__(self):
+        self._events = Fifo()     # the events not yet taken, oldest first
+
+    def next_event(self):
+        """The oldest event not yet taken, or None."""
+        if self._events:
+            return self._events.popleft()
+        return None
 
     def start_message(self, msg_id, dst, size, now):
         """The application has a message of ``size`` bytes for host ``dst``."""

@@ -35,8 +35,8 @@ class HeldReceiver(RoceReceiver):
 
     __slots__ = ("hole_ps", "ooo_held")
 
-    def __init__(self, addr, config, nic, timers):
-        super().__init__(addr, config, nic, timers)
+    def __init__(self, addr, config, nic, timers, events):
+        super().__init__(addr, config, nic, timers, events)
         self.hole_ps = config.reorder_timeout_ps
         self.ooo_held = 0
 
@@ -93,7 +93,7 @@ class PlainHost(RoceHost):
 
     def make_receiver(self, config):
         if config.reorder == "host":
-            return HeldReceiver(self.addr, config, self.nic, self.timers)
+            return HeldReceiver(self.addr, config, self.nic, self.timers, self._events)
         return RoceHost.make_receiver(self, config)
 
     def counters(self):

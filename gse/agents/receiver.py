@@ -31,6 +31,7 @@ ones change nothing) and lifts the hold (``_starved``).
 """
 
 from gse.agents.bitmap import ReceiveBitmap
+from gse.agents.events import MessageDelivered
 from gse.agents.scheduler import CreditScheduler, Demand
 from gse.common.fifo import Fifo
 from gse.common.finished import FinishedIds
@@ -78,7 +79,7 @@ class InMsg:
 class ReceiverSide:
     __slots__ = ("addr", "mtu", "ack_every", "ack_delay", "charge_cap", "messages", "finished",
                  "scheduler", "order",
-                 "delivered", "duplicates", "acks", "nacks", "grants_sent", "regrants",
+                 "events", "duplicates", "acks", "nacks", "grants_sent", "regrants",
                  "ecn_seen", "payload_bytes", "max_per_peer", "max_unproven", "unproven_of",
                  "unproven", "granted_unproven", "expire_ps", "requests_refused",
                  "requests_expired",
@@ -87,7 +88,7 @@ class ReceiverSide:
                  "inbound_expired",
                  "finished_hold", "max_finished")
 
-    def __init__(self, addr, config, downlink_gbps):
+    def __init__(self, addr, config, downlink_gbps, events=None):
         self.addr = addr
         self.mtu = config.mtu
         self.ack_every = config.ack_every_bytes
@@ -102,7 +103,8 @@ class ReceiverSide:
                                          config.request_timeout_ps,
                                          config.request_timeout_ps // 2)
         self.order = 0
-        self.delivered = []       # (src, msg_id, size, now): drained by the runtime
+        # the host's event queue (gse.agents.events), where whole messages are announced
+        self.events = Fifo() if events is None else events
         self.duplicates = 0
         self.acks = 0
         self.nacks = 0
@@ -318,7 +320,7 @@ class ReceiverSide:
         self._inbound_gone(msg)
         self.finished.add(msg.src, msg.msg_id, msg.npkts, now)
         self.scheduler.remove(msg.demand)
-        self.delivered.append((msg.src, msg.msg_id, msg.size, now))
+        self.events.append(MessageDelivered(msg.src, msg.msg_id, msg.size, now))
 
     def _ack(self, msg, pkt, now):
         bitmap = msg.bitmap

@@ -17,6 +17,7 @@ control packets.  ``deadlines()`` names every armed deadline.
 """
 
 from gse.agents.dcqcn import NEVER
+from gse.agents.events import MessageCompleted
 from gse.agents.interface import HostAgent
 from gse.agents.roce_nic import RoceNic
 from gse.agents.roce_receiver import RoceReceiver
@@ -26,17 +27,17 @@ from gse.wire.packet import ACK, CNP, DATA, NACK
 
 
 class RoceHost(HostAgent):
-    __slots__ = ("config", "rng", "line_mbps", "out", "sent_done", "acked_done", "rate_log",
+    __slots__ = ("config", "rng", "line_mbps", "out", "acked_done", "rate_log",
                  "sender", "receiver", "nic")
 
     def __init__(self, addr, config, rng, downlink_gbps):
+        HostAgent.__init__(self)
         self.addr = addr
         self.config = config
         self.rng = rng
         self.line_mbps = int(round(downlink_gbps * 1000))
         self.timers = TimerHeap()  # (deadline, kind, flow), lazily deleted
         self.out = {}             # msg_id -> RoceFlow, until acknowledged in full
-        self.sent_done = []       # (msg_id, retransmits, now): drained by the runtime
         self.acked_done = 0       # packets of the flows finished here (progress())
         self.malformed = self.stray = 0
         # None, or a dict the DCQCN reaction point of every flow started from now on logs
@@ -48,7 +49,7 @@ class RoceHost(HostAgent):
 
     def make_receiver(self, config):
         """The receiver (``PlainHost`` makes one that holds early packets)."""
-        return RoceReceiver(self.addr, config, self.nic, self.timers)
+        return RoceReceiver(self.addr, config, self.nic, self.timers, self._events)
 
     # -- application ----------------------------------------------------------------------
 
@@ -140,11 +141,11 @@ class RoceHost(HostAgent):
             self.sender.on_cnp(flow, now)
 
     def _finish(self, flow, now):
-        """The flow is acknowledged in full.  (The one place that appends to
-        ``sent_done``.)"""
+        """The flow is acknowledged in full.  (The one place that announces a
+        ``MessageCompleted``.)"""
         self.acked_done += flow.npkts
         del self.out[flow.msg_id]
-        self.sent_done.append((flow.msg_id, flow.retransmits, now))
+        self._events.append(MessageCompleted(flow.msg_id, flow.retransmits, now))
 
     # -- inspection -----------------------------------------------------------------------
 

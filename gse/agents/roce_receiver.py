@@ -15,6 +15,7 @@ ACKs, NAKs and CNPs go to the NIC's control queues (``RoceNic.enqueue_control``)
 """
 
 from gse.agents.dcqcn import NEVER
+from gse.agents.events import MessageDelivered
 from gse.agents.roce_sender import T_CNP
 from gse.common.finished import FinishedIds
 from gse.wire.packet import ACK, CNP, F_ECN_CE, NACK, PRIO_CONTROL, new_packet
@@ -44,11 +45,11 @@ class RoceReceiver:
 
     __slots__ = ("addr", "config", "nic", "timers", "incoming", "incoming_of", "finished",
                  "finished_hold", "max_finished", "max_inbound_per_peer", "max_inbound",
-                 "delivered", "ack_every", "cnp_interval", "cnp_grid", "payload_bytes",
+                 "events", "ack_every", "cnp_interval", "cnp_grid", "payload_bytes",
                  "acks_sent", "naks_sent", "cnps_sent", "duplicates", "ooo_discarded",
                  "inbound_refused")
 
-    def __init__(self, addr, config, nic, timers):
+    def __init__(self, addr, config, nic, timers, events):
         self.addr = addr
         self.config = config
         self.nic = nic            # where ACKs, NAKs and CNPs go
@@ -60,7 +61,7 @@ class RoceReceiver:
         self.finished = FinishedIds(self.finished_hold, self.max_finished)
         self.max_inbound_per_peer = config.max_inbound_per_peer
         self.max_inbound = config.max_inbound
-        self.delivered = []       # (src, msg_id, size, now): drained by the runtime
+        self.events = events      # the host's event queue: MessageDelivered goes there
         # read per packet: plain attributes, not looked up on the config object
         self.ack_every = config.ack_every_bytes
         self.cnp_interval = config.cnp_interval_ps
@@ -135,7 +136,7 @@ class RoceReceiver:
     def _deliver(self, key, flow, now):
         """An incoming flow is complete: delivered, and its id remembered, for a bounded
         time and number, so that a late duplicate gets its final ACK instead of a new
-        flow.  (The one place that appends to ``delivered``.)"""
+        flow.  (The one place that announces a ``MessageDelivered``.)"""
         flow.done = True
         del self.incoming[key]
         src = key[0]
@@ -145,7 +146,7 @@ class RoceReceiver:
         else:
             del self.incoming_of[src]
         self.finished.add(src, key[1], flow.npkts, now)
-        self.delivered.append((src, key[1], flow.size, now))
+        self.events.append(MessageDelivered(src, key[1], flow.size, now))
 
     def _ack(self, pkt, cum):
         self.acks_sent += 1

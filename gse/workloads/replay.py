@@ -12,7 +12,7 @@ waits for has happened, in simulated time:
   where done(D) is when r's own part of D is finished (every flow from or to r delivered)
   if r takes part in D, and when all of D is finished otherwise.
 
-Delivery is learnt by wrapping each ``HostNode.on_delivered`` (the network's own
+Delivery is learnt by wrapping each ``HostNode.driver.on_delivered`` (the network's own
 bookkeeping still runs first); new messages are always scheduled on the event queue, never
 started from inside another host's callback.  Message ids count up per source host.
 
@@ -220,15 +220,14 @@ class Replayer:
         self.records = []
         self.cache = {}
         for hn in self.net.hosts:
-            hn.on_delivered = self._wrap(hn.on_delivered)
+            hn.driver.on_delivered = self._wrap(hn.driver.on_delivered)
 
     def _wrap(self, inner):
-        def on_delivered(item):
-            inner(item)
-            src, msg_id, _size, now = item
-            hit = self.flow_of.pop((src, msg_id), None)
+        def on_delivered(event):
+            inner(event)
+            hit = self.flow_of.pop((event.src, event.msg_id), None)
             if hit is not None:
-                self._flow_done(hit[0], hit[1], now)
+                self._flow_done(hit[0], hit[1], event.time_ps)
         return on_delivered
 
     # -- the dependency walk ------------------------------------------------------------

@@ -260,8 +260,8 @@ class StreamRun:
         self.eq = self.net.eq
         self.hosts = self.net.hosts
         for h, hn in enumerate(self.net.hosts):
-            hn.on_delivered = partial(self._on_delivered_item, h)
-            hn.on_sent = self._sent
+            hn.driver.on_delivered = partial(self._on_delivered_event, h)
+            hn.driver.on_completed = partial(self._sent, hn.agent.addr)
         self.mtu = self.cfg.mtu
         self.ideals = {}
 
@@ -338,10 +338,7 @@ class StreamRun:
 
     def _start(self, h, what):
         mid, dst, size = what
-        hn = self.hosts[h]
-        now = self.eq.now
-        hn.agent.start_message(mid, dst, size, now)    # what HostNode.start does
-        hn.after(now)
+        self.hosts[h].driver.start(mid, dst, size, self.eq.now)   # as HostNode.start
 
     def _zero_done(self, h, what):
         dst, mid = what
@@ -355,9 +352,8 @@ class StreamRun:
         mbps = int(round(topo.bottleneck_gbps(src, dst) * 1000))
         return rtt + wire_time_ps(wire_bytes(size, self.mtu), mbps)
 
-    def _on_delivered_item(self, dst, item):
-        src, mid, _size, now = item
-        self._on_delivered(dst, src, mid, now)
+    def _on_delivered_event(self, dst, event):
+        self._on_delivered(dst, event.src, event.msg_id, event.time_ps)
 
     def _on_delivered(self, dst, src, mid, now):
         p = (mid >> SHIFT) - 1
@@ -390,8 +386,8 @@ class StreamRun:
                 self.phase_of[h] = p + 1
                 self.eq.at(now, self._enter_event, h, p + 1)
 
-    def _sent(self, src, item):
-        mid, retransmits, now = item
+    def _sent(self, src, event):
+        mid, retransmits, now = event.msg_id, event.retransmits, event.time_ps
         p = (mid >> SHIFT) - 1
         row = self.base[p] + src * self.sends[p] + (mid & INDEX)
         self.log.finish[row] = now

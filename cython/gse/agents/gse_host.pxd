@@ -2,6 +2,7 @@
 import cython
 from gse.common.fifo cimport Fifo
 from gse.common.timers cimport TimerHeap
+from gse.agents.events cimport MessageCompleted
 from gse.agents.interface cimport HostAgent
 from gse.wire.packet cimport Packet
 from gse.agents.receiver cimport ReceiverSide
@@ -25,7 +26,6 @@ cdef class GseHost(HostAgent):
     cdef public Fifo ring
     cdef public Fifo control
     cdef public ReceiverSide receiver
-    cdef public list sent_done
     cdef public long long timeouts
     cdef public long long fast_retx_bytes
     cdef public long long nack_retx

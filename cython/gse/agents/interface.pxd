@@ -1,6 +1,7 @@
 # Augments gse/agents/interface.py: the methods the simulator calls on any host agent, as C methods
 # that GseHost and RoceHost override (their .pxd repeat these signatures exactly).
 import cython
+from gse.common.fifo cimport Fifo
 from gse.wire.packet cimport Packet
 from gse.common.timers cimport TimerHeap
 
@@ -11,6 +12,9 @@ cdef class HostAgent:
     cdef public long long malformed
     cdef public long long stray
 
+    cdef public Fifo _events
+
+    cpdef object next_event(self)
     cpdef start_message(self, msg_id, dst, size, now)
     cpdef bint has_work(self) except -1
     cpdef Packet poll(self, long long now, bint data_ok=*)

@@ -1,6 +1,7 @@
 # Augments gse/agents/receiver.py.
 import cython
 from gse.agents.bitmap cimport ReceiveBitmap
+from gse.agents.events cimport MessageDelivered
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
 from gse.common.fifo cimport Fifo
@@ -47,7 +48,7 @@ cdef class ReceiverSide:
     cdef public object finished
     cdef public CreditScheduler scheduler
     cdef public long long order
-    cdef public list delivered
+    cdef public Fifo events
     cdef public long long duplicates
     cdef public long long acks
     cdef public long long nacks

@@ -1,6 +1,7 @@
 # Augments gse/agents/roce_host.py.  NEVER is gse.agents.dcqcn's.
 import cython
 from gse.common.timers cimport TimerHeap
+from gse.agents.events cimport MessageCompleted
 from gse.agents.interface cimport HostAgent
 from gse.agents.roce_sender cimport RoceFlow, RoceSender
 from gse.agents.roce_receiver cimport RoceReceiver
@@ -24,7 +25,6 @@ cdef class RoceHost(HostAgent):
     cdef public object rng
     cdef public long long line_mbps
     cdef public dict out
-    cdef public list sent_done
     cdef public long long acked_done
     cdef public dict rate_log
     cdef public RoceSender sender

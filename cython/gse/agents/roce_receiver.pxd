@@ -1,6 +1,8 @@
 # Augments gse/agents/roce_receiver.py.  NEVER is gse.agents.dcqcn's.
 import cython
 from gse.common.timers cimport TimerHeap
+from gse.common.fifo cimport Fifo
+from gse.agents.events cimport MessageDelivered
 from gse.agents.roce_nic cimport RoceNic
 from gse.wire.packet cimport Packet, new_packet
 
@@ -40,7 +42,7 @@ cdef class RoceReceiver:
     cdef public long long max_finished
     cdef public long long max_inbound_per_peer
     cdef public long long max_inbound
-    cdef public list delivered
+    cdef public Fifo events
     cdef public long long ack_every
     cdef public long long cnp_interval
     cdef public bint cnp_grid

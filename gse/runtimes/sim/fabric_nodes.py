@@ -16,6 +16,7 @@ VOQ overflow drops into ``drops``, PAUSEs sent to hosts into ``pfc_pauses``, and
 counters under ``fabric``.
 """
 
+from gse.agents.driver import LeafAgentDriver
 from gse.metrics.fabric import fold_fabric_counters
 from gse.runtimes.sim.network import SwitchNode
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
@@ -37,10 +38,11 @@ class LeafPorts(list):
 
 
 class LeafNode:
-    """A leaf switch of the simulation whose forwarding is a ``FabricLeaf`` agent."""
+    """A leaf switch of the simulation whose forwarding is a ``FabricLeaf`` agent, driven by
+    ``driver`` (``gse.agents.driver.LeafAgentDriver``)."""
 
     __slots__ = ("eq", "switch", "agent", "ports", "latency", "unroutable", "pfc",
-                 "pfc_frames", "bad_frames", "timer_at")
+                 "pfc_frames", "bad_frames", "driver", "timer_fn")
 
     def __init__(self, eq, switch, agent, latency_ps):
         self.eq = eq
@@ -52,7 +54,8 @@ class LeafNode:
         self.pfc = None               # no PFC inside the fabric
         self.pfc_frames = 0           # PAUSE/RESUME frames sent to hosts, refreshes included
         self.bad_frames = 0
-        self.timer_at = -1
+        self.driver = LeafAgentDriver(agent, self._offer, self._send_pfc, self._arm)
+        self.timer_fn = self.on_timer     # bound once, for the event queue
 
     def receive(self, pkt, in_port):
         if self.latency:
@@ -62,40 +65,25 @@ class LeafNode:
 
     def forward(self, pkt, in_port):
         kind = pkt.kind
-        now = self.eq.now
         if kind == PAUSE or kind == RESUME:
             if pkt.corrupt:
                 self.bad_frames += 1
             else:
-                self.ports[in_port].on_pfc(pkt, now)
+                self.ports[in_port].on_pfc(pkt, self.eq.now)
             return
-        self.agent.receive(pkt, in_port, now)
-        self.flush(now)
+        self.driver.receive(pkt, in_port, self.eq.now)
 
     def on_timer(self, t, _b):
-        if t != self.timer_at:
-            return                    # superseded by an earlier deadline
-        self.timer_at = -1
-        now = self.eq.now
-        self.agent.on_timer(now)
-        self.flush(now)
+        self.driver.on_timer(t, self.eq.now)
 
-    def flush(self, now):
-        agent = self.agent
-        out = agent.out
-        if out:
-            ports = self.ports
-            for port, pkt in out:
-                ports[port].offer(pkt)
-            out.clear()
-        if agent.pfc_out:
-            for port, kind in agent.pfc_out:
-                self.send_pfc(port, kind)
-            agent.pfc_out.clear()
-        t = agent.next_deadline()
-        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
-            self.timer_at = t
-            self.eq.at(t if t > now else now, self.on_timer, t, None)
+    def _offer(self, port, pkt, _now):
+        self.ports[port].offer(pkt)
+
+    def _send_pfc(self, port, kind, _now):
+        self.send_pfc(port, kind)
+
+    def _arm(self, t, now):
+        self.eq.at(t if t > now else now, self.timer_fn, t, None)
 
     def send_pfc(self, port, kind):
         """PAUSE (refreshed at half its time while it must hold) or RESUME to a host."""

@@ -24,6 +24,7 @@ without one pays a single ``None`` test.
 import random
 from functools import partial
 
+from gse.agents.driver import AgentDriver
 from gse.config import ConfigError, fault_rates_error
 from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
 from gse.wire import linkrate
@@ -255,24 +256,39 @@ class SwitchNode(Handler):
         egress.offer(pkt)
 
 
+class HostDriver(AgentDriver):
+    """The agent driver of a host node: the NIC is the node's port, a timer is an event of
+    the node's queue (run at once if its deadline is past)."""
+
+    __slots__ = ("node", "timer_fn")
+
+    def __init__(self, node, agent, on_delivered, on_completed):
+        AgentDriver.__init__(self, agent, on_delivered, on_completed)
+        self.node = node
+        self.timer_fn = self.fire_timer   # bound once, for the event queue
+
+    def kick_nic(self, now):
+        self.node.nic.kick(now)
+
+    def arm_timer(self, t, now):
+        self.node.eq.at(t if t > now else now, self.timer_fn, t, None)
+
+    def fire_timer(self, t, _b):
+        self.on_timer(t, self.node.eq.now)
+
+
 class HostNode(Handler):
-    """A host: its events are packet arrivals (``fire`` = ``receive``) and its timer."""
+    """A host: its events are packet arrivals (``fire`` = ``receive``) and its timer; its
+    agent is driven by ``driver`` (``gse.agents.driver``), whose callbacks take the
+    agent's events."""
 
-    __slots__ = ("eq", "agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered",
-                 "sent_done", "timer_fn")
+    __slots__ = ("eq", "agent", "nic", "driver")
 
-    def __init__(self, eq, agent, on_delivered, on_sent):
+    def __init__(self, eq, agent, on_delivered, on_completed):
         self.eq = eq
         self.agent = agent
         self.nic = None
-        self.timer_at = -1
-        self.on_delivered = on_delivered
-        self.on_sent = on_sent
-        # the agent's output lists, drained after every call (never replaced, only cleared):
-        # held here so that the compiled build reads them without attribute lookups
-        self.delivered = agent.receiver.delivered
-        self.sent_done = agent.sent_done
-        self.timer_fn = self.on_timer     # bound once, for the event queue
+        self.driver = HostDriver(self, agent, on_delivered, on_completed)
 
     def fire(self, a, b):
         self.receive(a, b)
@@ -284,40 +300,13 @@ class HostNode(Handler):
             if not pkt.corrupt:
                 self.nic.on_pfc(pkt, now)
             return
-        self.agent.receive(pkt, now)
-        self.after(now)
+        self.driver.receive(pkt, now)
 
     def start(self, msg, _b):
-        now = self.eq.now
-        self.agent.start_message(msg.msg_id, msg.dst, msg.size, now)
-        self.after(now)
-
-    def on_timer(self, t, _b):
-        if t != self.timer_at:
-            return                      # superseded by an earlier deadline
-        self.timer_at = -1
-        now = self.eq.now
-        self.agent.on_timer(now)
-        self.after(now)
+        self.driver.start(msg.msg_id, msg.dst, msg.size, self.eq.now)
 
     def after(self, now):
-        agent = self.agent
-        delivered = self.delivered
-        if delivered:
-            for item in delivered:
-                self.on_delivered(item)
-            delivered.clear()
-        sent_done = self.sent_done
-        if sent_done:
-            for item in sent_done:
-                self.on_sent(agent.addr, item)
-            sent_done.clear()
-        if agent.has_work():
-            self.nic.kick(now)
-        t = agent.next_deadline()
-        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
-            self.timer_at = t
-            self.eq.at(t if t > now else now, self.timer_fn, t, None)
+        self.driver.after(now)
 
 
 class Network:
@@ -346,7 +335,7 @@ class Network:
             node = topo.nodes[nid]
             link = topo.links[node.ports[0]]
             agent = agent_factory(nid, random.Random("%s/host/%d" % (seed, nid)), link.gbps)
-            hn = HostNode(eq, agent, self._delivered, self._sent)
+            hn = HostNode(eq, agent, self._delivered, partial(self._sent, nid))
             self.nodes[nid] = hn
             self.hosts.append(hn)
         for nid in topo.switches:
@@ -394,16 +383,14 @@ class Network:
             port.peer = self.nodes[peer]
             port.deliver = event_target(port.peer, port.peer.receive)
 
-    def _delivered(self, item):
-        src, msg_id, size, now = item
-        key = (src, msg_id)
+    def _delivered(self, event):
+        key = (event.src, event.msg_id)
         if key in self.records:
             raise AssertionError("message %r delivered twice" % (key,))
-        self.records[key] = now
+        self.records[key] = event.time_ps
 
-    def _sent(self, src, item):
-        msg_id, retransmits, now = item
-        self.sender_done[(src, msg_id)] = (retransmits, now)
+    def _sent(self, src, event):
+        self.sender_done[(src, event.msg_id)] = (event.retransmits, event.time_ps)
 
     def schedule(self, messages):
         for msg in messages:

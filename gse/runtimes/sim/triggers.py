@@ -34,15 +34,15 @@ class TriggerRun:
         self.ignored = 0
         self.started = 0
         for hn in net.hosts:
-            hn.on_sent = self._wrap_sent(hn.on_sent)
-            hn.on_delivered = self._wrap_delivered(hn.on_delivered)
+            hn.driver.on_completed = self._wrap_sent(hn.driver.on_completed)
+            hn.driver.on_delivered = self._wrap_delivered(hn.driver.on_delivered)
 
     def _wrap_sent(self, inner):
         send_done = self.workload.send_done
 
-        def on_sent(src, item):
-            inner(src, item)
-            tids = send_done.get(item[0])
+        def on_sent(event):
+            inner(event)
+            tids = send_done.get(event.msg_id)
             if tids:
                 for tid in tids:
                     self.activate(tid)
@@ -51,9 +51,9 @@ class TriggerRun:
     def _wrap_delivered(self, inner):
         recv_done = self.workload.recv_done
 
-        def on_delivered(item):
-            inner(item)
-            tids = recv_done.get(item[1])
+        def on_delivered(event):
+            inner(event)
+            tids = recv_done.get(event.msg_id)
             if tids:
                 for tid in tids:
                     self.activate(tid)

@@ -22,6 +22,7 @@ of its own, DATA with its payload bytes, and everything the leaf sends is encode
 routes (a host's ACK or NAK), which go out as the datagram that came in.
 """
 
+from gse.agents.driver import LeafAgentDriver
 from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.node import NodeDriver
 from gse.wire.packet import (DATA, F_TRIMMED, HEADER_BYTES, PAUSE, PRIO_CONTROL, PRIO_DATA,
@@ -31,22 +32,28 @@ __all__ = ["LeafDriver"]
 
 
 class LeafDriver(NodeDriver):
-    """One leaf of fabric mode: a ``FabricLeaf`` agent behind the node's socket."""
+    """One leaf of fabric mode: a ``FabricLeaf`` agent behind the node's socket, driven by
+    ``driver`` (``gse.agents.driver.LeafAgentDriver``)."""
 
-    __slots__ = ("switch", "agent", "latency", "timer_at", "timer_fn", "forward_fn",
-                 "refresh_fn", "pfc_frames", "agent_errors")
+    __slots__ = ("switch", "agent", "latency", "driver", "timer_fn", "forward_fn",
+                 "refresh_fn", "pfc_frames", "agent_errors", "routed", "raw")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, agent, latency_ps):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
         self.switch = switch
         self.agent = agent
         self.latency = latency_ps
-        self.timer_at = -1
+        self.driver = LeafAgentDriver(agent, self._offer, self.send_pfc, self._arm,
+                                      self._agent_error)
         self.timer_fn = self._on_timer      # bound once
         self.forward_fn = self._forward
         self.refresh_fn = self._refresh_pause
         self.pfc_frames = 0                 # PAUSE/RESUME frames sent to hosts
         self.agent_errors = 0
+        # while the leaf handles a control packet it only routes: that packet and the
+        # datagram it came in, which is what leaves again (no encoding)
+        self.routed = None
+        self.raw = None
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, None)    # a packet of its own: the leaf may keep it
@@ -69,40 +76,22 @@ class LeafDriver(NodeDriver):
             if quanta >= 0:
                 self.ports[pkt.ingress].on_pfc(kind == PAUSE, quanta, now)
             return
+        if kind != DATA:
+            self.routed = pkt
+            self.raw = data
         try:
-            self.agent.receive(pkt, pkt.ingress, now)
-        except Exception as exc:
-            self._agent_error("receive %r" % (pkt,), exc)
-        # a control packet the leaf only routed leaves as the datagram that came in
-        self.flush(now, pkt if kind != DATA else None, data)
+            self.driver.receive(pkt, pkt.ingress, now)
+        finally:
+            self.routed = self.raw = None
 
     def _on_timer(self, t, _arg):
-        if t != self.timer_at:
-            return                      # superseded by an earlier deadline
-        self.timer_at = -1
-        now = self.sched.now()
-        try:
-            self.agent.on_timer(now)
-        except Exception as exc:
-            self._agent_error("timer", exc)
-        self.flush(now, None, None)
+        self.driver.on_timer(t, self.sched.now())
 
-    def flush(self, now, routed, raw):
-        agent = self.agent
-        out = agent.out
-        if out:
-            ports = self.ports
-            for port, pkt in out:
-                ports[port].offer(pkt, raw if pkt is routed else None, now)
-            out.clear()
-        if agent.pfc_out:
-            for port, kind in agent.pfc_out:
-                self.send_pfc(port, kind, now)
-            agent.pfc_out.clear()
-        t = agent.next_deadline()
-        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
-            self.timer_at = t
-            self.sched.at(t, self.timer_fn, None)
+    def _offer(self, port, pkt, now):
+        self.ports[port].offer(pkt, self.raw if pkt is self.routed else None, now)
+
+    def _arm(self, t, _now):
+        self.sched.at(t, self.timer_fn, None)
 
     def send_pfc(self, port, kind, now):
         """PAUSE (refreshed at half its time while the host must hold) or RESUME to the

@@ -17,6 +17,7 @@ the frame must authenticate under the link's key (``gse.runtimes.udp.secure.Link
 Each refusal and each cut is counted (``pfc_in``).
 """
 
+from gse.agents.driver import AgentDriver
 from gse.runtimes.udp.io import record_error
 from gse.runtimes.udp.link import DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, HostNic, copy_packet
 from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError, verify_payload
@@ -24,7 +25,7 @@ from gse.wire.fastcodec import decode_header, decode_header_into, pattern_intact
 from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
 
 __all__ = ["DEFAULT_SLACK_PS", "NIC_BURST", "EmulatedPort", "HostNic", "NodeDriver",
-           "SwitchDriver", "HostDriver"]
+           "SwitchDriver", "HostDriver", "HostAgentDriver"]
 
 
 class NodeDriver:
@@ -192,18 +193,39 @@ class SwitchDriver(NodeDriver):
         return c
 
 
+class HostAgentDriver(AgentDriver):
+    """The agent driver of a UDP host: the NIC is the host's emulated port, a timer is one
+    of the node's scheduler, an exception of the agent is counted and the host goes on."""
+
+    __slots__ = ("host", "timer_fn")
+
+    def __init__(self, host, agent):
+        AgentDriver.__init__(self, agent, host._delivered, host._completed, None, None,
+                             host._agent_error)
+        self.host = host
+        self.timer_fn = self._fire_timer    # bound once: every timer of this host calls it
+
+    def kick_nic(self, now):
+        self.host.nic.kick(now)
+
+    def arm_timer(self, t, now):
+        self.host.sched.at(t, self.timer_fn, None)
+
+    def _fire_timer(self, t, _arg):
+        self.on_timer(t, self.host.sched.now())
+
+
 class HostDriver(NodeDriver):
     """Drives one host agent: datagrams in, NIC pulls out, one timer, completions out."""
 
-    __slots__ = ("agent", "nic", "timer_at", "on_delivered", "on_sent", "delivered", "sent",
+    __slots__ = ("agent", "nic", "driver", "on_delivered", "on_sent", "delivered", "sent",
                  "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
-                 "started", "timer_fn", "tss")
+                 "started", "tss")
 
     def __init__(self, node, name, sched, endpoint, agent, on_delivered=None, on_sent=None):
         NodeDriver.__init__(self, node, name, "host", sched, endpoint)
         self.agent = agent
         self.nic = None
-        self.timer_at = -1
         self.on_delivered = on_delivered    # fn(src, msg_id, size, now)
         self.on_sent = on_sent              # fn(src, msg_id, retransmits, now)
         self.delivered = {}                 # (src, msg_id) -> (size, ps)
@@ -213,8 +235,8 @@ class HostDriver(NodeDriver):
         self.payload_bytes = 0              # DATA payload bytes checked against the pattern
         self.duplicate_deliveries = 0
         self.agent_errors = 0
-        self.timer_fn = self._on_timer      # bound once: every timer of this host calls it
         self.tss = None                     # authenticated packets (gse.runtimes.udp.secure)
+        self.driver = HostAgentDriver(self, agent)
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, None)    # a new packet: the agent may keep it
@@ -243,59 +265,31 @@ class HostDriver(NodeDriver):
             self.payload_bytes += pkt.payload_len
         elif self.tss is not None and not self.tss.open(pkt, data):
             return
-        try:
-            self.agent.receive(pkt, now)
-        except Exception as exc:
-            self._agent_error("receive %r" % (pkt,), exc)
-        self.after(now)
+        self.driver.receive(pkt, now)
 
     def start(self, _t, msg):
         now = self.sched.now()
         self.started[msg.msg_id] = (msg.dst, msg.size, now)
-        try:
-            self.agent.start_message(msg.msg_id, msg.dst, msg.size, now)
-        except Exception as exc:
-            self._agent_error("start message %d" % msg.msg_id, exc)
-        self.after(now)
-
-    def _on_timer(self, t, _arg):
-        if t != self.timer_at:
-            return                      # superseded by an earlier deadline
-        self.timer_at = -1
-        now = self.sched.now()
-        try:
-            self.agent.on_timer(now)
-        except Exception as exc:
-            self._agent_error("timer", exc)
-        self.after(now)
+        self.driver.start(msg.msg_id, msg.dst, msg.size, now)
 
     def after(self, now):
-        agent = self.agent
-        delivered = agent.receiver.delivered
-        if delivered:
-            for src, msg_id, size, t in delivered:
-                key = (src, msg_id)
-                if key in self.delivered:
-                    self.duplicate_deliveries += 1
-                    continue
-                self.delivered[key] = (size, t)
-                if self.on_delivered is not None:
-                    self.on_delivered(src, msg_id, size, t)
-            delivered.clear()
-        done = agent.sent_done
-        if done:
-            for msg_id, retransmits, t in done:
-                if msg_id not in self.sent:
-                    self.sent[msg_id] = (retransmits, t)
-                    if self.on_sent is not None:
-                        self.on_sent(self.node, msg_id, retransmits, t)
-            done.clear()
-        if agent.has_work():
-            self.nic.kick(now)
-        t = agent.next_deadline()
-        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
-            self.timer_at = t
-            self.sched.at(t, self.timer_fn, None)
+        """What follows a call into the agent (``AgentDriver.after``)."""
+        self.driver.after(now)
+
+    def _delivered(self, event):
+        key = (event.src, event.msg_id)
+        if key in self.delivered:
+            self.duplicate_deliveries += 1
+            return
+        self.delivered[key] = (event.size, event.time_ps)
+        if self.on_delivered is not None:
+            self.on_delivered(event.src, event.msg_id, event.size, event.time_ps)
+
+    def _completed(self, event):
+        if event.msg_id not in self.sent:
+            self.sent[event.msg_id] = (event.retransmits, event.time_ps)
+            if self.on_sent is not None:
+                self.on_sent(self.node, event.msg_id, event.retransmits, event.time_ps)
 
     def _agent_error(self, what, exc):
         self.agent_errors += 1

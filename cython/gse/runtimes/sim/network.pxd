@@ -1,6 +1,7 @@
 # Augments gse/runtimes/sim/network.py.  Ports, switch nodes and host nodes become extension types; the
 # agents (GseHost, RoceHost, a fabric leaf) and the port owners stay duck-typed objects.
 import cython
+from gse.agents.driver cimport AgentDriver
 from gse.agents.interface cimport HostAgent
 from gse.runtimes.sim.eventq cimport EventQueue, Handler
 from gse.wire cimport linkrate
@@ -107,27 +108,28 @@ cdef class SwitchNode(Handler):
     cpdef forward(self, Packet pkt, long long in_port)
 
 
+cdef class HostDriver(AgentDriver):
+    cdef public HostNode node
+    cdef public object timer_fn
+
+    cpdef kick_nic(self, long long now)
+
+    cpdef arm_timer(self, long long t, long long now)
+
+    cpdef fire_timer(self, long long t, _b)
+
+
 cdef class HostNode(Handler):
     cdef public EventQueue eq
     cdef public HostAgent agent
     cdef public HostPort nic
-    cdef public long long timer_at
-    cdef public object on_delivered
-    cdef public object on_sent
-    cdef public list delivered
-    cdef public list sent_done
-    cdef public object timer_fn
+    cdef public HostDriver driver
 
     cpdef fire(self, a, b)
 
     @cython.locals(now="long long", kind="long long")
     cpdef receive(self, Packet pkt, long long in_port)
 
-    @cython.locals(now="long long")
     cpdef start(self, msg, _b)
 
-    @cython.locals(now="long long")
-    cpdef on_timer(self, long long t, _b)
-
-    @cython.locals(t="long long", agent=HostAgent, delivered=list, sent_done=list)
     cpdef after(self, long long now)

@@ -2,6 +2,7 @@
 # switch's route, the scheduler and the agent's methods are called as C functions.  The
 # endpoint stays a duck-typed object (tests drive nodes with a stand-in).
 import cython
+from gse.agents.driver cimport AgentDriver
 from gse.agents.interface cimport HostAgent
 from gse.runtimes.udp.io cimport Scheduler
 from gse.wire.packet cimport Packet, new_packet
@@ -64,11 +65,25 @@ cdef class SwitchDriver(NodeDriver):
     cpdef _refresh_pause(self, long long _t, port)
 
 
+cdef class HostDriver
+
+
+cdef class HostAgentDriver(AgentDriver):
+    cdef public HostDriver host
+    cdef public object timer_fn
+
+    cpdef kick_nic(self, long long now)
+
+    cpdef arm_timer(self, long long t, long long now)
+
+    cpdef _fire_timer(self, long long t, _arg)
+
+
 @cython.final
 cdef class HostDriver(NodeDriver):
     cdef public HostAgent agent
     cdef public HostNic nic
-    cdef public long long timer_at
+    cdef public HostAgentDriver driver
     cdef public object on_delivered
     cdef public object on_sent
     cdef public dict delivered
@@ -78,15 +93,10 @@ cdef class HostDriver(NodeDriver):
     cdef public long long duplicate_deliveries
     cdef public long long agent_errors
     cdef public dict started
-    cdef public object timer_fn
     cdef public object tss
 
     @cython.locals(pkt=Packet, now="long long", kind="long long", quanta="long long",
                    intact=bint)
     cpdef datagram(self, data, addr)
 
-    @cython.locals(now="long long")
-    cpdef _on_timer(self, long long t, _arg)
-
-    @cython.locals(agent=HostAgent, t="long long")
     cpdef after(self, long long now)
