@@ -9,6 +9,7 @@ with lazy deletion: a moved deadline is checked when its old entry pops.
 """
 
 from gse.agents.interface import HostAgent
+from gse.agents.phases import DONE, DRAINING, SENDING, enter
 from gse.agents.receiver import ReceiverSide
 from gse.agents.sender import NEVER, OutMsg
 from gse.common.fifo import Fifo
@@ -20,6 +21,10 @@ T_RTO = 1
 T_REQUEST = 2
 T_TLP = 3
 T_EXPIRE = 4
+
+# the named deadlines (``GseHost.deadline``): the host's, then each message's
+HOST_DEADLINES = ("pacer", "expiry")
+MESSAGE_DEADLINES = ("request", "rto", "tlp")
 
 
 class GseHost(HostAgent):
@@ -101,7 +106,8 @@ class GseHost(HostAgent):
                 if msg.rto_deadline == NEVER:
                     msg.rto_deadline = now + self.rto_ps * msg.rto_backoff
                     self._push(msg.rto_deadline, T_RTO, msg)
-                if msg.next_new == msg.npkts and msg.tlp_deadline == NEVER:
+                if msg.phase == SENDING and msg.next_new == msg.npkts:
+                    enter(msg, DRAINING)      # the last new packet: arm the tail probe
                     msg.tlp_deadline = now + self._pto()
                     self._push(msg.tlp_deadline, T_TLP, msg)
                 return pkt
@@ -110,6 +116,48 @@ class GseHost(HostAgent):
 
     def next_deadline(self):
         return self.timers.first()
+
+    def deadline(self, kind, msg=None):
+        """The named deadline ``kind``, or NEVER (-1) if it is not armed: the host's
+        ``"pacer"`` (the next GRANT) and ``"expiry"`` (of unproven messages granted on a
+        REQUEST alone), or ``msg``'s (an ``OutMsg`` or its id) ``"request"`` (re-REQUEST),
+        ``"rto"`` and ``"tlp"`` (tail-loss probe).
+
+        The timer heap implements them lazily: a deadline moved later keeps its old entry,
+        which on popping finds it moved and pushes it again.  So ``next_deadline()`` is
+        never later than the earliest of these, and may be earlier (the host then wakes,
+        finds nothing due, and sleeps again); the invariants (``gse.agents.invariants``)
+        check that every armed deadline has an entry due no later than it."""
+        if kind == "pacer":
+            sched = self.receiver.scheduler
+            return sched.next_time if sched.armed else NEVER
+        if kind == "expiry":
+            return self.expiry_at
+        if kind not in MESSAGE_DEADLINES:
+            raise ValueError("no deadline named %r (%s)"
+                             % (kind, ", ".join(HOST_DEADLINES + MESSAGE_DEADLINES)))
+        if not isinstance(msg, OutMsg):
+            msg = self.out[msg]
+        if kind == "rto":
+            return msg.rto_deadline
+        if kind == "tlp":
+            return msg.tlp_deadline
+        return msg.req_deadline
+
+    def deadlines(self):
+        """Every armed named deadline, ``{(kind, msg_id or None): time}``: what a test
+        asserts after each step, as aioquic's tests assert ``get_timer()``."""
+        armed = {}
+        for kind in HOST_DEADLINES:
+            t = self.deadline(kind)
+            if t != NEVER:
+                armed[(kind, None)] = t
+        for msg_id, msg in self.out.items():
+            for kind in MESSAGE_DEADLINES:
+                t = self.deadline(kind, msg)
+                if t != NEVER:
+                    armed[(kind, msg_id)] = t
+        return armed
 
     def receive(self, pkt, now):
         if pkt.corrupt:
@@ -174,7 +222,7 @@ class GseHost(HostAgent):
             msg.rto_deadline = now + self.rto_ps
             msg.rto_backoff = 1
             msg.last_progress = now
-        if msg.done:
+        if msg.phase == DONE:
             self._finish(msg, now)
             return
         lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now, 0))
@@ -251,7 +299,7 @@ class GseHost(HostAgent):
             self._arm_expiry()
 
     def _on_rto(self, t, msg, now):
-        if msg.done or msg.rto_deadline == NEVER:
+        if msg.phase == DONE or msg.rto_deadline == NEVER:
             return
         if now < msg.rto_deadline:
             self._push(msg.rto_deadline, T_RTO, msg)
@@ -286,19 +334,20 @@ class GseHost(HostAgent):
 
     def _on_tlp(self, msg, now):
         """One probe per quiet spell: re-armed while ACKs keep arriving."""
-        if msg.done or msg.tlp_deadline == NEVER:
+        if msg.phase == DONE or msg.tlp_deadline == NEVER:
             return
         due = msg.last_progress + self._pto()
         if due > msg.tlp_deadline and due > now:
             msg.tlp_deadline = due
             self._push(due, T_TLP, msg)
             return
+        msg.tlp_deadline = NEVER      # spent: never re-armed (DRAINING arms it once)
         if msg.probe_tail() >= 0:
             self.tail_probes += 1
             self._activate(msg)
 
     def _on_request_timer(self, t, msg, now):
-        if msg.done or msg.req_deadline == NEVER:
+        if msg.phase == DONE or msg.req_deadline == NEVER:
             return
         if now < msg.req_deadline:
             self._push(msg.req_deadline, T_REQUEST, msg)

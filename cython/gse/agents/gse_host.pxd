@@ -16,6 +16,9 @@ cdef long long GRANT
 cdef long long NACK
 cdef long long REQUEST
 cdef long long NEVER
+cdef long long SENDING
+cdef long long DRAINING
+cdef long long DONE
 
 
 cdef class GseHost(HostAgent):
