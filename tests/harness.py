@@ -8,6 +8,7 @@ packet on the wire.  No switches, no randomness: what a test asserts is the agen
 import random
 from heapq import heappop, heappush
 
+from gse.agents.invariants import check_agent
 from gse.protocols import default_config, host_factory
 from gse.wire.linkrate import wire_time_ps
 
@@ -51,6 +52,7 @@ class Wire:
                 self._at(done, "nic", i)
                 if not self.drop(pkt):
                     self._at(done + self.delay, "rx", pkt.dst, pkt)
+        check_agent(host)        # every step leaves the agent consistent (invariants.py)
         t = host.next_deadline()
         if t >= 0:
             self._at(max(t, self.now), "timer", i)

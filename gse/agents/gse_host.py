@@ -219,6 +219,7 @@ class GseHost(HostAgent):
         if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
         if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits, marked):
+            self._move(msg, T_RTO, msg.rto_deadline, now + self.rto_ps)
             msg.rto_deadline = now + self.rto_ps
             msg.rto_backoff = 1
             msg.last_progress = now
@@ -254,6 +255,7 @@ class GseHost(HostAgent):
             return                   # stale: a later GRANT already brought this credit
         msg.req_backoff = 1
         if msg.req_deadline != NEVER:
+            self._move(msg, T_REQUEST, msg.req_deadline, now + self.config.request_timeout_ps)
             msg.req_deadline = now + self.config.request_timeout_ps
         self._activate(msg)
 
@@ -387,6 +389,13 @@ class GseHost(HostAgent):
         if not msg.in_ring and msg.can_send():
             msg.in_ring = True
             self.ring.append(msg)
+
+    def _move(self, msg, kind, old, t):
+        """A deadline of ``msg`` moves from ``old`` to ``t``.  Later: its pending entry
+        pops first and pushes it again.  Earlier, or not armed before: it needs an entry
+        of its own, or it would fire late (at ``old``) or never."""
+        if old == NEVER or t < old:
+            self._push(t, kind, msg)
 
     def _push(self, t, kind, msg):
         self.timers.push(t, kind, msg)

@@ -95,4 +95,6 @@ cdef class GseHost(HostAgent):
 
     cpdef _activate(self, OutMsg msg)
 
+    cpdef _move(self, OutMsg msg, long long kind, long long old, long long t)
+
     cpdef _push(self, long long t, long long kind, msg)
