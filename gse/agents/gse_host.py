@@ -4,8 +4,11 @@ Driven exactly like aioquic's connection: the runtime hands it ``start_message``
 ``receive(pkt, now)`` and ``on_timer(now)``; it pulls packets with ``poll(now)`` whenever the
 NIC is free and re-arms one timer at ``next_deadline()``.  The NIC sends control packets
 (ACK, NACK, GRANT, REQUEST) first, then data round-robin over the messages that may send
-(htsim's NIC role).  Timers (grant pacer, per-message RTO and re-REQUEST) live in one heap
-with lazy deletion: a moved deadline is checked when its old entry pops.
+(htsim's NIC role).  Timers are named deadlines (``deadline(kind, msg)``: the grant pacer
+and the expiry of unproven grants; per message the re-REQUEST, RTO and tail-loss probe)
+kept in one heap with lazy deletion: a deadline moved later is checked when its old entry
+pops, one moved earlier gets an entry of its own (``_move``).  A message's phase
+(``gse.agents.phases``) changes only through ``phases.enter``.
 """
 
 from gse.agents.interface import HostAgent
