@@ -17,6 +17,8 @@ import random
 import struct
 
 from gse.agents.events import MessageCompleted, MessageDelivered
+from gse.agents.invariants import check_agent
+from gse.agents.phases import UNPROVEN
 from gse.config import GseConfig, RoceConfig
 from gse.protocols import host_factory
 from gse.wire.fastcodec import decode_datagram, decode_header, encode_packet
@@ -175,6 +177,7 @@ def _drive_host(agent, r):
                     break
                 sent += 1
                 encode_packet(pkt)                # whatever it sends must encode
+        check_agent(agent)                        # gse.agents.invariants
         t = agent.next_deadline()
         assert t >= -1
     event = agent.next_event()
@@ -193,7 +196,7 @@ def _gse_bounds(agent, cfg):
     assert rx.reassembly <= cfg.max_reassembly_bytes
     assert len(rx.messages) == rx.unproven + rx.inbound
     assert len(rx.finished) <= cfg.max_finished
-    assert sum(1 for m in rx.messages.values() if m.bitmap is None) == rx.unproven
+    assert sum(1 for m in rx.messages.values() if m.phase == UNPROVEN) == rx.unproven
 
 
 def gse_host(data, small=True):

@@ -4,12 +4,16 @@ Driven exactly like aioquic's connection: the runtime hands it ``start_message``
 ``receive(pkt, now)`` and ``on_timer(now)``; it pulls packets with ``poll(now)`` whenever the
 NIC is free and re-arms one timer at ``next_deadline()``.  The NIC sends control packets
 (ACK, NACK, GRANT, REQUEST) first, then data round-robin over the messages that may send
-(htsim's NIC role).  Timers (grant pacer, per-message RTO and re-REQUEST) live in one heap
-with lazy deletion: a moved deadline is checked when its old entry pops.
+(htsim's NIC role).  Timers are named deadlines (``deadline(kind, msg)``: the grant pacer
+and the expiry of unproven grants; per message the re-REQUEST, RTO and tail-loss probe)
+kept in one heap with lazy deletion: a deadline moved later is checked when its old entry
+pops, one moved earlier gets an entry of its own (``_move``).  A message's phase
+(``gse.agents.phases``) changes only through ``phases.enter``.
 """
 
 from gse.agents.events import MessageCompleted
 from gse.agents.interface import HostAgent
+from gse.agents.phases import DONE, DRAINING, SENDING, enter
 from gse.agents.receiver import ReceiverSide
 from gse.agents.sender import NEVER, OutMsg
 from gse.common.fifo import Fifo
@@ -21,6 +25,10 @@ T_RTO = 1
 T_REQUEST = 2
 T_TLP = 3
 T_EXPIRE = 4
+
+# the named deadlines (``GseHost.deadline``): the host's, then each message's
+HOST_DEADLINES = ("pacer", "expiry")
+MESSAGE_DEADLINES = ("request", "rto", "tlp")
 
 
 class GseHost(HostAgent):
@@ -102,7 +110,8 @@ class GseHost(HostAgent):
                 if msg.rto_deadline == NEVER:
                     msg.rto_deadline = now + self.rto_ps * msg.rto_backoff
                     self._push(msg.rto_deadline, T_RTO, msg)
-                if msg.next_new == msg.npkts and msg.tlp_deadline == NEVER:
+                if msg.phase == SENDING and msg.next_new == msg.npkts:
+                    enter(msg, DRAINING)      # the last new packet: arm the tail probe
                     msg.tlp_deadline = now + self._pto()
                     self._push(msg.tlp_deadline, T_TLP, msg)
                 return pkt
@@ -111,6 +120,48 @@ class GseHost(HostAgent):
 
     def next_deadline(self):
         return self.timers.first()
+
+    def deadline(self, kind, msg=None):
+        """The named deadline ``kind``, or NEVER (-1) if it is not armed: the host's
+        ``"pacer"`` (the next GRANT) and ``"expiry"`` (of unproven messages granted on a
+        REQUEST alone), or ``msg``'s (an ``OutMsg`` or its id) ``"request"`` (re-REQUEST),
+        ``"rto"`` and ``"tlp"`` (tail-loss probe).
+
+        The timer heap implements them lazily: a deadline moved later keeps its old entry,
+        which on popping finds it moved and pushes it again.  So ``next_deadline()`` is
+        never later than the earliest of these, and may be earlier (the host then wakes,
+        finds nothing due, and sleeps again); the invariants (``gse.agents.invariants``)
+        check that every armed deadline has an entry due no later than it."""
+        if kind == "pacer":
+            sched = self.receiver.scheduler
+            return sched.next_time if sched.armed else NEVER
+        if kind == "expiry":
+            return self.expiry_at
+        if kind not in MESSAGE_DEADLINES:
+            raise ValueError("no deadline named %r (%s)"
+                             % (kind, ", ".join(HOST_DEADLINES + MESSAGE_DEADLINES)))
+        if not isinstance(msg, OutMsg):
+            msg = self.out[msg]
+        if kind == "rto":
+            return msg.rto_deadline
+        if kind == "tlp":
+            return msg.tlp_deadline
+        return msg.req_deadline
+
+    def deadlines(self):
+        """Every armed named deadline, ``{(kind, msg_id or None): time}``: what a test
+        asserts after each step, as aioquic's tests assert ``get_timer()``."""
+        armed = {}
+        for kind in HOST_DEADLINES:
+            t = self.deadline(kind)
+            if t != NEVER:
+                armed[(kind, None)] = t
+        for msg_id, msg in self.out.items():
+            for kind in MESSAGE_DEADLINES:
+                t = self.deadline(kind, msg)
+                if t != NEVER:
+                    armed[(kind, msg_id)] = t
+        return armed
 
     def on_packet(self, pkt, now):
         """The dispatch table on packet kinds (``HostAgent.receive`` checked the packet)."""
@@ -163,10 +214,11 @@ class GseHost(HostAgent):
         if 0 < sample < self.rto_ps:
             self.srtt = sample if self.srtt == 0 else (7 * self.srtt + sample) // 8
         if msg.on_ack(pkt.psn, pkt.sack_base, pkt.sack_bits, marked):
+            self._move(msg, T_RTO, msg.rto_deadline, now + self.rto_ps)
             msg.rto_deadline = now + self.rto_ps
             msg.rto_backoff = 1
             msg.last_progress = now
-        if msg.done:
+        if msg.phase == DONE:
             self._finish(msg, now)
             return
         lost = msg.detect_losses(self.reorder_window_ps, self._suspect_until(now, 0))
@@ -198,6 +250,7 @@ class GseHost(HostAgent):
             return                   # stale: a later GRANT already brought this credit
         msg.req_backoff = 1
         if msg.req_deadline != NEVER:
+            self._move(msg, T_REQUEST, msg.req_deadline, now + self.config.request_timeout_ps)
             msg.req_deadline = now + self.config.request_timeout_ps
         self._activate(msg)
 
@@ -243,7 +296,7 @@ class GseHost(HostAgent):
             self._arm_expiry()
 
     def _on_rto(self, t, msg, now):
-        if msg.done or msg.rto_deadline == NEVER:
+        if msg.phase == DONE or msg.rto_deadline == NEVER:
             return
         if now < msg.rto_deadline:
             self._push(msg.rto_deadline, T_RTO, msg)
@@ -278,19 +331,20 @@ class GseHost(HostAgent):
 
     def _on_tlp(self, msg, now):
         """One probe per quiet spell: re-armed while ACKs keep arriving."""
-        if msg.done or msg.tlp_deadline == NEVER:
+        if msg.phase == DONE or msg.tlp_deadline == NEVER:
             return
         due = msg.last_progress + self._pto()
         if due > msg.tlp_deadline and due > now:
             msg.tlp_deadline = due
             self._push(due, T_TLP, msg)
             return
+        msg.tlp_deadline = NEVER      # spent: never re-armed (DRAINING arms it once)
         if msg.probe_tail() >= 0:
             self.tail_probes += 1
             self._activate(msg)
 
     def _on_request_timer(self, t, msg, now):
-        if msg.done or msg.req_deadline == NEVER:
+        if msg.phase == DONE or msg.req_deadline == NEVER:
             return
         if now < msg.req_deadline:
             self._push(msg.req_deadline, T_REQUEST, msg)
@@ -330,6 +384,13 @@ class GseHost(HostAgent):
         if not msg.in_ring and msg.can_send():
             msg.in_ring = True
             self.ring.append(msg)
+
+    def _move(self, msg, kind, old, t):
+        """A deadline of ``msg`` moves from ``old`` to ``t``.  Later: its pending entry
+        pops first and pushes it again.  Earlier, or not armed before: it needs an entry
+        of its own, or it would fire late (at ``old``) or never."""
+        if old == NEVER or t < old:
+            self._push(t, kind, msg)
 
     def _push(self, t, kind, msg):
         self.timers.push(t, kind, msg)

@@ -32,6 +32,7 @@ ones change nothing) and lifts the hold (``_starved``).
 
 from gse.agents.bitmap import ReceiveBitmap
 from gse.agents.events import MessageDelivered
+from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, enter
 from gse.agents.scheduler import CreditScheduler, Demand
 from gse.common.fifo import Fifo
 from gse.common.finished import FinishedIds
@@ -52,7 +53,7 @@ def reassembly_cost(npkts):
 class InMsg:
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",
-                 "trimmed", "regrant_ps")
+                 "trimmed", "regrant_ps", "phase")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
         self.src = src
@@ -61,6 +62,7 @@ class InMsg:
         self.npkts = (size + mtu - 1) // mtu
         # an unproven message (REQUEST only) has no bitmap until its first DATA
         self.bitmap = ReceiveBitmap(self.npkts) if proven else None
+        self.phase = RECEIVING if proven else UNPROVEN   # changed by phases.enter() only
         self.demand = Demand((src, msg_id), order, proven)
         self.unacked = 0
         self.ecn = False
@@ -196,7 +198,8 @@ class ReceiverSide:
         self.next_idle_sweep = now + self.idle_ps // 4
         limit = now - self.idle_ps
         for key, msg in list(self.messages.items()):
-            if msg.bitmap is not None and msg.heard <= limit:
+            if msg.phase == RECEIVING and msg.heard <= limit:
+                enter(msg, DROPPED)
                 del self.messages[key]
                 self.scheduler.remove(msg.demand)
                 self._inbound_gone(msg)
@@ -214,6 +217,7 @@ class ReceiverSide:
         """The first DATA of a message known only from REQUESTs: give it its bitmap.
         Returns the time a grant falls due if its demand goes back in the queue, else -1."""
         msg.bitmap = ReceiveBitmap(msg.npkts)
+        enter(msg, RECEIVING)
         self._unproven_gone(msg.src)
         return self._heard(msg, now)
 
@@ -231,7 +235,7 @@ class ReceiverSide:
         while pending:
             t, key = pending[0]
             msg = self.messages.get(key)
-            if msg is not None and msg.bitmap is None and msg.demand.owed_since == t:
+            if msg is not None and msg.phase == UNPROVEN and msg.demand.owed_since == t:
                 return t
             pending.popleft()
         return -1
@@ -246,8 +250,9 @@ class ReceiverSide:
                 return
             pending.popleft()
             msg = self.messages.get(key)
-            if msg is None or msg.bitmap is not None or msg.demand.owed_since != t:
+            if msg is None or msg.phase != UNPROVEN or msg.demand.owed_since != t:
                 continue              # proven, gone, or granted again since
+            enter(msg, DROPPED)
             del self.messages[key]
             self.scheduler.remove(msg.demand)
             self._unproven_gone(msg.src)
@@ -276,7 +281,7 @@ class ReceiverSide:
         msg.entropy = pkt.entropy
         msg.heard = now
         due = -1
-        if msg.bitmap is None:
+        if msg.phase == UNPROVEN:
             if not self._admit(msg.src, msg.npkts, now):
                 return -1
             due = self._prove(msg, now)
@@ -316,6 +321,7 @@ class ReceiverSide:
 
     def _finish(self, msg, now):
         key = (msg.src, msg.msg_id)
+        enter(msg, DELIVERED)
         del self.messages[key]
         self._inbound_gone(msg)
         self.finished.add(msg.src, msg.msg_id, msg.npkts, now)

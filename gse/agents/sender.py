@@ -35,6 +35,7 @@ Rules, in the order the sender applies them:
 from array import array
 
 from gse.agents.entropy import EntropySelector
+from gse.agents.phases import DONE, SENDING, enter
 from gse.common.bits import le64, lowest_bit
 from gse.common.fifo import Fifo
 from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTROL, PRIO_DATA,
@@ -58,7 +59,7 @@ class OutMsg:
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
                  "req_entropy", "back_entropy",
                  "tlp_deadline", "last_progress",
-                 "entropy", "retransmits", "done", "in_ring", "finish_ps")
+                 "entropy", "retransmits", "phase", "in_ring", "finish_ps")
 
     def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
                  now, dead=None, cursor=0):
@@ -108,7 +109,7 @@ class OutMsg:
         self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty,
                                        dead, cursor, config.entropy_trim_penalty)
         self.retransmits = 0
-        self.done = False
+        self.phase = SENDING           # gse.agents.phases: changed by enter() only
         self.in_ring = False
         self.finish_ps = NEVER
 
@@ -120,7 +121,7 @@ class OutMsg:
         return self.mtu
 
     def can_send(self):
-        if self.done:
+        if self.phase == DONE:
             return False
         retx = self.retx
         while retx and self.is_acked(retx[0]):
@@ -236,7 +237,7 @@ class OutMsg:
 
     def starved(self):
         """Waiting for credit that has not come."""
-        return (not self.done and self.credit_received < self.need_total
+        return (self.phase != DONE and self.credit_received < self.need_total
                 and not self.can_send())
 
     # -- feedback -----------------------------------------------------------------------
@@ -282,8 +283,8 @@ class OutMsg:
                 new &= new - 1
         while self.cum_acked < npkts and self.is_acked(self.cum_acked):
             self.cum_acked += 1
-        if self.n_acked >= npkts:
-            self.done = True
+        if self.n_acked >= npkts and self.phase != DONE:
+            enter(self, DONE)
         return self.n_acked - before
 
     def detect_losses(self, window_ps, suspect_until=0):

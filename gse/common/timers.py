@@ -39,6 +39,11 @@ class TimerHeap:
         self.last_kind = kind
         return owner
 
+    def entries(self):
+        """The pending entries as ``(deadline, kind, owner)``, in no particular order:
+        for tests and invariant checks, which ask which timers are armed."""
+        return [(t, kind, owner) for t, _, kind, owner in self.heap]
+
     def __len__(self):
         return len(self.heap)
 

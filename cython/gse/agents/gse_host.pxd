@@ -17,6 +17,9 @@ cdef long long GRANT
 cdef long long NACK
 cdef long long REQUEST
 cdef long long NEVER
+cdef long long SENDING
+cdef long long DRAINING
+cdef long long DONE
 
 
 cdef class GseHost(HostAgent):
@@ -86,5 +89,7 @@ cdef class GseHost(HostAgent):
     cpdef long long _suspect_until(self, long long now, long long at_least) except? -1
 
     cpdef _activate(self, OutMsg msg)
+
+    cpdef _move(self, OutMsg msg, long long kind, long long old, long long t)
 
     cpdef _push(self, long long t, long long kind, msg)

@@ -17,6 +17,10 @@ cdef long long NACK
 cdef long long PRIO_CONTROL
 cdef long long MASK32
 cdef long long REQUEST
+cdef long long UNPROVEN
+cdef long long RECEIVING
+cdef long long DELIVERED
+cdef long long DROPPED
 
 
 cdef class InMsg:
@@ -36,6 +40,7 @@ cdef class InMsg:
     cdef public long long requested
     cdef public long long trimmed
     cdef public long long regrant_ps
+    cdef public long long phase     # gse.agents.phases
 
 
 cdef class ReceiverSide:

@@ -19,6 +19,8 @@ cdef long long TAIL_PKTS
 cdef long long WARY
 cdef long long SIGN32
 cdef long long WRAP32
+cdef long long SENDING
+cdef long long DONE
 
 
 cdef class OutMsg:
@@ -57,7 +59,7 @@ cdef class OutMsg:
     cdef public long long last_progress
     cdef public EntropySelector entropy
     cdef public long long retransmits
-    cdef public bint done
+    cdef public long long phase     # gse.agents.phases
     cdef public bint in_ring
     cdef public long long finish_ps
 

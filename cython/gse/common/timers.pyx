@@ -97,6 +97,13 @@ cdef class TimerHeap:
         self.last_kind = top.kind
         return owner
 
+    def entries(self):
+        """The pending entries as ``(deadline, kind, owner)``, in no particular order
+        (the twin of ``gse/common/timers.py``)."""
+        cdef Py_ssize_t i
+        return [(self._h[i].t, self._h[i].kind, self._owner[self._h[i].slot])
+                for i in range(self._n)]
+
     def __len__(self):
         return self._n
 
