@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from gse.wire.codec import (HEADER, MAX_DATAGRAM, REASONS, WireError, decode, encode,
                             payload_pattern, verify_payload)
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC, F_TRIMMED, F_UNSCHED, GRANT,
-                             HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA,
-                             REQUEST, RESUME, WIRE_VERSION, Packet)
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC, F_TRIMMED,
+                             F_UNSCHED, GRANT, HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE,
+                             PRIO_CONTROL, PRIO_DATA, REQUEST, RESUME, WIRE_VERSION, Packet)
 from topologies import serialisation_ps
 
 U8 = st.integers(0, 0xFF)

@@ -106,7 +106,7 @@ def format_side_by_side(summaries, labels):
     if any(s.get("failures") for s in summaries):
         keys.append(("failure drops", lambda s: sum(s["failures"]["drops"].values())
                      if s.get("failures") else None))
-    lines = ["%-18s" % "" + "".join("%16s" % l for l in labels)]
+    lines = ["%-18s" % "" + "".join("%16s" % label for label in labels)]
     for name, get in keys:
         lines.append("%-18s" % name + "".join("%16s" % _fmt(get(s)) for s in summaries))
     return "\n".join(lines)

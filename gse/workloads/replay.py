@@ -2,8 +2,9 @@
 
 ``replay(topo, collectives, protocol, ...)`` builds the same
 ``gse.runtimes.sim.network.Network`` as ``gse.runtimes.sim.run.run_simulation`` (through
-``build_network``), expands every collective into its flows (``gse.workloads.collectives.expand``) and starts each flow as a message when what it
-waits for has happened, in simulated time:
+``build_network``), expands every collective into its flows
+(``gse.workloads.collectives.expand``) and starts each flow as a message when what it waits
+for has happened, in simulated time:
 
 * a flow waits for the flows of its own collective it depends on (a ring step for the
   previous step's chunk), delivered at the receiver, and for both its ranks to have
@@ -412,4 +413,4 @@ def hop_one_way_ps(topo, src, dst, mtu=4096):
     plus each switch's latency."""
     links = topo.path_links(src, dst)
     return topo.switch_latency_ps * (len(links) - 1) + sum(
-        l.delay_ps + serialisation_ps(mtu + HEADER_BYTES, l.gbps) for l in links)
+        link.delay_ps + serialisation_ps(mtu + HEADER_BYTES, link.gbps) for link in links)

@@ -444,8 +444,12 @@ class StreamRun:
         (p50, p99, p999), lo, hi = _percentiles(fct, (50, 99, 99.9))
         (s50, s99), _slo, shi = _percentiles(slow, (50, 99))
         (g50,), glo, _ghi = _percentiles(good, (50,))
-        us = (lambda v: None if v is None else round(v / 1e6, 3))
-        rnd = (lambda v: None if v is None else round(v, 4))
+        def us(v):
+            return None if v is None else round(v / 1e6, 3)
+
+        def rnd(v):
+            return None if v is None else round(v, 4)
+
         s.update({"messages": n, "delivered": delivered, "lost": n - delivered,
                   "completed": int(len(fct)),
                   "fct_us": {"p50": us(p50), "p99": us(p99), "p999": us(p999), "max": us(hi),
@@ -468,10 +472,10 @@ def ring_hop_ps(topo, src, dst, chunk, mtu):
     links = topo.path_links(src, dst)
     first = min(chunk, mtu) + HEADER_BYTES
     t = topo.switch_latency_ps * (len(links) - 1)
-    t += sum(l.delay_ps + serialisation_ps(first, l.gbps) for l in links)
+    t += sum(link.delay_ps + serialisation_ps(first, link.gbps) for link in links)
     rest = wire_bytes(chunk, mtu) - first
     if rest > 0:
-        t += serialisation_ps(rest, min(l.gbps for l in links))
+        t += serialisation_ps(rest, min(link.gbps for link in links))
     return t
 
 

@@ -26,7 +26,7 @@ from gse.metrics.pcap import (DEFAULT_BUDGET, CaptureFile, check_options, file_n
 from gse.runtimes.sim.eventq import Handler
 from gse.wire.codec import encode
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import Packet
+from gse.wire.packet import make_packet
 
 
 class SimCapture:
@@ -122,8 +122,10 @@ class SimCapture:
 def _encode(pkt, neighbour):
     if pkt.dst >= 0:
         return encode(pkt)
-    c = Packet(pkt.kind, pkt.src, neighbour, pkt.msg_id, pkt.psn, pkt.entropy,
-               pkt.payload_len, pkt.flags, pkt.msg_len, pkt.credit, pkt.aux, pkt.sack_base,
-               pkt.sack_bits, pkt.ts, pkt.prio)
+    c = make_packet(kind=pkt.kind, src=pkt.src, dst=neighbour, msg_id=pkt.msg_id,
+                    psn=pkt.psn, entropy=pkt.entropy, payload_len=pkt.payload_len,
+                    flags=pkt.flags, msg_len=pkt.msg_len, credit=pkt.credit, aux=pkt.aux,
+                    sack_base=pkt.sack_base, sack_bits=pkt.sack_bits, ts=pkt.ts,
+                    prio=pkt.prio)
     c.corrupt = pkt.corrupt
     return encode(c)

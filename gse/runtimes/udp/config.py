@@ -197,7 +197,8 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                               % (key, ", ".join(sorted(RUN_DEFAULTS))))
         run_opts[key] = value
     if faults and run_opts["stall_s"] is None:
-        run_opts["stall_s"] = (default_span_ps(cfg, True) + last_change_ps(faults, detect_ps)) / 1e12
+        run_opts["stall_s"] = (default_span_ps(cfg, True)
+                               + last_change_ps(faults, detect_ps)) / 1e12
     n_hosts = len(topo.hosts)
     sends = [[] for _ in range(n_hosts)]
     expects = [[] for _ in range(n_hosts)]
