@@ -32,7 +32,8 @@ def recovery(fail_records: Iterable[MessageRecord], base_records: Iterable[Messa
         b = base.get(key)
         if key in affected and r.completed and b is not None and b.completed:
             done.append((r.finish_ps, r.fct_ps() - b.fct_ps()))
-    out: dict[str, Any] = {"affected": len(affected), "first_us": None, "last_us": None, "max_us": None}
+    out: dict[str, Any] = {"affected": len(affected), "first_us": None, "last_us": None,
+                           "max_us": None}
     if done:
         done.sort()
         out["first_us"] = round(done[0][1] / 1e6, 3)
@@ -58,8 +59,9 @@ def goodput_dip(series: Any, fail_ps: int, before_ps: int, after_ps: int,
     if not before or not after:
         return {"before_gbps": None, "min_after_gbps": None, "dip": None}
     mean = sum(before) / len(before)
-    out: dict[str, float | None] = {"before_gbps": round(mean, 1), "min_after_gbps": round(min(after.values()), 1),
-           "dip": None}
+    out: dict[str, float | None] = {"before_gbps": round(mean, 1),
+                                    "min_after_gbps": round(min(after.values()), 1),
+                                    "dip": None}
     if base is None:
         if mean > 0:
             out["dip"] = round(max(0.0, 1.0 - min(after.values()) / mean), 4)
