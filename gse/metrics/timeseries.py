@@ -87,9 +87,9 @@ class TimeSeries:
     static columns, one value per port or host; ``port_values`` / ``host_values``: the
     per-bin columns, bin-major (row ``b * n + i`` is entity ``i`` in bin ``b``)."""
 
-    def __init__(self, edges: Iterable[int], ports: dict[str, Sequence[Any]],
-                 port_values: dict[str, Sequence[int]], hosts: dict[str, Sequence[Any]],
-                 host_values: dict[str, Sequence[int]], meta: Mapping[str, Any]) -> None:
+    def __init__(self, edges: Iterable[int], ports: Mapping[str, Sequence[Any]],
+                 port_values: Mapping[str, Sequence[int]], hosts: Mapping[str, Sequence[Any]],
+                 host_values: Mapping[str, Sequence[int]], meta: Mapping[str, Any]) -> None:
         self.edges = list(edges)
         self.ports = ports
         self.port_values = port_values
