@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from gse.agents.interface import CAUSES
 
 if TYPE_CHECKING:
-    from gse.config import GseConfig, RoceConfig
+    from gse.protocols import ProtocolConfig
     from gse.workloads.faults import FaultSchedule
 
 # The host agents of a run: gse.agents.interface.HostAgent and the objects runtimes drive
@@ -50,7 +50,7 @@ CAUSE_TEXT = {
 }
 
 
-def default_span_ps(config: "GseConfig | RoceConfig", realtime: bool = False) -> int:
+def default_span_ps(config: "ProtocolConfig", realtime: bool = False) -> int:
     """The watchdog's span for a protocol config: ``SPAN_RTOS`` maximum RTOs (on a real
     clock, ``realtime``, at least ``REALTIME_MIN_SPAN_PS``)."""
     span = SPAN_RTOS * config.rto_max_ps
@@ -68,7 +68,7 @@ def last_change_ps(faults: "FaultSchedule | None", detect_ps: int = -1) -> int:
     return max(times, default=0)
 
 
-def span_of(stall_ps: int | None, config: "GseConfig | RoceConfig",
+def span_of(stall_ps: int | None, config: "ProtocolConfig",
             realtime: bool = False) -> int:
     """``stall_ps`` as the runs take it (None: the default for ``config``; <= 0: off) ->
     the span in picoseconds, 0 for off."""

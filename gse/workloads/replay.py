@@ -48,7 +48,7 @@ from gse.workloads.traffic import MAX_SIZE, Message
 from topologies.topology import serialisation_ps
 
 if TYPE_CHECKING:
-    from gse.config import GseConfig, RoceConfig
+    from gse.protocols import ProtocolConfig
     from gse.metrics.records import MessageRecord
     from gse.metrics.timeseries import TimeSeries
     from gse.workloads.collectives import Collective
@@ -385,7 +385,7 @@ def _first_with(colls, rank):
 
 
 def replay(topo: "Topology", collectives: Any, protocol: str = "gse",
-           config: "GseConfig | RoceConfig | None" = None, seed: int = 1,
+           config: "ProtocolConfig | None" = None, seed: int = 1,
            loss_rate: float = 0.0, corrupt_rate: float = 0.0,
            rank_hosts: Sequence[int] | None = None, until_ps: int = -1,
            compute_scale: float = 1.0, sample_ps: int = 0, observers: Iterable[Any] = (),

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 
 if TYPE_CHECKING:
-    from gse.config import GseConfig, RoceConfig
+    from gse.protocols import ProtocolConfig
     from gse.workloads.faults import FaultSchedule
 
 
@@ -114,7 +114,7 @@ class Watchdog:
         self.report = None
 
     @classmethod
-    def factory(cls, stall_ps: int | None, config: "GseConfig | RoceConfig",
+    def factory(cls, stall_ps: int | None, config: "ProtocolConfig",
                 faults: "FaultSchedule | None" = None,
                 detect_ps: int = -1) -> "Callable[[Any], Watchdog] | None":
         """``make(net)`` for a run's observers: None when ``stall_ps`` turns it off

@@ -22,13 +22,11 @@ from gse.runtimes.sim.triggers import TriggerRun
 from gse.wire.packet import HEADER_BYTES
 
 if TYPE_CHECKING:
-    from gse.config import GseConfig, RoceConfig
+    from gse.protocols import ProtocolConfig as Config
     from gse.workloads.cmfile import CmWorkload
     from gse.workloads.faults import FaultSchedule
     from gse.workloads.traffic import Message
     from topologies.topology import Topology
-
-    Config = GseConfig | RoceConfig
     # builds an observer of gse.runtimes.sim.observe from the network once it exists
     ObserverFactory = Callable[[Network], Any]
 

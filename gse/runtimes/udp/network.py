@@ -42,7 +42,7 @@ from gse.runtimes.udp.results import (build_summary, failure_summary, message_re
                                       udp_totals)
 
 if TYPE_CHECKING:
-    from gse.config import GseConfig, RoceConfig
+    from gse.protocols import ProtocolConfig
     from gse.workloads.faults import FaultSchedule
     from gse.workloads.traffic import Message
     from topologies.topology import Topology
@@ -370,7 +370,7 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
 
 
 def run_udp(topo: "Topology", messages: Sequence["Message"], protocol: str = "gse",
-            config: "GseConfig | RoceConfig | None" = None, seed: int = 1,
+            config: "ProtocolConfig | None" = None, seed: int = 1,
             loss_rate: float = 0.0, corrupt_rate: float = 0.0, until_ps: int = -1,
             timeout_s: float = 60.0, loop: str = "auto", addressing: str = "ports",
             slack_ps: int = DEFAULT_SLACK_PS, precise_timers: bool = True,
