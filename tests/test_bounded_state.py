@@ -112,8 +112,8 @@ def test_fabric_leaf_refuses_forged_sources_and_bounds_its_reorder_buffers():
     assert lf.stray == 2 and not lf.demands and not lf.reorders
     # fabric packets far ahead of their sequence: held up to the buffer's bound
     for seq in range(100, 200):
-        lf.receive(Packet(DATA, 2, 0, 1, 0, 0, MTU, 0, 10 * MTU, 0, seq, 0, 0, 0, PRIO_DATA),
-                   2, 0)
+        lf.receive(make_packet(kind=DATA, src=2, dst=0, msg_id=1, payload_len=MTU,
+                               msg_len=10 * MTU, aux=seq, prio=PRIO_DATA), 2, 0)
     assert lf.reorder_bytes <= cfg.reorder_buffer_bytes and lf.reorder_drops == 90
     assert lf.counters()["reorder_drops"] == 90
     assert F_UNSCHED                                   # (flags exist for forged packets)

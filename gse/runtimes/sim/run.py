@@ -169,8 +169,10 @@ def compare(topo: "Topology", messages: Sequence["Message"], configs: Mapping[st
 
     ``observers``: ``{protocol: [make(net), ...]}`` (see ``run_simulation``)."""
     observers = observers or {}
-    return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
-                                     corrupt_rate, until_ps, sample_ps,
-                                     observers.get(protocol, ()), triggers,
-                                     faults=faults, detect_ps=detect_ps, stall_ps=stall_ps)
+    return {protocol: run_simulation(topo, messages, protocol=protocol, config=cfg,
+                                     seed=seed, loss_rate=loss_rate, corrupt_rate=corrupt_rate,
+                                     until_ps=until_ps, sample_ps=sample_ps,
+                                     observers=observers.get(protocol, ()),
+                                     triggers=triggers, faults=faults, detect_ps=detect_ps,
+                                     stall_ps=stall_ps)
             for protocol, cfg in configs.items()}
