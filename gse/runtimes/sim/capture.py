@@ -20,6 +20,8 @@ observers=[...])``.
 """
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from gse.metrics.pcap import (DEFAULT_BUDGET, CaptureFile, check_options, file_name, frame,
                               node_ip, node_mac, parse_ports, write_manifest)
@@ -65,8 +67,9 @@ class SimCapture:
         self.closed = False
 
     @classmethod
-    def factory(cls, directory, spec="all", budget=DEFAULT_BUDGET, snaplen=65535,
-                keep_records=False):
+    def factory(cls, directory: str, spec: str = "all", budget: int = DEFAULT_BUDGET,
+                snaplen: int = 65535, keep_records: bool = False
+                ) -> "Callable[[Any], SimCapture]":
         """``make(net)`` for ``run_simulation(..., observers=[make])``."""
         def make(net):
             return cls(net, directory, spec, budget, snaplen, keep_records)
