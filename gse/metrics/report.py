@@ -1,7 +1,7 @@
 """Human-readable tables and per-message record files."""
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gse.metrics.records import MessageRecord, RunResult
@@ -129,7 +129,7 @@ RECORD_SCHEMA = [("msg_id", "int64"), ("src", "int32"), ("dst", "int32"), ("size
                  ("delivered", "bool"), ("completed", "bool")]
 
 
-def write_records(path: str, records: Iterable[MessageRecord],
+def write_records(path: str, records: Sequence[MessageRecord],
                   metadata: Mapping[str, str] | None = None) -> None:
     """Per-message records: Parquet if the name ends in .parquet, CSV if in .csv, else
     JSON Lines (docs/records.md).  A message not delivered (or not completed) has no
