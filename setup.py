@@ -3,11 +3,12 @@
 The hot modules (``gse._build.MODULES``) are compiled by Cython from their own ``.py``
 sources, augmented by the ``.pxd`` files under ``cython/`` (a few have a ``.pyx`` twin
 there instead), with the hand-written C of ``gse._build.C_SOURCES`` (``cython/**/*.c``,
-declared by ``cdef extern from "<header>"``) compiled into their extensions.  At build time each ``.py`` is copied beside its ``.pxd`` into
-``build/cython-src/`` and compiled under its own module name (``gse.runtimes.sim.network``); the extension
-lands in ``gse/_compiled/`` (``switchmodel/_compiled/``), where ``gse._build`` finds it at
-import unless ``GSE_PURE_PYTHON=1``.  ``gse/_compiled/BUILD.json`` records the sources'
-digests so that a stale build is detected.  See docs/compiled-build.md.
+declared by ``cdef extern from "<header>"``) compiled into their extensions.  At build
+time each ``.py`` is copied beside its ``.pxd`` into ``build/cython-src/`` and compiled
+under its own module name (``gse.runtimes.sim.network``); the extension lands in
+``gse/_compiled/`` (``switchmodel/_compiled/``), where ``gse._build`` finds it at import
+unless ``GSE_PURE_PYTHON=1``.  ``gse/_compiled/BUILD.json`` records the sources' digests
+so that a stale build is detected.  See docs/compiled-build.md.
 
     python setup.py build_ext --inplace      # what `pip install -e .` does, faster to redo
     GSE_NO_EXTENSIONS=1 pip install .        # no compiler: pure Python only
@@ -142,6 +143,10 @@ class BuildExt(build_ext):
             "language_level": 3,
             "binding": False,            # methods as C descriptors: cheaper bound calls
             "embedsignature": True,
+            # Type hints are for readers and mypy, not for Cython: with annotation typing
+            # on, `x: int` in a compiled .py would become a C integer (overflow, other
+            # semantics than the pure build).  C types come only from the .pxd files.
+            "annotation_typing": False,
         }
         if _flag("GSE_CYTHON_PROFILE"):
             directives.update(profile=True, linetrace=True)

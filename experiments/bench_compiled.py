@@ -10,10 +10,10 @@ Every run is its own process (as in bench_sim.py), so that peak RSS is that run'
 build it really loaded.  With ``--repeat N`` each build runs N processes, compiled and pure
 alternating, and the fastest of each is shown (the machines are shared and noisy);
 ``speedup`` is fastest pure over fastest compiled, ``pairs`` the median (and range) of the
-speed-ups of the N consecutive (compiled, pure) pairs.  ``sim s`` is the event loop alone (the summary's
-``wall_s``), ``total s`` the whole process: imports, topology, traffic, network, run.  The
-``same`` column says whether both builds produced identical per-message results.  Figures
-are printed, never asserted.
+speed-ups of the N consecutive (compiled, pure) pairs.  ``sim s`` is the event loop alone
+(the summary's ``wall_s``), ``total s`` the whole process: imports, topology, traffic,
+network, run.  The ``same`` column says whether both builds produced identical
+per-message results.  Figures are printed, never asserted.
 """
 
 import argparse

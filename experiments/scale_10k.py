@@ -125,7 +125,8 @@ def _permutation(protocol, topo_name, k, seed):
             "delivered": s["delivered"], "fct_us": s["fct_us"], "slowdown": s["slowdown"],
             "trims": s["trims"], "drops": s["drops"], "pfc_pauses": s["pfc_pauses"],
             "events": s["events"], "loop_s": s["wall_s"],
-            "total_s": round(time.perf_counter() - t0, 2), "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib()}
+            "total_s": round(time.perf_counter() - t0, 2), "cpu_s": _cpu_s(),
+            "peak_rss_mib": _rss_mib()}
 
 
 def child_perm32(protocol, args):

@@ -247,8 +247,8 @@ def plot(path, scenario, r, ref_curves):
     axes[0][1].set_title("here: hpcc-dcqcn profile, seed 1")
     if ref_curves:
         for _, c in sorted(ref_curves["rc_gbps"].items()):
-            axes[0][0].plot([(c["t0_us"] + i * c["step_us"]) / 1000 for i in range(len(c["values"]))],
-                            c["values"], lw=0.8)
+            axes[0][0].plot([(c["t0_us"] + i * c["step_us"]) / 1000
+                             for i in range(len(c["values"]))], c["values"], lw=0.8)
         q = ref_curves["queue_kb"]
         axes[1][0].plot([(q["t0_us"] + i * q["step_us"]) / 1000 for i in range(len(q["values"]))],
                         q["values"], lw=0.8, color="k")

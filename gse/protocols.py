@@ -16,13 +16,16 @@ from switchmodel.queue import QueueConfig
 # gse-fabric: plain RoCE-like hosts, the leaves schedule (docs/fabric-mode.md)
 PROTOCOLS = ("gse", "roce", "gse-fabric")
 
+# The parameters of a run, whichever its protocol (default_config's result)
+ProtocolConfig = GseConfig | RoceConfig | FabricConfig
 
-def check_protocol(protocol):
+
+def check_protocol(protocol: str) -> None:
     if protocol not in PROTOCOLS:
         raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
 
 
-def default_config(protocol):
+def default_config(protocol: str) -> ProtocolConfig:
     if protocol == "gse":
         return GseConfig()
     if protocol == "roce":

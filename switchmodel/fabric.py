@@ -47,9 +47,9 @@ from heapq import heappop, heappush
 
 from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL, REQUEST,
-                             RESUME, Packet)
+                             RESUME, make_packet)
 from switchmodel.fabric_config import FabricConfig
-from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
+from switchmodel.fabric_order import NEVER, LeafReorder, unwrap32
 from switchmodel.switch import Switch, mix32
 
 __all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32"]
@@ -291,9 +291,10 @@ class FabricLeaf(LeafReorder):
         voq.req_seq += 1
         self.requests += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
-        pkt = Packet(REQUEST, self.node, voq.dst_leaf, voq.dst, voq.req_seq & MASK32,
-                     self.entropy, 0, F_RETX if retx else 0, 0, voq.req_total & MASK32,
-                     voq.granted & MASK32, 0, 0, now, PRIO_CONTROL)
+        pkt = make_packet(kind=REQUEST, src=self.node, dst=voq.dst_leaf, msg_id=voq.dst,
+                          psn=voq.req_seq & MASK32, entropy=self.entropy,
+                          flags=F_RETX if retx else 0, credit=voq.req_total & MASK32,
+                          aux=voq.granted & MASK32, ts=now, prio=PRIO_CONTROL)
         self._route(pkt)
         if voq.req_deadline == NEVER:
             voq.req_deadline = now + self.cfg.request_timeout_ps * voq.req_backoff
@@ -484,8 +485,9 @@ class FabricLeaf(LeafReorder):
         else:
             self.grants += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
-        self._route(Packet(GRANT, self.node, src_leaf, host, 0, self.entropy, 0, 0, 0,
-                           total & MASK32, 0, 0, 0, now, PRIO_CONTROL))
+        self._route(make_packet(kind=GRANT, src=self.node, dst=src_leaf, msg_id=host,
+                                entropy=self.entropy, credit=total & MASK32, ts=now,
+                                prio=PRIO_CONTROL))
 
     # -- helpers --------------------------------------------------------------------------
 

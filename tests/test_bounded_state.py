@@ -9,7 +9,7 @@ messages of honest peers keep flowing while it bites.  Times are the virtual clo
 from harness import Wire
 
 from gse.config import GseConfig, RoceConfig
-from gse.wire.packet import DATA, F_UNSCHED, PRIO_CONTROL, PRIO_DATA, REQUEST, Packet
+from gse.wire.packet import DATA, F_UNSCHED, PRIO_CONTROL, PRIO_DATA, REQUEST, Packet, make_packet
 from switchmodel.fabric import FabricConfig, FabricLeaf
 from switchmodel.switch import Switch
 
@@ -106,13 +106,14 @@ def test_fabric_leaf_refuses_forged_sources_and_bounds_its_reorder_buffers():
     cfg = FabricConfig(reorder_buffer_bytes=10 * (MTU + 64))
     lf = leaf(cfg)
     # a REQUEST from a source no GRANT could reach, and DATA from no host of the fabric
-    lf.receive(Packet(REQUEST, 999, 10, 0, 1, 0, 0, 0, 0, 10 ** 6, 0), 2, 0)
-    lf.receive(Packet(DATA, 77, 0, 1, 0, 0, MTU, 0, 10 * MTU, 0, 5, 0, 0, 0, PRIO_DATA), 2, 0)
+    lf.receive(make_packet(kind=REQUEST, src=999, dst=10, psn=1, credit=10 ** 6), 2, 0)
+    lf.receive(make_packet(kind=DATA, src=77, dst=0, msg_id=1, payload_len=MTU,
+                           msg_len=10 * MTU, aux=5, prio=PRIO_DATA), 2, 0)
     assert lf.stray == 2 and not lf.demands and not lf.reorders
     # fabric packets far ahead of their sequence: held up to the buffer's bound
     for seq in range(100, 200):
-        lf.receive(Packet(DATA, 2, 0, 1, 0, 0, MTU, 0, 10 * MTU, 0, seq, 0, 0, 0, PRIO_DATA),
-                   2, 0)
+        lf.receive(make_packet(kind=DATA, src=2, dst=0, msg_id=1, payload_len=MTU,
+                               msg_len=10 * MTU, aux=seq, prio=PRIO_DATA), 2, 0)
     assert lf.reorder_bytes <= cfg.reorder_buffer_bytes and lf.reorder_drops == 90
     assert lf.counters()["reorder_drops"] == 90
     assert F_UNSCHED                                   # (flags exist for forged packets)

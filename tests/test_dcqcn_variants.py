@@ -14,7 +14,7 @@ from gse.agents.dcqcn import Dcqcn
 from gse.config import PS_PER_US, ConfigError, RoceConfig, roce_baseline
 from gse.metrics.rates import convergence, jain, sample_steps, window_rate
 from gse.runtimes.sim.run import run_simulation
-from gse.wire.packet import CNP, DATA, F_ECN_CE, F_ECT, PRIO_DATA, Packet
+from gse.wire.packet import CNP, DATA, F_ECN_CE, F_ECT, PRIO_DATA, make_packet
 from gse.workloads.traffic import Message
 from switchmodel.queue import OutputQueue, QueueConfig
 from topologies import star
@@ -119,7 +119,8 @@ def test_cnp_for_every_mark_and_on_the_authors_grid():
 
 
 def _data(size=1000):
-    return Packet(DATA, 0, 1, 1, 0, 0, size - 64, F_ECT, 0, 0, 0, 0, 0, 0, PRIO_DATA)
+    return make_packet(kind=DATA, src=0, dst=1, msg_id=1, payload_len=size - 64, flags=F_ECT,
+                       prio=PRIO_DATA)
 
 
 def test_ecn_always_marks_above_kmax_and_can_decide_on_dequeue():

@@ -13,7 +13,7 @@ from gse.config import ConfigError
 from gse.wire.codec import decode, encode
 from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import (DATA, F_LAST, F_RETX, GRANT, HEADER_BYTES, PAUSE, PRIO_CONTROL,
-                             PRIO_DATA, REQUEST, RESUME, Packet)
+                             PRIO_DATA, REQUEST, RESUME, Packet, make_packet)
 from switchmodel.fabric import FabricConfig, FabricLeaf, unwrap32
 from switchmodel.switch import Switch
 
@@ -43,8 +43,8 @@ def leaf(node, **kw):
 
 def data(src, dst, psn, msg=1, n=100, entropy=77):
     flags = F_LAST if psn == n - 1 else 0
-    return Packet(DATA, src, dst, msg, psn, entropy, 4096, flags, n * 4096, 0, 0, 0, 0, 0,
-                  PRIO_DATA)
+    return make_packet(kind=DATA, src=src, dst=dst, msg_id=msg, psn=psn, entropy=entropy,
+                       payload_len=4096, flags=flags, msg_len=n * 4096, prio=PRIO_DATA)
 
 
 def take(agent, kind=None):
@@ -87,7 +87,8 @@ def test_first_packet_asks_at_once_and_later_ones_are_coalesced():
 def test_pacer_grants_round_robin_at_the_downlink_rate():
     d = leaf(D, log_grants=True)
     for src_leaf in (12, 13):                        # two source leaves want 10 packets
-        d.receive(Packet(REQUEST, src_leaf, D, 2, 1, 0, 0, 0, 0, 10 * PKT, 0), 2, 0)
+        d.receive(make_packet(kind=REQUEST, src=src_leaf, dst=D, msg_id=2, psn=1,
+                              credit=10 * PKT), 2, 0)
     grants = [(0, p.dst, p.credit) for _, p in take(d, GRANT)]
     assert len(grants) == 1                          # an idle pacer grants at once
     while d.next_deadline() >= 0:
@@ -259,7 +260,7 @@ def test_host_is_paused_above_xoff_and_resumed_below_xon():
     assert s.voq_drops == 2 and s.voq_bytes == 6 * PKT
     s.pfc_out.clear()
     take(s)
-    s.receive(Packet(GRANT, D, S, 2, 0, 0, 0, 0, 0, 6 * PKT, 0), 2, 1 * US)
+    s.receive(make_packet(kind=GRANT, src=D, dst=S, msg_id=2, credit=6 * PKT), 2, 1 * US)
     assert s.pfc_out == [(0, RESUME)] and not s.pausing[0]
 
 

@@ -3,7 +3,7 @@
 from harness import Wire
 
 from gse.config import GseConfig
-from gse.wire.packet import ACK, DATA, F_RETX, F_TRIMMED, GRANT, NACK, REQUEST
+from gse.wire.packet import ACK, DATA, F_RETX, GRANT, NACK, REQUEST
 
 MTU = 4096
 

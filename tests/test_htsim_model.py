@@ -15,7 +15,7 @@ from gse.common.fairq import FairQueue
 from gse.config import BASELINES, ConfigError, RoceConfig, roce_baseline
 from gse.runtimes.sim.routes import pin_routes
 from gse.runtimes.sim.run import build_network, run_simulation
-from gse.wire.packet import ACK, DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
+from gse.wire.packet import ACK, DATA, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, make_packet
 from gse.workloads.traffic import Message
 from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
@@ -104,8 +104,8 @@ def test_htsim_pacers_stop_while_paused_and_restart_at_resume():
 
 
 def _data(src, dst, msg_id, psn, npkts=10):
-    return Packet(DATA, src, dst, msg_id, psn, 0, 4150, 0, npkts * 4150, 0, 0, 0, 0, 0,
-                  PRIO_DATA)
+    return make_packet(kind=DATA, src=src, dst=dst, msg_id=msg_id, psn=psn, payload_len=4150,
+                       msg_len=npkts * 4150, prio=PRIO_DATA)
 
 
 def test_fair_queue_serves_flows_round_robin_by_id_from_a_cursor_that_keeps_its_place():
@@ -211,14 +211,14 @@ def test_htsim_switch_port_begins_at_once_at_resume():
     net = build_network(star(3), "roce", roce_baseline("htsim"), 1)
     sn = net.switches[0]
     port = sn.ports[0]
-    port.on_pfc(Packet(PAUSE, 1, -1, 0, 0, 0, 0, 0, 0, 0, PRIO_DATA, 0, 0, 0, PRIO_CONTROL), 0)
+    port.on_pfc(make_packet(kind=PAUSE, src=1, dst=-1, aux=PRIO_DATA, prio=PRIO_CONTROL), 0)
     pkt = _data(1, 0, 1, 0)
     pkt.ingress = 1
     sn.pfc.on_enqueue(1, pkt.size)
     port.offer(pkt)
     assert port.tx_pkt is None and len(port.queue) == 1
     net.eq.now = 5_000_000
-    port.on_pfc(Packet(RESUME, 1, -1, 0, 0, 0, 0, 0, 0, 0, PRIO_DATA, 0, 0, 0, PRIO_CONTROL),
+    port.on_pfc(make_packet(kind=RESUME, src=1, dst=-1, aux=PRIO_DATA, prio=PRIO_CONTROL),
                 5_000_000)
     assert port.tx_pkt is pkt and port.busy_until == 5_000_000 + SPACING
 
@@ -234,8 +234,8 @@ def test_htsim_pfc_counts_until_sent_and_resumes_strictly_below_xon():
 
 def test_single_fifo_queue_keeps_acks_behind_data_and_pause_holds_them():
     q = OutputQueue(QueueConfig(100_000, control_priority=False), random.Random(1))
-    data = Packet(DATA, 0, 1, 1, 0, 0, 4150, 0, 0, 0, 0, 0, 0, 0, PRIO_DATA)
-    ack = Packet(ACK, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, PRIO_CONTROL)
+    data = make_packet(kind=DATA, src=0, dst=1, msg_id=1, payload_len=4150, prio=PRIO_DATA)
+    ack = make_packet(kind=ACK, src=1, dst=0, msg_id=1, psn=1, prio=PRIO_CONTROL)
     q.enqueue(data)
     q.enqueue(ack)
     q.paused = True

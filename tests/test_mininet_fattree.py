@@ -4,10 +4,10 @@ Needs root and Mininet (``scripts/setup-mininet.sh``; CI runs as root): skipped 
 with the reason.  Every test checks that the network leaves nothing behind -- no process,
 no network namespace, no interface in the root namespace, no file descriptor of ours --
 also after a run stopped by SIGTERM or killed with SIGKILL (attributed by pid start time,
-so that another network on the machine reusing a pid or namespace number is not ours).  Assertions are about
-correctness (every message delivered exactly once and intact, no loss, PFC lossless),
-never about speed: a busy two-core machine changes the times, not these.  About a minute
-in all on an idle two-core machine.
+so that another network on the machine reusing a pid or namespace number is not ours).
+Assertions are about correctness (every message delivered exactly once and intact, no
+loss, PFC lossless), never about speed: a busy two-core machine changes the times, not
+these.  About a minute in all on an idle two-core machine.
 """
 
 import argparse

@@ -3,12 +3,13 @@
 import random
 
 from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_TRIMMED, HEADER_BYTES, PRIO_CONTROL,
-                             PRIO_DATA, Packet)
+                             PRIO_DATA, Packet, make_packet)
 from switchmodel import DROPPED, ENQUEUED, TRIMMED, OutputQueue, QueueConfig, Switch
 
 
 def data(psn=0, entropy=0, src=0, msg=1):
-    return Packet(DATA, src, 1, msg, psn, entropy, 4096, F_ECT, 1 << 20, prio=PRIO_DATA)
+    return make_packet(kind=DATA, src=src, dst=1, msg_id=msg, psn=psn, entropy=entropy,
+                       payload_len=4096, flags=F_ECT, msg_len=1 << 20, prio=PRIO_DATA)
 
 
 def test_ecn_marks_only_between_thresholds():

@@ -74,8 +74,8 @@ def test_grouped_table_is_the_shortest_path_table(make):
         assert row[:3] == want[s][:3]
         assert len(row.rows) < len(topo.hosts)          # per group, not per host
     # a switch link and a host link down: still the definition, host cut off everywhere
-    inner = next(l.index for l in topo.links
-                 if topo.nodes[l.a].kind != "host" and topo.nodes[l.b].kind != "host")
+    inner = next(link.index for link in topo.links
+                 if topo.nodes[link.a].kind != "host" and topo.nodes[link.b].kind != "host")
     host_link = topo.nodes[3].ports[0]
     table = topo.compute_next_hops([inner, host_link])
     want = brute_force_table(topo, [inner, host_link])
@@ -137,8 +137,8 @@ def test_base_rtt_counts_every_link_of_the_path():
     for a, b in ((0, 1), (0, 2), (0, 4), (1, 7)):
         links = topo.path_links(a, b)
         want = 2 * topo.switch_latency_ps * (len(links) - 1) + sum(
-            2 * l.delay_ps + (4160 * 8_000_000 + 99_999) // 100_000
-            + (64 * 8_000_000 + 99_999) // 100_000 for l in links)
+            2 * link.delay_ps + (4160 * 8_000_000 + 99_999) // 100_000
+            + (64 * 8_000_000 + 99_999) // 100_000 for link in links)
         assert topo.base_rtt_ps(a, b, 4160, 64) == want
         assert topo.bottleneck_gbps(a, b) == 100.0
 

@@ -10,7 +10,6 @@ def drive(sched, demands, adds):
     """Run the pacer: demand arrives per ``adds`` (time, index, bytes); grant when due."""
     adds = sorted(adds)
     grants = []
-    due = -1
     t = 0
     i = 0
     while i < len(adds) or sched.armed:

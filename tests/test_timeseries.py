@@ -47,8 +47,8 @@ class Naive:
 
     def at_stop(self, now):
         cur = self.totals(now)
-        self.rows.append([(c[0], c[1] - l[1], c[2] - l[2], c[3] - l[3], c[4] - l[4],
-                           c[5] - l[5], c[6]) for c, l in zip(cur, self.last)])
+        self.rows.append([(c[0], c[1] - p[1], c[2] - p[2], c[3] - p[3], c[4] - p[4],
+                           c[5] - p[5], c[6]) for c, p in zip(cur, self.last)])
         self.last = cur
         self.next_stop = now + self.bin_ps
 

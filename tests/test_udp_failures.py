@@ -99,7 +99,7 @@ def test_link_fault_counts_what_it_drops():
     from gse.runtimes.udp.faults import LinkFault
     from gse.runtimes.udp.io import Scheduler
     from gse.runtimes.udp.link import EmulatedPort
-    from gse.wire.packet import DATA, PRIO_DATA, Packet
+    from gse.wire.packet import DATA, PRIO_DATA, make_packet
     from switchmodel.queue import OutputQueue, QueueConfig
 
     from udp_fakes import FakeEndpoint
@@ -113,7 +113,8 @@ def test_link_fault_counts_what_it_drops():
         fault = port.fault = LinkFault(port, 1)
 
         def pkt(psn):
-            return Packet(DATA, 0, 1, 1, psn, 0, 1000, 0, 10 ** 6, prio=PRIO_DATA)
+            return make_packet(kind=DATA, src=0, dst=1, msg_id=1, psn=psn, payload_len=1000,
+                               msg_len=10 ** 6, prio=PRIO_DATA)
         for psn in range(4):                  # one on the wire, three queued (1 Mb/s)
             port.offer(pkt(psn), None, 0)
         assert len(port.wire) == 1 and len(port.queue) == 3

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from gse.wire import WIRE_PROFILES, uet, wire_profile
 from gse.wire import uet_headers as uh
 from gse.wire.codec import WireError
-from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX, F_TRIMMED,
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_ECT, F_LAST, F_RETX,
                              F_UNSCHED, GRANT, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA, REQUEST,
                              Packet)
 

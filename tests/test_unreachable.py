@@ -21,7 +21,7 @@ from gse.runtimes.udp.config import check_node_config, loopback_addresses, node_
 from gse.runtimes.udp.io import Scheduler
 from gse.runtimes.udp.build import build_node
 from gse.wire.codec import encode
-from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet
+from gse.wire.packet import ACK, DATA, PRIO_DATA, Packet, make_packet
 from gse.workloads.traffic import Message
 from switchmodel.fabric import FabricConfig, FabricSpine
 from switchmodel.switch import Switch
@@ -30,7 +30,8 @@ from udp_fakes import FakeEndpoint
 
 
 def data(dst, entropy=0):
-    return Packet(DATA, 0, dst, 1, 0, entropy, 4096, 0, 1 << 20, prio=PRIO_DATA)
+    return make_packet(kind=DATA, src=0, dst=dst, msg_id=1, entropy=entropy, payload_len=4096,
+                       msg_len=1 << 20, prio=PRIO_DATA)
 
 
 @pytest.mark.parametrize("cls, forwarding", [(Switch, "spray"), (Switch, "ecmp"),
@@ -128,7 +129,8 @@ def test_fabric_leaf_drops_granted_data_it_has_no_uplink_for():
     install_routes(net, topo, "gse-fabric", ups)
     leaf = next(sn for sn in net.switches if sn.switch.node == edge)
     assert isinstance(leaf, LeafNode)
-    voq_pkts = [Packet(DATA, 0, 15, 1, psn, 0, 4096, 0, 40960, prio=PRIO_DATA)
+    voq_pkts = [make_packet(kind=DATA, src=0, dst=15, msg_id=1, psn=psn, payload_len=4096,
+                            msg_len=40960, prio=PRIO_DATA)
                 for psn in range(3)]
     agent = leaf.agent
     for p in voq_pkts:

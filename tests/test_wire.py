@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from gse.wire.codec import (HEADER, MAX_DATAGRAM, REASONS, WireError, decode, encode,
                             payload_pattern, verify_payload)
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC, F_TRIMMED, F_UNSCHED, GRANT,
-                             HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE, PRIO_CONTROL, PRIO_DATA,
-                             REQUEST, RESUME, WIRE_VERSION, Packet)
+from gse.wire.packet import (ACK, CNP, DATA, F_ECN_CE, F_LAST, F_RETX, F_SEC, F_TRIMMED,
+                             F_UNSCHED, GRANT, HEADER_BYTES, KNOWN_FLAGS, NACK, PAUSE,
+                             PRIO_CONTROL, PRIO_DATA, REQUEST, RESUME, WIRE_VERSION, Packet,
+                             make_packet)
 from topologies import serialisation_ps
 
 U8 = st.integers(0, 0xFF)
@@ -88,6 +89,31 @@ def expected_payload(pkt):
     if pkt.payload is not None:
         return pkt.payload
     return payload_pattern(pkt.src, pkt.msg_id, pkt.psn, pkt.payload_len)
+
+
+# ---------------------------------------------------------------- the keyword form
+
+HEADER_FIELDS = ("kind", "src", "dst", "msg_id", "psn", "entropy", "payload_len", "flags",
+                 "msg_len", "credit", "aux", "sack_base", "sack_bits", "ts", "prio")
+
+
+@given(packets())
+def test_make_packet_is_the_constructor_with_every_field_named(pkt):
+    named = make_packet(**{name: getattr(pkt, name) for name in HEADER_FIELDS})
+    positional = Packet(*(getattr(pkt, name) for name in HEADER_FIELDS))
+    assert type(named) is Packet
+    assert named.fields() == positional.fields() == pkt.fields()
+    assert (named.size, named.corrupt, named.payload, named.ingress, named.qnext) == \
+        (positional.size, False, None, -1, None)
+
+
+def test_make_packet_defaults_are_the_constructors_and_it_takes_no_position():
+    assert make_packet(kind=GRANT, src=1, dst=2).fields() == Packet(GRANT, 1, 2).fields()
+    assert make_packet(kind=DATA, src=1, dst=2).prio == PRIO_CONTROL
+    with pytest.raises(TypeError):
+        make_packet(DATA, 1, 2)                       # every field by name
+    with pytest.raises(TypeError):
+        make_packet(kind=DATA, src=1)                 # kind, src and dst are required
 
 
 # ---------------------------------------------------------------- round trips

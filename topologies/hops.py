@@ -93,7 +93,7 @@ class HopRow:
         except TypeError:
             return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable (__setitem__): unhashable
 
     def __repr__(self):
         return "HopRow(%d destinations in %d groups, %d written)" % (

@@ -16,6 +16,8 @@ takes with ``next_event()`` after every call, as aioquic's connections do;
 ``gse.agents.driver`` is the loop every runtime drives an agent with.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from gse.common.fifo import Fifo
 
 # What an unfinished message can be waiting for (``HostAgent.waiting``), most telling first:
@@ -24,6 +26,9 @@ from gse.common.fifo import Fifo
 # waits for its NIC (busy with others, rate-limited or PFC-paused); "timer": a resend waits
 # for the retransmission timer to let it go; "ack": all of it is out, unacknowledged.
 CAUSES = ("path", "grant", "send", "timer", "ack")
+
+if TYPE_CHECKING:    # hints only: the compiled build cimports Packet (interface.pxd)
+    from gse.wire import packet as wire
 
 
 class HostAgent:
@@ -52,23 +57,23 @@ class HostAgent:
             return self._events.popleft()
         return None
 
-    def start_message(self, msg_id, dst, size, now):
+    def start_message(self, msg_id: int, dst: int, size: int, now: int) -> None:
         """The application has a message of ``size`` bytes for host ``dst``."""
         raise NotImplementedError
 
-    def has_work(self):
+    def has_work(self) -> bool:
         """True if ``poll`` may have a packet."""
         raise NotImplementedError
 
-    def poll(self, now, data_ok=True):
+    def poll(self, now: int, data_ok: bool = True) -> "wire.Packet | None":
         """The next packet for the NIC, or None (control only while ``data_ok`` is False)."""
         raise NotImplementedError
 
-    def next_deadline(self):
+    def next_deadline(self) -> int:
         """The time the agent's timer falls due, or -1."""
         raise NotImplementedError
 
-    def receive(self, pkt, now):
+    def receive(self, pkt: "wire.Packet", now: int) -> None:
         """A packet arrived on the host's link: the checks every agent makes, then the
         agent's handler for its kind (``on_packet``); a kind it has none for is stray."""
         if pkt.corrupt:
@@ -80,12 +85,12 @@ class HostAgent:
         if not self.on_packet(pkt, now):
             self.stray += 1
 
-    def on_packet(self, pkt, now):
+    def on_packet(self, pkt: "wire.Packet", now: int) -> bool:
         """The agent's dispatch table on ``pkt.kind`` (intact, addressed here): True if
         it has a handler for the kind."""
         raise NotImplementedError
 
-    def on_timer(self, now):
+    def on_timer(self, now: int) -> None:
         """The deadline passed: every entry of ``timers`` due by ``now``, in order, to the
         agent's handler for its kind (``on_timer_kind``).  Entries are deleted lazily: a
         handler checks that its deadline still stands."""
@@ -96,33 +101,35 @@ class HostAgent:
             self.on_timer_kind(timers.last_kind, owner, t, now)
             t = timers.first()
 
-    def on_timer_kind(self, kind, owner, t, now):
+    def on_timer_kind(self, kind: int, owner: Any, t: int, now: int) -> None:
         """The agent's dispatch table on timer kinds: the entry ``(t, kind, owner)`` fell
         due at ``now``."""
         raise NotImplementedError
 
-    def progress(self):
+    def progress(self) -> tuple[int, int]:
         """``(unfinished, acked)``: messages started here and not yet acknowledged in full,
         and the packets acknowledged so far of every message ever started here -- a count
         that only grows, and stands still exactly when nothing new is acknowledged.
 
         Read from the agent's unfinished messages (``out``: msg_id -> message with
         ``acked_packets()``) and ``acked_done``, the packets of those it finished."""
-        acked = self.acked_done
-        for msg in self.out.values():
+        agent: Any = self      # out and acked_done are the subclasses' attributes
+        acked = agent.acked_done
+        for msg in agent.out.values():
             acked += msg.acked_packets()
-        return len(self.out), acked
+        return len(agent.out), acked
 
-    def waiting(self):
+    def waiting(self) -> dict[str, int]:
         """``{cause: count}`` over the unfinished messages: what each waits for
         (``CAUSES``; each message's ``waiting_for()``)."""
-        out = {}
-        for msg in self.out.values():
+        agent: Any = self
+        out: dict[str, int] = {}
+        for msg in agent.out.values():
             cause = msg.waiting_for()
             out[cause] = out.get(cause, 0) + 1
         return out
 
-    def on_pause(self, paused, now):
+    def on_pause(self, paused: bool, now: int) -> None:
         """The NIC was PAUSEd (``paused`` True) or resumed by its link partner.  The runtime
         already holds the NIC; an agent that models what a pause does to its senders
         (RoCE's ``htsim`` NIC: the per-flow pacers stop) overrides this."""

@@ -245,4 +245,4 @@ def check_roce(host):
         timers = _timers(host)
         for kind, flow, t in host.deadlines():
             if kind == "rto":       # one heap entry per flow, never after its deadline
-                _armed(host, describe(flow), "rto_deadline", t, ROCE_T_RTO, flow)
+                _armed(host, timers, describe(flow), "rto_deadline", t, ROCE_T_RTO, flow)

@@ -99,8 +99,9 @@ def apply_algorithms(collectives, specs):
         want[op] = algo
     if not want:
         return list(collectives)
-    return [Collective(c.id, c.op, c.ranks, c.size, want.get(c.op, c.algo), c.root, c.after,
-                       c.start_ps, c.dtype, c.tag, c.chunk_bytes, c.where, c.splits)
+    return [Collective(c.id, c.op, c.ranks, c.size, algo=want.get(c.op, c.algo), root=c.root,
+                       after=c.after, start_ps=c.start_ps, dtype=c.dtype, tag=c.tag,
+                       chunk_bytes=c.chunk_bytes, where=c.where, splits=c.splits)
             for c in collectives]
 
 
@@ -221,8 +222,10 @@ def _replay(args, stop):
             cfg = gse_config_from_args(cargs, p)
             watch = sim_observers(args, p, len(protocols) > 1)
             watch += [progress.sim("replay " + p, None), stop.observer()]
-            res = replay(topo, colls, p, cfg, args.seed, args.loss, args.corrupt, hosts,
-                         until, args.compute_scale, sample_ps(args), watch,
+            res = replay(topo, colls, protocol=p, config=cfg, seed=args.seed,
+                         loss_rate=args.loss, corrupt_rate=args.corrupt, rank_hosts=hosts,
+                         until_ps=until, compute_scale=args.compute_scale,
+                         sample_ps=sample_ps(args), observers=watch,
                          compute_model=args.compute_model, programs=trace.programs,
                          faults=faults, detect_ps=detect_ps(args), stall_ps=stall)
             note_signal(res.summary, stop)

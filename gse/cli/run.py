@@ -54,9 +54,11 @@ def run_from_args(args, topo, messages, config):
     from gse.runtimes.udp.network import run_udp
     until = until_ps(args)
     hook = getattr(args, "progress_hook", None)
-    result = run_udp(topo, messages, args.protocol, config, args.seed, args.loss,
-                     args.corrupt, until, args.timeout_s, args.loop, args.addressing,
-                     int(args.slack_us * PS_PER_US), not args.coarse_timers, wire=args.wire,
+    result = run_udp(topo, messages, protocol=args.protocol, config=config, seed=args.seed,
+                     loss_rate=args.loss, corrupt_rate=args.corrupt, until_ps=until,
+                     timeout_s=args.timeout_s, loop=args.loop, addressing=args.addressing,
+                     slack_ps=int(args.slack_us * PS_PER_US),
+                     precise_timers=not args.coarse_timers, wire=args.wire,
                      pcap=pcap_options(args),
                      progress=None if hook is None else hook(len(messages)),
                      secure_key_file=args.secure,

@@ -16,6 +16,8 @@ one clear error naming the fix.  CSV needs nothing.
 import csv
 import json
 import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 TYPES = ("int64", "int32", "int16", "float64", "float32", "bool", "string")
 
@@ -38,7 +40,7 @@ class Coded:
         return (values[c] for c in self.codes)
 
 
-def format_of(path, fmt=None):
+def format_of(path: str, fmt: str | None = None) -> str:
     """'parquet' or 'csv': ``fmt`` if given, else from the file name (default parquet)."""
     if fmt:
         if fmt not in ("parquet", "csv"):
@@ -57,7 +59,8 @@ def pyarrow_module():
     return pyarrow
 
 
-def write_table(path, columns, schema, metadata=None, fmt=None):
+def write_table(path: str, columns: Mapping[str, Any], schema: Sequence[tuple[str, str]],
+                metadata: Mapping[str, str] | None = None, fmt: str | None = None) -> None:
     """Write ``columns`` (``{name: sequence}``) in the order and types of ``schema``."""
     names = [name for name, _ in schema]
     n = None
@@ -118,7 +121,7 @@ def _meta_path(path):
     return stem + ".meta.json"
 
 
-def read_table(path):
+def read_table(path: str) -> tuple[dict[str, list[Any]], dict[str, str]]:
     """(columns as ``{name: list}``, metadata ``{str: str}``) of a file ``write_table``
     wrote (Parquet or CSV, by the name)."""
     if not os.path.exists(path):
@@ -138,7 +141,7 @@ def read_table(path):
                 names = next(rows)
             except StopIteration:
                 raise ValueError("%s: empty file (no header line)" % path) from None
-            cols = {name: [] for name in names}
+            cols: dict[str, list[Any]] = {name: [] for name in names}
             for line, row in enumerate(rows, start=2):
                 if len(row) != len(names):
                     raise ValueError("%s line %d: %d fields, header has %d"

@@ -10,11 +10,15 @@ unroutable packets into ``drops``, PAUSEs sent to hosts into ``pfc_pauses``, and
 summed counters under ``fabric``.
 """
 
+from collections.abc import Iterable
+from typing import Any
+
 __all__ = ["fold_fabric_counters"]
 
 
-def fold_fabric_counters(leaf_counters, summary):
-    totals = {}
+def fold_fabric_counters(leaf_counters: Iterable[dict[str, int]],
+                         summary: dict[str, Any]) -> dict[str, Any]:
+    totals: dict[str, int] = {}
     voq_peak = reorder_peak = 0
     for counters in leaf_counters:
         for k, v in counters.items():

@@ -15,8 +15,14 @@ baseline itself is winding down, below half its level before the failure, are le
 a workload that ends is not a dip).
 """
 
+from collections.abc import Collection, Iterable
+from typing import Any
 
-def recovery(fail_records, base_records, affected):
+from gse.metrics.records import MessageRecord
+
+
+def recovery(fail_records: Iterable[MessageRecord], base_records: Iterable[MessageRecord],
+             affected: Collection[tuple[int, int]]) -> dict[str, Any]:
     """{"affected", "first_us", "last_us", "max_us"}: extra delays (us) of the affected
     messages; None values when no affected message completed in both runs."""
     base = {(r.src, r.msg_id): r for r in base_records}
@@ -26,7 +32,8 @@ def recovery(fail_records, base_records, affected):
         b = base.get(key)
         if key in affected and r.completed and b is not None and b.completed:
             done.append((r.finish_ps, r.fct_ps() - b.fct_ps()))
-    out = {"affected": len(affected), "first_us": None, "last_us": None, "max_us": None}
+    out: dict[str, Any] = {"affected": len(affected), "first_us": None, "last_us": None,
+                           "max_us": None}
     if done:
         done.sort()
         out["first_us"] = round(done[0][1] / 1e6, 3)
@@ -42,7 +49,8 @@ def _window(series, lo_ps, hi_ps):
             if edges[i] >= lo_ps and edges[i + 1] <= hi_ps}
 
 
-def goodput_dip(series, fail_ps, before_ps, after_ps, base=None):
+def goodput_dip(series: Any, fail_ps: int, before_ps: int, after_ps: int,
+                base: Any = None) -> dict[str, float | None]:
     """{"before_gbps", "min_after_gbps", "dip"}: goodput around a failure at ``fail_ps``
     (``series`` a TimeSeries; ``base`` the same run without the failure, or None to
     measure against the level before the failure)."""
@@ -51,8 +59,9 @@ def goodput_dip(series, fail_ps, before_ps, after_ps, base=None):
     if not before or not after:
         return {"before_gbps": None, "min_after_gbps": None, "dip": None}
     mean = sum(before) / len(before)
-    out = {"before_gbps": round(mean, 1), "min_after_gbps": round(min(after.values()), 1),
-           "dip": None}
+    out: dict[str, float | None] = {"before_gbps": round(mean, 1),
+                                    "min_after_gbps": round(min(after.values()), 1),
+                                    "dip": None}
     if base is None:
         if mean > 0:
             out["dip"] = round(max(0.0, 1.0 - min(after.values()) / mean), 4)

@@ -29,6 +29,11 @@ import heapq
 import json
 import os
 import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from topologies.topology import Topology
 
 UDP_PORT = 47000
 DEFAULT_BUDGET = 10_000
@@ -44,18 +49,18 @@ def dpkt_module():
     return dpkt
 
 
-def node_ip(n):
+def node_ip(n: int) -> bytes:
     """The simulation's IPv4 address of node ``n`` (4 bytes)."""
     if not 0 <= n < 1 << 24:
         raise ValueError("node id %r has no 10.0.0.0/8 address" % (n,))
     return bytes((10, (n >> 16) & 255, (n >> 8) & 255, n & 255))
 
 
-def node_mac(n):
+def node_mac(n: int) -> bytes:
     return bytes((2, 0, 0, (n >> 16) & 255, (n >> 8) & 255, n & 255))
 
 
-def ip_bytes(text):
+def ip_bytes(text: str) -> bytes:
     parts = [int(p) for p in text.split(".")]
     if len(parts) != 4 or not all(0 <= p <= 255 for p in parts):
         raise ValueError("not an IPv4 address: %r" % (text,))
@@ -67,7 +72,8 @@ _IPV4 = struct.Struct("!BBHHHBBH4s4s")
 _UDP = struct.Struct("!HHHH")
 
 
-def frame(datagram, ip_src, ip_dst, mac_src, mac_dst, sport=UDP_PORT, dport=UDP_PORT):
+def frame(datagram: bytes, ip_src: bytes, ip_dst: bytes, mac_src: bytes, mac_dst: bytes,
+          sport: int = UDP_PORT, dport: int = UDP_PORT) -> bytes:
     """An Ethernet II / IPv4 / UDP frame around ``datagram``.
 
     Packed with ``struct``, not built with dpkt's packet classes: dpkt's construction was
@@ -88,7 +94,7 @@ def frame(datagram, ip_src, ip_dst, mac_src, mac_dst, sport=UDP_PORT, dport=UDP_
 
 # -- which interfaces ----------------------------------------------------------------------
 
-def parse_ports(spec, topo):
+def parse_ports(spec: str, topo: "Topology") -> list[tuple[int, int]]:
     """The interfaces ``[(node, port)]`` a ``--pcap-ports`` SPEC names, in topology order.
 
     SPEC is a comma-separated list of: ``all`` (every link once, at its lower-tier end:
@@ -162,7 +168,7 @@ def _int(text, where, what="an integer"):
         raise ValueError("%s: %r is not %s" % (where, text, what)) from None
 
 
-def file_name(topo, node, port):
+def file_name(topo: "Topology", node: int, port: int) -> str:
     return "%s-p%d.pcap" % (topo.nodes[node].name, port)
 
 
@@ -228,7 +234,7 @@ class CaptureFile:
         return d
 
 
-def check_options(budget, snaplen):
+def check_options(budget: int, snaplen: int) -> None:
     if budget <= 0:
         raise ValueError("--pcap-budget must be positive, got %r" % (budget,))
     if snaplen < MIN_SNAPLEN:
@@ -236,7 +242,8 @@ def check_options(budget, snaplen):
                          % (MIN_SNAPLEN, snaplen))
 
 
-def write_manifest(path, files, clock, extra=None):
+def write_manifest(path: str, files: Sequence[dict[str, Any]], clock: str,
+                   extra: dict[str, Any] | None = None) -> str:
     d = {"clock": clock, "udp_port": UDP_PORT, "interfaces": files}
     d.update(extra or {})
     with open(path, "w") as f:
@@ -245,7 +252,7 @@ def write_manifest(path, files, clock, extra=None):
     return path
 
 
-def read_manifests(directory):
+def read_manifests(directory: str) -> list[dict[str, Any]]:
     """Every interface of every ``captures*.json`` in ``directory``."""
     out = []
     for name in sorted(os.listdir(directory)):

@@ -16,6 +16,13 @@ made long after the run and from any runtime's records:
 Every axis is labelled with its unit.
 """
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gse.metrics.records import RunResult
+    from gse.metrics.timeseries import TimeSeries
+
 TIER_ORDER = ("host", "leaf", "edge", "spine", "agg", "core")
 
 
@@ -36,19 +43,20 @@ def _save(fig, path, plt):
     return path
 
 
-def panel_name(tier, direction):
+def panel_name(tier: str, direction: str) -> str:
     if tier == "host":
         return "host NICs (up)"
     return "%s %slinks" % (tier, direction)
 
 
-def queue_panels(ts, column="queue_peak_bytes"):
+def queue_panels(ts: "TimeSeries",
+                 column: str = "queue_peak_bytes") -> list[tuple[str, str, list[int], Any]]:
     """[(tier, direction, [port index], matrix rows = ports x bins)] of a TimeSeries."""
     import numpy as np
     values = np.asarray(ts.port_values[column] if column in ts.port_values else
                         ts.port_table()[column], dtype=float)
     grid = values.reshape(ts.nbins, ts.nports).T if ts.nbins else np.zeros((ts.nports, 0))
-    groups = {}
+    groups: dict[tuple[str, str], list[int]] = {}
     for i, (tier, direction) in enumerate(zip(ts.ports["tier"], ts.ports["direction"])):
         groups.setdefault((tier, direction), []).append(i)
     rank = {t: k for k, t in enumerate(TIER_ORDER)}
@@ -60,7 +68,8 @@ def queue_panels(ts, column="queue_peak_bytes"):
     return out
 
 
-def window(ts, start_us=None, end_us=None):
+def window(ts: "TimeSeries", start_us: float | None = None,
+           end_us: float | None = None) -> tuple[int, int]:
     """(first bin, last bin + 1) of the bins within [start_us, end_us]."""
     times = ts.times_us()
     lo = 0
@@ -77,8 +86,10 @@ def window(ts, start_us=None, end_us=None):
     return lo, hi
 
 
-def queue_heatmaps(ts, path, summary=None, column="queue_peak_bytes", tiers=None,
-                   title=None, start_us=None, end_us=None):
+def queue_heatmaps(ts: "TimeSeries", path: str, summary: Mapping[str, Any] | None = None,
+                   column: str = "queue_peak_bytes", tiers: Sequence[str] | None = None,
+                   title: str | None = None, start_us: float | None = None,
+                   end_us: float | None = None) -> str:
     """One heat map per tier and direction: ports (rows) x time (columns), colour = KB."""
     plt = pyplot()
     lo, hi = window(ts, start_us, end_us)
@@ -113,7 +124,9 @@ def queue_heatmaps(ts, path, summary=None, column="queue_peak_bytes", tiers=None
     return _save(fig, path, plt)
 
 
-def goodput_over_time(series, path, hosts=None, title=None, start_us=None, end_us=None):
+def goodput_over_time(series: Sequence[tuple[str, "TimeSeries"]], path: str,
+                      hosts: Sequence[int] | None = None, title: str | None = None,
+                      start_us: float | None = None, end_us: float | None = None) -> str:
     """``series``: [(label, TimeSeries)]; total goodput of all hosts (or of ``hosts``)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.0))
@@ -135,7 +148,8 @@ def goodput_over_time(series, path, hosts=None, title=None, start_us=None, end_u
     return _save(fig, path, plt)
 
 
-def fct_cdf(curves, path, log_x=False, title=None):
+def fct_cdf(curves: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], path: str,
+            log_x: bool = False, title: str | None = None) -> str:
     """``curves``: [(label, [record dicts])]; the CDF of ``fct_us`` of completed ones."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -163,14 +177,17 @@ def fct_cdf(curves, path, log_x=False, title=None):
     return _save(fig, path, plt)
 
 
-def plot_fct_cdfs(results, path, title=None):
+def plot_fct_cdfs(results: Mapping[str, "RunResult"], path: str,
+                  title: str | None = None) -> str:
     """FCT CDFs of every protocol of ``{protocol: RunResult}`` in one figure."""
     curves = [(protocol, [r.as_dict() for r in result.records])
               for protocol, result in results.items()]
     return fct_cdf(curves, path, title=title)
 
 
-def plot_goodput(panels, path, fail_us=None, title=None, xmax_us=None):
+def plot_goodput(panels: Sequence[tuple[str, Mapping[str, tuple[Any, Any]]]], path: str,
+                 fail_us: float | None = None, title: str | None = None,
+                 xmax_us: float | None = None) -> str:
     """Goodput over time in panels (the failure study): one per ``(panel title, {label:
     (times_us, gbps)})`` of ``panels``, a dashed line at ``fail_us``, time axes cut at
     ``xmax_us`` if given."""

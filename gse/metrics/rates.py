@@ -16,12 +16,15 @@ Times returned are from the interval's start, in µs; None where never met.
 """
 
 import csv
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
-def sample_steps(steps, times, field=1):
+def sample_steps(steps: Sequence[Sequence[float]], times: Iterable[int],
+                 field: int = 1) -> list[Any]:
     """The value of a step function ``steps`` ([(t, v1, v2, ...)] ascending) at each of
     ``times`` (ascending): the last step at or before t, None before the first."""
-    out = []
+    out: list[Any] = []
     i = -1
     n = len(steps)
     for t in times:
@@ -31,16 +34,17 @@ def sample_steps(steps, times, field=1):
     return out
 
 
-def grid(t0_ps, t1_ps, step_ps):
+def grid(t0_ps: int, t1_ps: int, step_ps: int) -> list[int]:
     return list(range(t0_ps, t1_ps + 1, step_ps))
 
 
-def window_rate(times, counts, window_ps):
+def window_rate(times: Sequence[int], counts: Sequence[Any],
+                window_ps: int) -> list[float | None]:
     """Rate in Gb/s over the trailing ``window_ps`` from cumulative byte ``counts`` sampled
     at ``times`` (a regular grid); None for the first window."""
     step = times[1] - times[0] if len(times) > 1 else window_ps
     lag = max(1, window_ps // step)
-    out = []
+    out: list[float | None] = []
     for i in range(len(times)):
         if i < lag or counts[i] is None or counts[i - lag] is None:
             out.append(None)
@@ -49,7 +53,9 @@ def window_rate(times, counts, window_ps):
     return out
 
 
-def convergence(times, series, t_from, t_to, t_cut, tol=0.10, hold_ps=500_000_000):
+def convergence(times: Sequence[int], series: Mapping[Any, Sequence[Any]],
+                t_from: int, t_to: int, t_cut: int, tol: float = 0.10,
+                hold_ps: int = 500_000_000) -> dict[str, float | None]:
     """``hold``, ``settle``, ``frac`` (module docstring) of the flows in ``series`` (name ->
     values on ``times``) over [t_from, t_to], ``hold`` not before ``t_cut``."""
     samples = []
@@ -62,7 +68,7 @@ def convergence(times, series, t_from, t_to, t_cut, tol=0.10, hold_ps=500_000_00
         top = max(values)
         spread = (top - min(values)) / top if top > 0 else 0.0
         samples.append((t, spread <= tol))
-    out = {"hold": None, "settle": None, "frac": None}
+    out: dict[str, float | None] = {"hold": None, "settle": None, "frac": None}
     if not samples:
         return out
     out["frac"] = sum(ok for _, ok in samples) / len(samples)
@@ -88,14 +94,15 @@ def convergence(times, series, t_from, t_to, t_cut, tol=0.10, hold_ps=500_000_00
     return out
 
 
-def jain(values):
+def jain(values: Iterable[float]) -> float | None:
     vs = [v for v in values if v]
     if not vs:
         return None
     return sum(vs) ** 2 / (len(vs) * sum(v * v for v in vs))
 
 
-def write_rate_csv(path, times, flows):
+def write_rate_csv(path: str, times: Sequence[int],
+                   flows: Mapping[Any, Sequence[Sequence[float]]]) -> None:
     """One row per sample and flow: ``t_us, flow, rc_gbps, rt_gbps, alpha`` from the flows'
     step logs (``flows``: name -> [(t_ps, Rc, Rt, alpha), ...])."""
     with open(path, "w", newline="") as f:

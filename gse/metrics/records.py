@@ -10,12 +10,18 @@ that saw no queue, no loss and no competitor.  Percentiles use the nearest-rank 
 """
 
 import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import HEADER_BYTES
 
+if TYPE_CHECKING:
+    from gse.workloads.traffic import Message
+    from topologies.topology import Topology
 
-def percentile(sorted_values, q):
+
+def percentile(sorted_values: Sequence[Any], q: float) -> Any:
     """Nearest-rank percentile of an ascending list (q in 0..100)."""
     if not sorted_values:
         return None
@@ -23,7 +29,7 @@ def percentile(sorted_values, q):
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-def wire_bytes(size, mtu):
+def wire_bytes(size: int, mtu: int) -> int:
     return size + ((size + mtu - 1) // mtu) * HEADER_BYTES
 
 
@@ -31,7 +37,7 @@ class MessageRecord:
     __slots__ = ("msg_id", "src", "dst", "size", "start_ps", "deliver_ps", "finish_ps",
                  "ideal_ps", "retransmits")
 
-    def __init__(self, msg, ideal_ps):
+    def __init__(self, msg: "Message", ideal_ps: int) -> None:
         self.msg_id = msg.msg_id
         self.src = msg.src
         self.dst = msg.dst
@@ -43,17 +49,17 @@ class MessageRecord:
         self.retransmits = 0
 
     @property
-    def delivered(self):
+    def delivered(self) -> bool:
         return self.deliver_ps >= 0
 
     @property
-    def completed(self):
+    def completed(self) -> bool:
         return self.finish_ps >= 0
 
-    def fct_ps(self):
+    def fct_ps(self) -> int:
         return self.finish_ps - self.start_ps
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         d = {"msg_id": self.msg_id, "src": self.src, "dst": self.dst, "size": self.size,
              "start_us": self.start_ps / 1e6, "delivered": self.delivered,
              "ideal_us": round(self.ideal_ps / 1e6, 6), "retransmits": self.retransmits}
@@ -68,7 +74,8 @@ class MessageRecord:
         return d
 
 
-def ideal_ps(topo, src, dst, size, mtu, cache):
+def ideal_ps(topo: "Topology", src: int, dst: int, size: int, mtu: int,
+             cache: dict[tuple[int, int], tuple[int, int]]) -> int:
     key = (src, dst)
     path = cache.get(key)
     if path is None:
@@ -79,11 +86,11 @@ def ideal_ps(topo, src, dst, size, mtu, cache):
     return rtt + wire_time_ps(wire_bytes(size, mtu), mbps)
 
 
-def receiver_bound_ps(topo, messages, mtu):
+def receiver_bound_ps(topo: "Topology", messages: Iterable["Message"], mtu: int) -> int:
     """The soonest the last of ``messages`` can complete: the busiest receiver's downlink
     carrying every wire byte sent to it back to back, plus the largest base RTT to it.
     An incast's last FCT over this is how far from ideal the transport shares the link."""
-    per_dst = {}
+    per_dst: dict[int, tuple[int, int, int]] = {}
     for m in messages:
         wire, rtt, mbps = per_dst.get(m.dst, (0, 0, 0))
         rtt = max(rtt, topo.base_rtt_ps(m.src, m.dst, mtu + HEADER_BYTES, HEADER_BYTES))
@@ -97,8 +104,10 @@ def _us(ps):
     return None if ps is None else round(ps / 1e6, 3)
 
 
-def summarize(records, ports, hosts_counters, base_rtt_ps, sim_time_ps, events, wall_s,
-              extra=None):
+def summarize(records: Sequence[MessageRecord], ports: Iterable[Any],
+              hosts_counters: Iterable[dict[str, int]], base_rtt_ps: int, sim_time_ps: int,
+              events: int, wall_s: float, extra: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
     """The run summary: loss, completion-time and slowdown tails, goodput, switch counters."""
     delivered = sum(1 for r in records if r.delivered)
     done = [r for r in records if r.completed]
@@ -119,7 +128,7 @@ def summarize(records, ports, hosts_counters, base_rtt_ps, sim_time_ps, events, 
         peak["max"] = max(peak["max"], c.peak_bytes)
         if port.kind != "host" and port.faces_host:
             peak["edge_down"] = max(peak["edge_down"], c.peak_bytes)
-    totals = {}
+    totals: dict[str, int] = {}
     for counters in hosts_counters:
         for k, v in counters.items():
             totals[k] = totals.get(k, 0) + v
@@ -166,13 +175,14 @@ class RunResult:
 
     __slots__ = ("summary", "records", "network", "timeseries")
 
-    def __init__(self, summary, records, network, timeseries=None):
+    def __init__(self, summary: dict[str, Any], records: list[MessageRecord], network: Any,
+                 timeseries: Any = None) -> None:
         self.summary = summary
         self.records = records
         self.network = network
         self.timeseries = timeseries
 
-    def per_message(self):
+    def per_message(self) -> list[tuple[int, int, int, int, int]]:
         """Comparable per-message outcome, for determinism checks and golden runs."""
         return [(r.src, r.msg_id, r.deliver_ps, r.finish_ps, r.retransmits)
                 for r in self.records]

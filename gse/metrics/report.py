@@ -1,7 +1,10 @@
 """Human-readable tables and per-message record files."""
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from gse.metrics.records import MessageRecord, RunResult
 from gse.metrics.stall import describe_causes, time_text
 
 
@@ -16,7 +19,7 @@ def _fmt(v):
 ENDS = {"stalled": "the no-progress watchdog", "until": "--until-us", "timeout": "--timeout-s"}
 
 
-def format_summary(s):
+def format_summary(s: dict[str, Any]) -> str:
     """A short table of one run's summary."""
     rows = [
         ("protocol", s.get("protocol")),
@@ -67,7 +70,7 @@ def format_summary(s):
     return "\n".join("%-*s  %s" % (width, name, value) for name, value in rows)
 
 
-def failure_rows(failures):
+def failure_rows(failures: dict[str, Any] | None) -> list[tuple[str, str]]:
     """Rows of the summary table for a run with a fault schedule (gse.runtimes.sim.faults)."""
     if not failures:
         return []
@@ -87,7 +90,7 @@ def failure_rows(failures):
     return rows
 
 
-def format_side_by_side(summaries, labels):
+def format_side_by_side(summaries: Sequence[dict[str, Any]], labels: Sequence[str]) -> str:
     """Several summaries in columns (protocol comparisons)."""
     keys = [("messages", lambda s: s["messages"]), ("lost", lambda s: s["lost"]),
             ("FCT p50 us", lambda s: s["fct_us"]["p50"]),
@@ -106,13 +109,13 @@ def format_side_by_side(summaries, labels):
     if any(s.get("failures") for s in summaries):
         keys.append(("failure drops", lambda s: sum(s["failures"]["drops"].values())
                      if s.get("failures") else None))
-    lines = ["%-18s" % "" + "".join("%16s" % l for l in labels)]
+    lines = ["%-18s" % "" + "".join("%16s" % label for label in labels)]
     for name, get in keys:
         lines.append("%-18s" % name + "".join("%16s" % _fmt(get(s)) for s in summaries))
     return "\n".join(lines)
 
 
-def side_by_side(results):
+def side_by_side(results: Mapping[str, RunResult]) -> str:
     """The side-by-side table of ``{label: RunResult}``."""
     labels = list(results)
     return format_side_by_side([results[p].summary for p in labels], labels)
@@ -126,7 +129,8 @@ RECORD_SCHEMA = [("msg_id", "int64"), ("src", "int32"), ("dst", "int32"), ("size
                  ("delivered", "bool"), ("completed", "bool")]
 
 
-def write_records(path, records, metadata=None):
+def write_records(path: str, records: Sequence[MessageRecord],
+                  metadata: Mapping[str, str] | None = None) -> None:
     """Per-message records: Parquet if the name ends in .parquet, CSV if in .csv, else
     JSON Lines (docs/records.md).  A message not delivered (or not completed) has no
     ``deliver_us`` (or ``finish_us``, ``fct_us``, ``slowdown``, ``goodput_gbps``): empty
@@ -145,7 +149,7 @@ def write_records(path, records, metadata=None):
                 f.write(json.dumps(row, sort_keys=True) + "\n")
 
 
-def read_records(path):
+def read_records(path: str) -> list[dict[str, Any]]:
     """The records a run wrote (``--records``: .parquet, .csv or .jsonl), as dicts with
     the columns of docs/records.md (missing values None)."""
     lower = path.lower()

@@ -25,7 +25,18 @@ comes more than two looks late (the process was not run) starts the span again. 
 sets it; 0 turns the watchdog off.
 """
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from gse.agents.interface import CAUSES
+
+if TYPE_CHECKING:
+    from gse.protocols import ProtocolConfig
+    from gse.workloads.faults import FaultSchedule
+
+# The host agents of a run: gse.agents.interface.HostAgent and the objects runtimes drive
+# like one (duck typing), with the ``receiver`` it documents.
+Agents = Sequence[Any]
 
 SPAN_RTOS = 4
 REALTIME_MIN_SPAN_PS = 1_000_000_000_000
@@ -40,14 +51,14 @@ CAUSE_TEXT = {
 }
 
 
-def default_span_ps(config, realtime=False):
+def default_span_ps(config: "ProtocolConfig", realtime: bool = False) -> int:
     """The watchdog's span for a protocol config: ``SPAN_RTOS`` maximum RTOs (on a real
     clock, ``realtime``, at least ``REALTIME_MIN_SPAN_PS``)."""
     span = SPAN_RTOS * config.rto_max_ps
     return max(span, REALTIME_MIN_SPAN_PS) if realtime else span
 
 
-def last_change_ps(faults, detect_ps=-1):
+def last_change_ps(faults: "FaultSchedule | None", detect_ps: int = -1) -> int:
     """The time of a fault schedule's last change: a link going down or up, or the
     switches learning of one (``detect_ps`` after it unless the entry says otherwise);
     0 without one."""
@@ -58,7 +69,8 @@ def last_change_ps(faults, detect_ps=-1):
     return max(times, default=0)
 
 
-def span_of(stall_ps, config, realtime=False):
+def span_of(stall_ps: int | None, config: "ProtocolConfig",
+            realtime: bool = False) -> int:
     """``stall_ps`` as the runs take it (None: the default for ``config``; <= 0: off) ->
     the span in picoseconds, 0 for off."""
     if stall_ps is None:
@@ -66,7 +78,7 @@ def span_of(stall_ps, config, realtime=False):
     return stall_ps if stall_ps > 0 else 0
 
 
-def host_progress(agents):
+def host_progress(agents: Agents) -> tuple[int, tuple[int, int]]:
     """(unfinished messages, progress mark) over ``agents``: the mark changes exactly when
     some message completed or some new data was acknowledged or accepted."""
     unfinished = acked = received = 0
@@ -85,19 +97,19 @@ class StallWatch:
     declared between one span and one span plus two looks after the last progress
     (``since_ps``: the look that last saw progress, or saw nothing unfinished)."""
 
-    def __init__(self, span_ps, not_before_ps=0, realtime=False):
+    def __init__(self, span_ps: int, not_before_ps: int = 0, realtime: bool = False) -> None:
         if span_ps <= 0:
             raise ValueError("the watchdog's span must be positive, got %r" % span_ps)
         self.span_ps = span_ps
         self.check_ps = max(1, span_ps // 4)
         self.not_before_ps = not_before_ps
         self.realtime = realtime
-        self.mark = None
+        self.mark: object = None
         self.since_ps = 0         # when progress (or an idle run) was last seen
-        self.last_look_ps = None
+        self.last_look_ps: int | None = None
         self.unwatched = 0        # looks that came late: the process was not run
 
-    def look(self, now, unfinished, mark):
+    def look(self, now: int, unfinished: int, mark: object) -> bool:
         """True if nothing moved for the span while ``unfinished`` messages waited.
 
         On a real clock (``realtime``) a look that comes more than two looks late means
@@ -115,9 +127,9 @@ class StallWatch:
         return now - self.since_ps >= self.span_ps
 
 
-def waiting_counts(agents):
+def waiting_counts(agents: Agents) -> tuple[dict[str, int], int]:
     """({cause: count}, hosts with unfinished messages) over ``agents``."""
-    counts = {}
+    counts: dict[str, int] = {}
     hosts = 0
     for agent in agents:
         w = agent.waiting()
@@ -128,7 +140,8 @@ def waiting_counts(agents):
     return counts, hosts
 
 
-def stall_report(watch, now, counts, hosts, unfinished=None):
+def stall_report(watch: StallWatch, now: int, counts: dict[str, int], hosts: int,
+                 unfinished: int | None = None) -> dict[str, Any]:
     """The summary's ``stall`` section: when, for how long, and what waits for what."""
     order = list(CAUSES) + sorted(c for c in counts if c not in CAUSES)
     return {"span_us": watch.span_ps / 1e6, "progress_seen_us": watch.since_ps / 1e6,
@@ -138,7 +151,8 @@ def stall_report(watch, now, counts, hosts, unfinished=None):
             "waiting": {c: counts[c] for c in order if counts.get(c)}}
 
 
-def look_at_hosts(watch, now, agents):
+def look_at_hosts(watch: StallWatch, now: int,
+                  agents: Agents) -> dict[str, Any] | None:
     """One look of ``watch`` at ``agents`` at ``now``: the stall report if the run is
     stuck, else None."""
     unfinished, mark = host_progress(agents)
@@ -148,13 +162,13 @@ def look_at_hosts(watch, now, agents):
     return stall_report(watch, now, counts, hosts, unfinished)
 
 
-def describe_causes(report):
+def describe_causes(report: dict[str, Any]) -> str:
     """``3 waiting for grants, 1 ...``: a report's causes in words."""
     return ", ".join("%d %s" % (n, CAUSE_TEXT.get(c, c))
                      for c, n in report["waiting"].items()) or "nothing reported"
 
 
-def time_text(us):
+def time_text(us: float) -> str:
     """A duration or time of the run's clock for people: us, ms or s."""
     if us >= 1e6:
         return "%.4g s" % (us / 1e6)
@@ -163,7 +177,7 @@ def time_text(us):
     return "%.4g us" % us
 
 
-def describe_stall(report):
+def describe_stall(report: dict[str, Any]) -> str:
     """One line for the user: what is stuck, per cause."""
     return ("no progress for %s of the run's clock (nothing completed, acknowledged or "
             "received between the watchdog's looks at %s and %s; its span, --stall-us, is "

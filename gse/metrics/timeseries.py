@@ -37,7 +37,13 @@ A driver that builds its own network (not ``run_simulation``) samples with
 
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from gse.metrics.columnar import Coded, format_of, read_table, write_table
+
+if TYPE_CHECKING:
+    from topologies.topology import Topology
 
 PS_PER_US = 1_000_000
 
@@ -56,9 +62,9 @@ HOST_SCHEMA = TIME_COLUMNS + HOST_STATIC + HOST_DYNAMIC + [("goodput_gbps", "flo
 FILES = {"parquet": ("ports.parquet", "hosts.parquet"), "csv": ("ports.csv", "hosts.csv")}
 
 
-def port_static(topo, ports):
+def port_static(topo: "Topology", ports: Iterable[Any]) -> dict[str, list[Any]]:
     """The static columns of ``ports`` (objects with ``node``, ``port``, ``mbps``)."""
-    cols = {name: [] for name, _ in PORT_STATIC}
+    cols: dict[str, list[Any]] = {name: [] for name, _ in PORT_STATIC}
     for p in ports:
         node = topo.nodes[p.node]
         peer, _ = topo.peer(p.node, p.port)
@@ -81,7 +87,9 @@ class TimeSeries:
     static columns, one value per port or host; ``port_values`` / ``host_values``: the
     per-bin columns, bin-major (row ``b * n + i`` is entity ``i`` in bin ``b``)."""
 
-    def __init__(self, edges, ports, port_values, hosts, host_values, meta):
+    def __init__(self, edges: Iterable[int], ports: Mapping[str, Sequence[Any]],
+                 port_values: Mapping[str, Sequence[int]], hosts: Mapping[str, Sequence[Any]],
+                 host_values: Mapping[str, Sequence[int]], meta: Mapping[str, Any]) -> None:
         self.edges = list(edges)
         self.ports = ports
         self.port_values = port_values
@@ -95,44 +103,44 @@ class TimeSeries:
                             enumerate(zip(ports["node"], ports["port"]))}
 
     @property
-    def nbins(self):
+    def nbins(self) -> int:
         return len(self.edges) - 1
 
-    def times_us(self):
+    def times_us(self) -> list[float]:
         """The start of every bin, in us."""
         return [t / PS_PER_US for t in self.edges[:-1]]
 
-    def durations_ps(self):
+    def durations_ps(self) -> list[int]:
         return [b - a for a, b in zip(self.edges, self.edges[1:])]
 
-    def host_series(self, host, column):
+    def host_series(self, host: int, column: str) -> list[int]:
         """Per-bin values of a host column (``rx_payload_bytes``, ``tx_bytes``)."""
         if not 0 <= host < self.nhosts:
             raise ValueError("host %r outside 0..%d" % (host, self.nhosts - 1))
         return list(self.host_values[column][host::self.nhosts])
 
-    def host_goodput_gbps(self, host):
+    def host_goodput_gbps(self, host: int) -> list[float]:
         """Host ``host``'s goodput in every bin (Gb/s): new payload bytes accepted by its
         receiver over the bin's length."""
         return [b * 8 / d * 1000.0 if d else 0.0
                 for b, d in zip(self.host_series(host, "rx_payload_bytes"),
                                 self.durations_ps())]
 
-    def total_goodput_gbps(self):
+    def total_goodput_gbps(self) -> list[float]:
         """The sum over hosts of the goodput in every bin (Gb/s)."""
         rx = self.host_values["rx_payload_bytes"]
         n = self.nhosts
         return [sum(rx[b * n:(b + 1) * n]) * 8 / d * 1000.0 if d else 0.0
                 for b, d in enumerate(self.durations_ps())]
 
-    def port_index(self, node, port):
+    def port_index(self, node: int, port: int) -> int:
         try:
             return self._port_index[(node, port)]
         except KeyError:
             raise ValueError("no port %r of node %r in this time series"
                              % (port, node)) from None
 
-    def port_series(self, node, port, column):
+    def port_series(self, node: int, port: int, column: str) -> list[float]:
         """Per-bin values of a port column (``queue_bytes``, ``utilisation``, ...)."""
         i = self.port_index(node, port)
         if column == "utilisation":
@@ -142,7 +150,7 @@ class TimeSeries:
                                      self.durations_ps())]
         return list(self.port_values[column][i::self.nports])
 
-    def port_table(self):
+    def port_table(self) -> dict[str, Any]:
         """Every port column of docs/timeseries.md, long format (``{name: column}``)."""
         out, dur = self._table(self.ports, self.port_values, self.nports)
         np = _numpy()
@@ -152,7 +160,7 @@ class TimeSeries:
             out["paused_frac"] = np.where(dur > 0, out["paused_ps"] / dur, 0.0)
         return {name: out[name] for name, _ in PORT_SCHEMA}
 
-    def host_table(self):
+    def host_table(self) -> dict[str, Any]:
         """Every host column of docs/timeseries.md, long format (``{name: column}``)."""
         out, dur = self._table(self.hosts, self.host_values, self.nhosts)
         np = _numpy()
@@ -181,7 +189,7 @@ class TimeSeries:
             out[name] = a.astype(bool) if name == "paused" else a
         return out, np.repeat(e[1:] - e[:-1], n)
 
-    def write(self, directory, fmt="parquet"):
+    def write(self, directory: str, fmt: str = "parquet") -> list[str]:
         """``directory``/ports.parquet and hosts.parquet (or .csv); returns the paths."""
         fmt = format_of("", fmt)
         os.makedirs(directory, exist_ok=True)
@@ -193,7 +201,7 @@ class TimeSeries:
         return paths
 
     @classmethod
-    def read(cls, directory):
+    def read(cls, directory: str) -> "TimeSeries":
         """A time series written by :meth:`write` (Parquet or CSV, whichever is there)."""
         for fmt in ("parquet", "csv"):
             ports_path, hosts_path = (os.path.join(directory, n) for n in FILES[fmt])

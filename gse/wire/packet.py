@@ -116,6 +116,19 @@ class Packet:
                 self.sack_base, self.sack_bits, self.ts, self.prio)
 
 
+def make_packet(*, kind, src, dst, msg_id=0, psn=0, entropy=0, payload_len=0, flags=0,
+                msg_len=0, credit=0, aux=0, sack_base=0, sack_bits=0, ts=0,
+                prio=PRIO_CONTROL):
+    """``Packet(...)`` with every field named: the form for code off the hot paths (tests,
+    experiments, captures, the fabric-mode switch's control packets).
+
+    The constructor and :func:`new_packet` take up to fifteen fields by position, where
+    ``credit`` and ``aux`` or ``ts`` and ``prio`` are easy to swap unnoticed; here each one
+    is named, and any omitted one is zero (``prio``: control), as in the constructor."""
+    return Packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len, credit,
+                  aux, sack_base, sack_bits, ts, prio)
+
+
 def new_packet(kind, src, dst, msg_id, psn, entropy, payload_len, flags, msg_len, credit,
                aux, sack_base, sack_bits, ts, prio):
     """``Packet(...)`` with all fifteen header fields given, in the constructor's order.

@@ -35,10 +35,10 @@ entropy (UDP source port), ECN and the traffic class -- cannot ride there in an 
 whose sockets are per node, and some fields have no UET place (the project's 32-bit
 message id, the echoed send time, the cumulative credit in ``aux`` of a REQUEST or
 GRANT).  They travel in a 40-byte trailer at the end of the UDP payload, after the data,
-which UET dissectors show as payload: src (4), dst (4), msg_id (4), msg_len (4), aux (4), ts (8), entropy (2),
-payload_len (2), flags (1: ``F_ECN_CE``, ``F_TRIMMED``, ``F_ECT``), prio (1), the magic
-``GS`` (2) and a CRC-32 over the whole datagram before it (4).  The decoder checks that
-the UET fields and the trailer agree.
+which UET dissectors show as payload: src (4), dst (4), msg_id (4), msg_len (4), aux (4),
+ts (8), entropy (2), payload_len (2), flags (1: ``F_ECN_CE``, ``F_TRIMMED``, ``F_ECT``),
+prio (1), the magic ``GS`` (2) and a CRC-32 over the whole datagram before it (4).  The
+decoder checks that the UET fields and the trailer agree.
 
 **Authenticated packets** (``--secure``, ``gse.runtimes.udp.secure``): the UET TSS header
 (16 bytes: type 1, ``sp`` 1, ``an`` 0, ``sdi`` = the domain's id, ``ssi`` = src, the TSC)

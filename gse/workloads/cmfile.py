@@ -46,7 +46,10 @@ they start at their own ``start`` and share the sender with its other messages.
 Messages are returned sorted by ``(start_ps, msg_id)``, like every generator's output.
 """
 
+import os
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from gse.workloads.traffic import MAX_ID, MAX_SIZE, Message
 
@@ -77,7 +80,7 @@ class CmFileError(ValueError):
         super().__init__(msg)
 
 
-def us_to_ps(text):
+def us_to_ps(text: str) -> int | None:
     """Exact picoseconds of a decimal microsecond string such as ``1.5`` or ``2e-6``.
 
     Returns None if ``text`` is not a plain non-negative decimal, or is not a whole number of
@@ -113,7 +116,7 @@ def us_to_ps(text):
     return ps if ps <= MAX_START_PS else None
 
 
-def ps_to_us(ps):
+def ps_to_us(ps: int) -> str:
     """``ps`` as a decimal microsecond string with no lost digits: 1500000 -> "1.5"."""
     whole, frac = divmod(ps, PS_PER_US)
     if not frac:
@@ -163,20 +166,20 @@ class CmWorkload:
     __slots__ = ("nodes", "messages", "held", "held_by", "triggers", "send_done",
                  "recv_done", "flow_of", "ignored", "name")
 
-    def __init__(self, nodes, name):
+    def __init__(self, nodes: int, name: str) -> None:
         self.nodes = nodes
         self.name = name
-        self.messages = []
-        self.held = []
-        self.held_by = {}
-        self.triggers = {}
-        self.send_done = {}
-        self.recv_done = {}
-        self.flow_of = {}
-        self.ignored = {}
+        self.messages: list[Message] = []
+        self.held: list[Message] = []
+        self.held_by: dict[int, int] = {}
+        self.triggers: dict[int, Trigger] = {}
+        self.send_done: dict[int, list[int]] = {}
+        self.recv_done: dict[int, list[int]] = {}
+        self.flow_of: dict[int, int] = {}
+        self.ignored: dict[str, int] = {}
 
-    def summary(self):
-        kinds = {}
+    def summary(self) -> dict[str, Any]:
+        kinds: dict[str, int] = {}
         for t in self.triggers.values():
             kinds[t.kind] = kinds.get(t.kind, 0) + 1
         return {"file": self.name, "nodes": self.nodes, "messages": len(self.messages),
@@ -184,7 +187,7 @@ class CmWorkload:
                 "reused_connection_messages": len(self.flow_of), "ignored": dict(self.ignored)}
 
 
-def parse_cm(text, name="<string>"):
+def parse_cm(text: str, name: str = "<string>") -> tuple[int, list[Message]]:
     """(n_nodes, messages) from the text of a connection matrix without triggers (see
     ``parse_cm_workload`` for one with them)."""
     w = parse_cm_workload(text, name)
@@ -196,15 +199,15 @@ def parse_cm(text, name="<string>"):
     return w.nodes, w.messages
 
 
-def parse_cm_workload(text, name="<string>"):
+def parse_cm_workload(text: str, name: str = "<string>") -> CmWorkload:
     """A ``CmWorkload`` from the text of a connection matrix; see the module docstring."""
     n_nodes = None
-    declared = {}                  # header -> (value, lineno)
-    rows = []
-    seen_ids = {}                  # flow id -> (lineno, src, dst)
-    triggers = {}
-    refs = {}                      # trigger id -> first (lineno, line) that refers to it
-    ignored = {}
+    declared: dict[str, Any] = {}                    # header -> (value, lineno)
+    rows: list[Any] = []
+    seen_ids: dict[int, tuple[int, int, int]] = {}   # flow id -> (lineno, src, dst)
+    triggers: dict[int, Trigger] = {}
+    refs: dict[int, tuple[int, str]] = {}   # trigger id -> first (lineno, line) referring to it
+    ignored: dict[str, int] = {}
     for lineno, raw in enumerate(text.split("\n"), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -453,7 +456,7 @@ def _check_trigger(name, t):
                           "never start" % (t.id, n_tgt, n_act))
 
 
-def format_cm(n_nodes, messages):
+def format_cm(n_nodes: int, messages: Sequence[Message]) -> str:
     """The text of a connection matrix for ``messages`` over ``n_nodes`` hosts, in the given
     order.  Raises ValueError (``CmFileError`` without a line) if htsim could not read it."""
     name = "format_cm"
@@ -493,17 +496,18 @@ def _read_text(path):
     return text
 
 
-def read_cm(path):
+def read_cm(path: str | os.PathLike[str]) -> tuple[int, list[Message]]:
     """(n_nodes, messages) from the connection-matrix file at ``path`` (no triggers)."""
     return parse_cm(_read_text(path), name=str(path))
 
 
-def read_cm_workload(path):
+def read_cm_workload(path: str | os.PathLike[str]) -> CmWorkload:
     """The ``CmWorkload`` of the connection-matrix file at ``path``."""
     return parse_cm_workload(_read_text(path), name=str(path))
 
 
-def write_cm(path, n_nodes, messages):
+def write_cm(path: str | os.PathLike[str], n_nodes: int,
+             messages: Sequence[Message]) -> None:
     """Write ``messages`` over ``n_nodes`` hosts to ``path`` as a connection matrix."""
     text = format_cm(n_nodes, messages)
     with open(path, "w", encoding="utf-8") as f:

@@ -43,6 +43,9 @@ times 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to
 for broadcast, reduce and point to point.
 """
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "reduce",
        "gather", "scatter", "send")
 
@@ -66,7 +69,7 @@ MAX_RANK = 1 << 20             # ranks are 0..MAX_RANK-1 (a million NICs is plen
 MAX_FLOW_BYTES = 2 ** 32 - 1   # a flow is one message, whose length is a 32-bit wire field
 
 
-def bus_factor(op, n):
+def bus_factor(op: str, n: int) -> float:
     """The nccl-tests factor from algorithm bandwidth to bus bandwidth over n ranks."""
     if op == "all_reduce":
         return 2.0 * (n - 1) / n
@@ -93,8 +96,12 @@ class Collective:
     __slots__ = ("id", "op", "ranks", "size", "algo", "root", "after", "start_ps", "dtype",
                  "tag", "chunk_bytes", "where", "splits")
 
-    def __init__(self, id, op, ranks, size, algo=None, root=0, after=(), start_ps=0,
-                 dtype=None, tag=None, chunk_bytes=None, where=None, splits=None):
+    def __init__(self, id: int, op: str, ranks: Iterable[int], size: int,
+                 algo: str | None = None, root: int = 0,
+                 after: Iterable[int | tuple[int, int]] = (), start_ps: int = 0,
+                 dtype: str | None = None, tag: Any = None, chunk_bytes: int | None = None,
+                 where: str | None = None,
+                 splits: Iterable[Iterable[int]] | None = None) -> None:
         self.id = id
         self.op = op
         self.ranks = tuple(ranks)
@@ -111,7 +118,7 @@ class Collective:
         self.splits = None if splits is None else tuple(tuple(row) for row in splits)
         self.check()
 
-    def describe(self):
+    def describe(self) -> str:
         """"collective ID" and, if known, the file and record it came from."""
         what = "collective %r" % (self.id,)
         return what if self.where is None else "%s: %s" % (self.where, what)
@@ -181,7 +188,7 @@ class Collective:
                                   "(the largest row of splits), %d bytes, not %d"
                                   % (what, big, self.size))
 
-    def largest_flow(self):
+    def largest_flow(self) -> int:
         """Bytes of the largest flow ``expand`` makes of this collective (without making
         them: an all-to-all over thousands of ranks has millions)."""
         n, size, op = len(self.ranks), self.size, self.op
@@ -221,7 +228,7 @@ class Collective:
             " after %s" % (list(self.after),) if self.after else "",
             " start %d ps" % self.start_ps if self.start_ps else "")
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         d = {"id": self.id, "op": self.op, "ranks": list(self.ranks), "bytes": self.size,
              "algo": self.algo}
         if self.op in ROOTED:
@@ -247,14 +254,14 @@ class Plan:
 
     __slots__ = ("n", "src", "dst", "size", "deps")
 
-    def __init__(self, n):
+    def __init__(self, n: int) -> None:
         self.n = n
-        self.src = []
-        self.dst = []
-        self.size = []
-        self.deps = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.size: list[int] = []
+        self.deps: list[tuple[int, ...]] = []
 
-    def add(self, src, dst, size, deps=()):
+    def add(self, src: int, dst: int, size: int, deps: Iterable[int] = ()) -> int:
         self.src.append(src)
         self.dst.append(dst)
         self.size.append(size)
@@ -264,10 +271,10 @@ class Plan:
     def __len__(self):
         return len(self.src)
 
-    def bytes_sent(self):
+    def bytes_sent(self) -> int:
         return sum(self.size)
 
-    def steps(self):
+    def steps(self) -> int:
         """The longest dependency chain, in flows (a ring all-reduce: 2(N-1))."""
         depth = [0] * len(self.src)
         for f, deps in enumerate(self.deps):         # deps always point backwards
@@ -275,7 +282,7 @@ class Plan:
         return max(depth, default=0)
 
 
-def chunks(size, n):
+def chunks(size: int, n: int) -> list[int]:
     """``size`` bytes cut into n chunks differing by at most one byte."""
     q, r = divmod(size, n)
     return [q + 1 if c < r else q for c in range(n)]
@@ -384,7 +391,7 @@ def direct_rooted(n, size, root_pos, to_root):
     return plan
 
 
-def expand(coll):
+def expand(coll: Collective) -> Plan:
     """The ``Plan`` of a ``Collective``; positions index ``coll.ranks``."""
     n = len(coll.ranks)
     if n == 1:
@@ -412,7 +419,7 @@ def expand(coll):
     return direct_rooted(n, size, root, to_root=(op == "gather"))
 
 
-def check_trace(collectives):
+def check_trace(collectives: Sequence[Collective]) -> None:
     """Ids unique, every ``after`` names an earlier collective (so no cycles)."""
     seen = set()
     for c in collectives:

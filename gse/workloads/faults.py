@@ -51,9 +51,14 @@ traffic's) and refuses it.
 
 import random
 import re
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 from topologies.routing import Routes
+
+if TYPE_CHECKING:
+    from topologies.topology import Topology
 
 UNITS_PS = {"ps": 1, "ns": 1_000, "us": 1_000_000, "µs": 1_000_000, "ms": 1_000_000_000,
             "s": 1_000_000_000_000}
@@ -81,7 +86,7 @@ class FaultError(ValueError):
                          else "%s: %s" % (where, problem))
 
 
-def parse_time_ps(text):
+def parse_time_ps(text: str) -> int | None:
     """``50us`` -> 50_000_000; None if ``text`` is not a time of whole picoseconds."""
     m = _TIME_RE.match(text)
     if not m:
@@ -143,7 +148,7 @@ class FaultEntry:
         return d
 
 
-def link_name(topo, li):
+def link_name(topo: "Topology", li: int) -> str:
     link = topo.links[li]
     return "%s-%s" % (topo.nodes[link.a].name, topo.nodes[link.b].name)
 
@@ -152,7 +157,8 @@ class FaultSchedule:
     """The entries of one run, in the order given; ``after_packets``: None (times from
     the run's time 0) or the trigger, a count of packets over its ``links()``."""
 
-    def __init__(self, entries=(), after_packets=None):
+    def __init__(self, entries: Iterable["FaultEntry"] = (),
+                 after_packets: int | None = None) -> None:
         self.entries = list(entries)
         if after_packets is not None and (isinstance(after_packets, bool) or
                                           not isinstance(after_packets, int) or
@@ -257,7 +263,8 @@ class FaultSchedule:
 
 # -- parsing ------------------------------------------------------------------------------
 
-def parse_fault(text, topo, seed=1, index=0, where="--fail"):
+def parse_fault(text: str, topo: "Topology", seed: int = 1, index: int = 0,
+                where: str = "--fail") -> FaultEntry:
     """One entry from its text; ``FaultError`` names ``where`` and what is wrong."""
     e = FaultEntry(index, text.strip(), where)
     spec = e.text
@@ -422,20 +429,22 @@ def _apply_options(e, options, where, text):
             e.detect_ps = time_of("detect")
 
 
-def parse_faults(specs, topo, seed=1, start=0):
+def parse_faults(specs: Iterable[str], topo: "Topology", seed: int = 1,
+                 start: int = 0) -> list[FaultEntry]:
     """Entries from ``--fail`` texts (named ``--fail 1``, ``--fail 2``, ...)."""
     return [parse_fault(text, topo, seed, start + i, "--fail %d" % (i + 1))
             for i, text in enumerate(specs)]
 
 
-def read_fault_file(path, topo, seed=1, start=0):
+def read_fault_file(path: str, topo: "Topology", seed: int = 1,
+                    start: int = 0) -> list[FaultEntry]:
     """Entries from a schedule file, one per line (``FILE:LINE`` in errors)."""
     try:
         with open(path) as f:
             lines = f.readlines()
     except OSError as exc:
         raise FaultError(path, "", "cannot read: %s" % (exc.strerror or exc)) from None
-    out = []
+    out: list[FaultEntry] = []
     for lineno, line in enumerate(lines, 1):
         body = line.split("#", 1)[0].strip()
         if body:
@@ -444,7 +453,8 @@ def read_fault_file(path, topo, seed=1, start=0):
     return out
 
 
-def build_schedule(topo, specs=(), files=(), seed=1, after_packets=None):
+def build_schedule(topo: "Topology", specs: Iterable[str] = (), files: Iterable[str] = (),
+                   seed: int = 1, after_packets: int | None = None) -> FaultSchedule:
     """The schedule of a run: ``--fail`` entries first, then each file's, in order;
     ``after_packets``: its times count from the trigger (see the module's docstring)."""
     entries = parse_faults(specs, topo, seed)

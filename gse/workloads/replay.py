@@ -2,8 +2,9 @@
 
 ``replay(topo, collectives, protocol, ...)`` builds the same
 ``gse.runtimes.sim.network.Network`` as ``gse.runtimes.sim.run.run_simulation`` (through
-``build_network``), expands every collective into its flows (``gse.workloads.collectives.expand``) and starts each flow as a message when what it
-waits for has happened, in simulated time:
+``build_network``), expands every collective into its flows
+(``gse.workloads.collectives.expand``) and starts each flow as a message when what it waits
+for has happened, in simulated time:
 
 * a flow waits for the flows of its own collective it depends on (a ring step for the
   previous step's chunk), delivered at the receiver, and for both its ranks to have
@@ -31,6 +32,8 @@ factors, ``gse.workloads.collectives.bus_factor``).  The network summary is
 """
 
 import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.protocols import PROTOCOLS, default_config
@@ -44,13 +47,21 @@ from gse.workloads.replay_programs import COMPUTE_MODELS, ProgramRunner
 from gse.workloads.traffic import MAX_SIZE, Message
 from topologies.topology import serialisation_ps
 
+if TYPE_CHECKING:
+    from gse.protocols import ProtocolConfig
+    from gse.metrics.records import MessageRecord
+    from gse.metrics.timeseries import TimeSeries
+    from gse.workloads.collectives import Collective
+    from gse.workloads.faults import FaultSchedule
+    from topologies.topology import Topology
+
 
 class CollectiveResult:
     """Outcome of one collective: times in ps (-1 if it never started/finished)."""
 
     __slots__ = ("coll", "flows", "start_ps", "end_ps", "flows_done", "bytes_moved")
 
-    def __init__(self, coll, flows):
+    def __init__(self, coll: "Collective", flows: int) -> None:
         self.coll = coll
         self.flows = flows
         self.start_ps = -1
@@ -59,17 +70,17 @@ class CollectiveResult:
         self.bytes_moved = 0
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return self.end_ps >= 0
 
-    def time_ps(self):
+    def time_ps(self) -> int | None:
         return self.end_ps - self.start_ps if self.done else None
 
-    def algbw_gbps(self):
+    def algbw_gbps(self) -> float | None:
         t = self.time_ps()
         return self.coll.size * 8 / (t / 1e3) if t else None
 
-    def busbw_gbps(self):
+    def busbw_gbps(self) -> float | None:
         a = self.algbw_gbps()
         return None if a is None else a * bus_factor(self.coll.op, len(self.coll.ranks))
 
@@ -93,7 +104,9 @@ class CollectiveResult:
 class ReplayResult:
     __slots__ = ("summary", "collectives", "records", "network", "timeseries")
 
-    def __init__(self, summary, collectives, records, network, timeseries=None):
+    def __init__(self, summary: dict[str, Any], collectives: list[CollectiveResult],
+                 records: list["MessageRecord"], network: Any,
+                 timeseries: "TimeSeries | None" = None) -> None:
         self.summary = summary
         self.collectives = collectives     # [CollectiveResult] in trace order
         self.records = records             # [MessageRecord] in start order
@@ -370,10 +383,14 @@ def _first_with(colls, rank):
     return next(c.describe() for c in colls if rank in c.ranks)
 
 
-def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0,
-           corrupt_rate=0.0, rank_hosts=None, until_ps=-1, compute_scale=1.0, sample_ps=0,
-           observers=(), compute_model="streams", programs=None, faults=None,
-           detect_ps=DEFAULT_DETECT_PS, stall_ps=None):
+def replay(topo: "Topology", collectives: Any, protocol: str = "gse",
+           config: "ProtocolConfig | None" = None, seed: int = 1,
+           loss_rate: float = 0.0, corrupt_rate: float = 0.0,
+           rank_hosts: Sequence[int] | None = None, until_ps: int = -1,
+           compute_scale: float = 1.0, sample_ps: int = 0, observers: Iterable[Any] = (),
+           compute_model: str = "streams", programs: Any = None,
+           faults: "FaultSchedule | None" = None, detect_ps: int = DEFAULT_DETECT_PS,
+           stall_ps: int | None = None) -> ReplayResult:
     """Replay ``collectives`` (a list, or a ``Trace``: its per-rank programs, if it has
     them, drive the replay) and return a ``ReplayResult``; ``faults`` and ``detect_ps``
     as in ``gse.runtimes.sim.run.run_simulation``."""
@@ -385,7 +402,8 @@ def replay(topo, collectives, protocol="gse", config=None, seed=1, loss_rate=0.0
                         until_ps, sample_ps, observers, stall_ps)
 
 
-def ring_bound_ps(topo, ring_hosts, size, mtu=4096):
+def ring_bound_ps(topo: "Topology", ring_hosts: Sequence[int], size: int,
+                  mtu: int = 4096) -> tuple[int, int]:
     """(bound ps, one-way ps) of a ring all-reduce on an idle non-blocking fabric: the
     acceptance figure 2(N-1)/N x S / rate + 2(N-1) x the base one-way latency.
 
@@ -405,10 +423,10 @@ def ring_bound_ps(topo, ring_hosts, size, mtu=4096):
     return int(round(bound)), int(round(one_way))
 
 
-def hop_one_way_ps(topo, src, dst, mtu=4096):
+def hop_one_way_ps(topo: "Topology", src: int, dst: int, mtu: int = 4096) -> int:
     """What one full packet takes from host ``src``'s NIC to host ``dst``'s on an idle
     fabric: per link its propagation and the packet's serialisation (store and forward),
     plus each switch's latency."""
     links = topo.path_links(src, dst)
     return topo.switch_latency_ps * (len(links) - 1) + sum(
-        l.delay_ps + serialisation_ps(mtu + HEADER_BYTES, l.gbps) for l in links)
+        link.delay_ps + serialisation_ps(mtu + HEADER_BYTES, link.gbps) for link in links)

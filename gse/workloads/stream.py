@@ -37,7 +37,9 @@ the bound of an idle fabric (``ring_bound_ps``).
 import math
 import time
 from array import array
+from collections.abc import Iterable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.records import summarize, wire_bytes
 from gse.protocols import PROTOCOLS, default_config
@@ -48,6 +50,9 @@ from gse.wire.packet import HEADER_BYTES
 from gse.workloads.collectives import bus_factor, chunks
 from topologies.topology import serialisation_ps
 
+if TYPE_CHECKING:
+    from topologies.topology import Topology
+
 SHIFT = 24
 INDEX = (1 << SHIFT) - 1
 
@@ -57,7 +62,8 @@ class RingPhase:
 
     kind = "ring"
 
-    def __init__(self, op, groups, size, name=None):
+    def __init__(self, op: str, groups: Iterable[Iterable[int]], size: int,
+                 name: str | None = None) -> None:
         if op not in ("all_reduce", "reduce_scatter", "all_gather"):
             raise ValueError("ring phase: op must be all_reduce, reduce_scatter or "
                              "all_gather, got %r" % (op,))
@@ -94,7 +100,8 @@ class PairwisePhase:
 
     kind = "pairwise"
 
-    def __init__(self, groups, size, window=None, name=None):
+    def __init__(self, groups: Iterable[Iterable[int]], size: int, window: int | None = None,
+                 name: str | None = None) -> None:
         self.groups = [tuple(g) for g in groups]
         n = len(self.groups[0])
         if n < 2 or any(len(g) != n for g in self.groups):
@@ -112,7 +119,7 @@ class PairwisePhase:
         return self.size * (self.n - 1)
 
 
-def hierarchical_all_reduce(servers, rails, size):
+def hierarchical_all_reduce(servers: int, rails: int, size: int) -> list[RingPhase]:
     """NCCL's all-reduce of ``size`` bytes per rank on a rail-optimised fabric: rank
     ``s * rails + r`` is NIC r of server s.  Reduce-scatter across each server's rails,
     a ring all-reduce of size/rails per rail, all-gather across each server's rails."""
@@ -396,7 +403,8 @@ class StreamRun:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, until_ps=-1, observers=(), stall_ps=None):
+    def run(self, until_ps: int = -1, observers: Iterable[Any] = (),
+            stall_ps: int | None = None) -> "StreamResult":
         """Run the phases (to ``until_ps`` at most); ``observers`` and ``stall_ps`` (the
         no-progress watchdog) as in ``gse.runtimes.sim.run.run_simulation``."""
         for h in self.ranks:
@@ -440,8 +448,12 @@ class StreamRun:
         (p50, p99, p999), lo, hi = _percentiles(fct, (50, 99, 99.9))
         (s50, s99), _slo, shi = _percentiles(slow, (50, 99))
         (g50,), glo, _ghi = _percentiles(good, (50,))
-        us = (lambda v: None if v is None else round(v / 1e6, 3))
-        rnd = (lambda v: None if v is None else round(v, 4))
+        def us(v):
+            return None if v is None else round(v / 1e6, 3)
+
+        def rnd(v):
+            return None if v is None else round(v, 4)
+
         s.update({"messages": n, "delivered": delivered, "lost": n - delivered,
                   "completed": int(len(fct)),
                   "fct_us": {"p50": us(p50), "p99": us(p99), "p999": us(p999), "max": us(hi),
@@ -457,21 +469,21 @@ class StreamRun:
         return s
 
 
-def ring_hop_ps(topo, src, dst, chunk, mtu):
+def ring_hop_ps(topo: "Topology", src: int, dst: int, chunk: int, mtu: int) -> int:
     """What a chunk of ``chunk`` bytes takes from NIC to NIC on an idle fabric: its first
     packet store-and-forward over every link of the path (propagation, serialisation,
     switch latency), the rest of it behind at the path's slowest rate."""
     links = topo.path_links(src, dst)
     first = min(chunk, mtu) + HEADER_BYTES
     t = topo.switch_latency_ps * (len(links) - 1)
-    t += sum(l.delay_ps + serialisation_ps(first, l.gbps) for l in links)
+    t += sum(link.delay_ps + serialisation_ps(first, link.gbps) for link in links)
     rest = wire_bytes(chunk, mtu) - first
     if rest > 0:
-        t += serialisation_ps(rest, min(l.gbps for l in links))
+        t += serialisation_ps(rest, min(link.gbps for link in links))
     return t
 
 
-def phase_bound_ps(topo, phase, mtu):
+def phase_bound_ps(topo: "Topology", phase: RingPhase, mtu: int) -> int:
     """A lower bound on a ring phase's time on an idle fabric: steps one after the other,
     each the NIC-to-NIC time of its chunk (the smaller of the phase's two chunk sizes).
     Step s of a rank waits for step s-1 of the rank before it, so the last step ends a
@@ -480,7 +492,7 @@ def phase_bound_ps(topo, phase, mtu):
     if phase.kind != "ring":
         raise ValueError("only ring phases have a closed-form bound")
     chunk = min(phase.sizes)
-    worst = 0
+    worst: float = 0
     for members in phase.groups:
         n = len(members)
         hop = sum(ring_hop_ps(topo, members[i], members[(i + 1) % n], chunk, mtu)
@@ -489,7 +501,8 @@ def phase_bound_ps(topo, phase, mtu):
     return int(worst)
 
 
-def bound_busbw(topo, phases, size, n_ranks, mtu):
+def bound_busbw(topo: "Topology", phases: Sequence[RingPhase], size: int, n_ranks: int,
+                mtu: int) -> tuple[int, float]:
     """(bound ps, bus bandwidth Gb/s at the bound) of an all-reduce of ``size`` bytes per
     rank run as ``phases`` (ring phases only) on an idle fabric."""
     t = sum(phase_bound_ps(topo, ph, mtu) for ph in phases)

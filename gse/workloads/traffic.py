@@ -9,6 +9,7 @@ the width of the wire's ``msg_len``); times are integer picoseconds.
 import math
 import random as _random_module  # only for isinstance checks; never the global generator
 import re
+from collections.abc import Sequence
 
 MAX_SIZE = 2 ** 32 - 1
 MAX_ID = 2 ** 32 - 1
@@ -27,7 +28,7 @@ class Message:
 
     __slots__ = ("msg_id", "src", "dst", "size", "start_ps")
 
-    def __init__(self, msg_id, src, dst, size, start_ps=0):
+    def __init__(self, msg_id: int, src: int, dst: int, size: int, start_ps: int = 0) -> None:
         for name, value in (("msg_id", msg_id), ("src", src), ("dst", dst), ("size", size),
                             ("start_ps", start_ps)):
             if isinstance(value, bool) or not isinstance(value, int):
@@ -53,7 +54,7 @@ class Message:
         self.start_ps = start_ps
 
     @classmethod
-    def trusted(cls, msg_id, src, dst, size, start_ps):
+    def trusted(cls, msg_id: int, src: int, dst: int, size: int, start_ps: int) -> "Message":
         """Build without the checks, for generators and readers that validated their inputs
         already (an all-to-all over 1,024 hosts is a million messages)."""
         m = object.__new__(cls)
@@ -64,7 +65,7 @@ class Message:
         m.start_ps = start_ps
         return m
 
-    def key(self):
+    def key(self) -> tuple[int, int, int, int, int]:
         return (self.msg_id, self.src, self.dst, self.size, self.start_ps)
 
     def __eq__(self, other):
@@ -105,7 +106,8 @@ def _common(func, n_hosts, size, start_ps):
 
 # -- patterns -------------------------------------------------------------------------------
 
-def permutation(n_hosts, size, rng, start_ps=0):
+def permutation(n_hosts: int, size: int, rng: _random_module.Random,
+                start_ps: int = 0) -> list[Message]:
     """A uniformly random derangement: each host sends one message to one other host and
     receives exactly one.  Message ``i + 1`` is sent by host ``i``.
 
@@ -122,7 +124,8 @@ def permutation(n_hosts, size, rng, start_ps=0):
     return [Message.trusted(i + 1, i, d, size, start_ps) for i, d in enumerate(dst)]
 
 
-def incast(n_hosts, n_senders, size, rng, receiver=None, start_ps=0):
+def incast(n_hosts: int, n_senders: int, size: int, rng: _random_module.Random,
+           receiver: int | None = None, start_ps: int = 0) -> list[Message]:
     """``n_senders`` distinct random hosts each send ``size`` bytes to one ``receiver``
     (random if None).  Messages are numbered in ascending order of sender."""
     _common("incast", n_hosts, size, start_ps)
@@ -141,7 +144,8 @@ def incast(n_hosts, n_senders, size, rng, receiver=None, start_ps=0):
     return [Message.trusted(i + 1, s, receiver, size, start_ps) for i, s in enumerate(senders)]
 
 
-def all_to_all(n_hosts, size, start_ps=0, hosts=None):
+def all_to_all(n_hosts: int, size: int, start_ps: int = 0,
+               hosts: Sequence[int] | None = None) -> list[Message]:
     """Every ordered pair of distinct hosts among ``hosts`` (default: all), one message each:
     n(n-1) messages, numbered source-major in the order of ``hosts``."""
     _common("all_to_all", n_hosts, size, start_ps)
@@ -165,7 +169,9 @@ def all_to_all(n_hosts, size, start_ps=0, hosts=None):
     return out
 
 
-def uniform_random(n_hosts, n_messages, rng, size_dist, load, link_gbps, start_ps=0):
+def uniform_random(n_hosts: int, n_messages: int, rng: _random_module.Random,
+                   size_dist: "SizeDist", load: float, link_gbps: float,
+                   start_ps: int = 0) -> list[Message]:
     """``n_messages`` messages between uniformly random pairs (src != dst), arriving as one
     global Poisson process.
 
@@ -222,10 +228,10 @@ class SizeDist:
 
     __slots__ = ("spec",)
 
-    def sample(self, rng):
+    def sample(self, rng: _random_module.Random) -> int:
         raise NotImplementedError
 
-    def mean(self):
+    def mean(self) -> float:
         raise NotImplementedError
 
     def __repr__(self):
@@ -331,7 +337,7 @@ def _real_field(spec, field, text, lo_exclusive=0.0):
     return value
 
 
-def parse_size_dist(spec):
+def parse_size_dist(spec: str) -> SizeDist:
     """A ``SizeDist`` from a spec: ``N`` or ``fixed:N``, ``uniform:LO:HI``, ``exp:MEAN``,
     ``lognormal:MEDIAN:SIGMA`` (sizes in bytes)."""
     if not isinstance(spec, str):

@@ -79,7 +79,7 @@ def _forget(package):
         del sys.modules[name]
 
 
-_UNAVAILABLE = []
+_UNAVAILABLE: list[str | None] = []
 
 
 def mininet_unavailable():

@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Any
 
 from gse.config import PS_PER_US
 from gse.metrics.stall import default_span_ps, last_change_ps
@@ -44,7 +45,9 @@ from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
 from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
 from gse.runtimes.udp.faults import read_origin
 from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
-from gse.workloads.faults import link_name
+from gse.workloads.faults import FaultSchedule, link_name
+from gse.workloads.traffic import Message
+from topologies.topology import Topology
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AGENT_PORT = 47000
@@ -58,7 +61,7 @@ PLACEMENTS = ("node", "tier", "switches", "all")
 class MininetRunResult:
     __slots__ = ("summary", "records", "work_dir")
 
-    def __init__(self, summary, records, work_dir):
+    def __init__(self, summary: dict[str, Any], records: list[Any], work_dir: str | None) -> None:
         self.summary = summary
         self.records = records
         self.work_dir = work_dir        # None when the files were temporary (removed)
@@ -167,12 +170,17 @@ def link_events(topo, faults):
     return out
 
 
-def run_mininet(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
-                corrupt_rate=0.0, timeout_s=120.0, loop="auto", slack_ps=None, out_dir=None,
-                start_budget_s=None, linger_s=1.0, ip_base=DEFAULT_IP_BASE, port=AGENT_PORT,
-                progress=None, label=None, wire="gse", pcap=None, placement="node",
-                precise_timers=False, faults=None, detect_ps=-1, stall_s=None,
-                secure_key_file=None, during=None):
+def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
+                config: Any = None, seed: int = 1, loss_rate: float = 0.0,
+                corrupt_rate: float = 0.0, timeout_s: float = 120.0, loop: str = "auto",
+                slack_ps: int | None = None, out_dir: str | None = None,
+                start_budget_s: float | None = None, linger_s: float = 1.0,
+                ip_base: str = DEFAULT_IP_BASE, port: int = AGENT_PORT, progress: Any = None,
+                label: str | None = None, wire: str = "gse", pcap: dict[str, Any] | None = None,
+                placement: str = "node", precise_timers: bool = False,
+                faults: FaultSchedule | None = None, detect_ps: int = -1,
+                stall_s: float | None = None, secure_key_file: str | None = None,
+                during: Any = None) -> MininetRunResult:
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 

@@ -20,13 +20,15 @@ observers=[...])``.
 """
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from gse.metrics.pcap import (DEFAULT_BUDGET, CaptureFile, check_options, file_name, frame,
                               node_ip, node_mac, parse_ports, write_manifest)
 from gse.runtimes.sim.eventq import Handler
 from gse.wire.fastcodec import encode_packet
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import Packet
+from gse.wire.packet import make_packet
 
 
 class SimCapture:
@@ -65,8 +67,9 @@ class SimCapture:
         self.closed = False
 
     @classmethod
-    def factory(cls, directory, spec="all", budget=DEFAULT_BUDGET, snaplen=65535,
-                keep_records=False):
+    def factory(cls, directory: str, spec: str = "all", budget: int = DEFAULT_BUDGET,
+                snaplen: int = 65535, keep_records: bool = False
+                ) -> "Callable[[Any], SimCapture]":
         """``make(net)`` for ``run_simulation(..., observers=[make])``."""
         def make(net):
             return cls(net, directory, spec, budget, snaplen, keep_records)
@@ -122,8 +125,10 @@ class SimCapture:
 def _encode(pkt, neighbour):
     if pkt.dst >= 0:
         return encode_packet(pkt)
-    c = Packet(pkt.kind, pkt.src, neighbour, pkt.msg_id, pkt.psn, pkt.entropy,
-               pkt.payload_len, pkt.flags, pkt.msg_len, pkt.credit, pkt.aux, pkt.sack_base,
-               pkt.sack_bits, pkt.ts, pkt.prio)
+    c = make_packet(kind=pkt.kind, src=pkt.src, dst=neighbour, msg_id=pkt.msg_id,
+                    psn=pkt.psn, entropy=pkt.entropy, payload_len=pkt.payload_len,
+                    flags=pkt.flags, msg_len=pkt.msg_len, credit=pkt.credit, aux=pkt.aux,
+                    sack_base=pkt.sack_base, sack_bits=pkt.sack_bits, ts=pkt.ts,
+                    prio=pkt.prio)
     c.corrupt = pkt.corrupt
     return encode_packet(c)

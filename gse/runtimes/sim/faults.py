@@ -24,10 +24,13 @@ retransmissions its sender makes from then on count as ``retransmitted`` for tha
 """
 
 import random
+from collections.abc import Iterable
+from typing import Any
 
 from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
-from gse.workloads.faults import DOWN, GRAY, UP, link_name
+from gse.metrics.records import MessageRecord
+from gse.workloads.faults import DOWN, GRAY, UP, FaultSchedule, link_name
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
 HTSIM_PORTS = (HtsimHostPort, HtsimSwitchPort)
@@ -108,7 +111,7 @@ class PortFault:
 class FaultInjector:
     """A schedule of failures played on a ``Network`` (see the module docstring)."""
 
-    def __init__(self, net, schedule, detect_ps, seed=1):
+    def __init__(self, net: Any, schedule: FaultSchedule, detect_ps: int, seed: int = 1) -> None:
         if getattr(schedule, "after_packets", None) is not None:
             raise ValueError("a fault schedule triggered by the traffic (--fail-after-packets) "
                              "is for the UDP and Mininet runtimes: the simulation's clock is "
@@ -121,7 +124,7 @@ class FaultInjector:
         self.detect_ps = detect_ps
         topo = net.topo
         self.stats = [EntryStats(e) for e in schedule.entries]
-        self.by_link = {}               # link -> [PortFault, PortFault]
+        self.by_link: dict[int, list[PortFault]] = {}   # link -> [PortFault, PortFault]
         faulty = set(schedule.links())
         for port in net.ports:
             li = topo.nodes[port.node].ports[port.port]
@@ -230,7 +233,7 @@ class FaultInjector:
                 stats.retransmitted += 1
                 return
 
-    def drops(self):
+    def drops(self) -> dict[str, int]:
         """Packets lost to failures, by cause, over every entry."""
         total = dict.fromkeys(CAUSES, 0)
         for stats in self.stats:
@@ -238,11 +241,11 @@ class FaultInjector:
                 total[cause] += n
         return total
 
-    def summary(self, records=None):
+    def summary(self, records: Iterable[MessageRecord] | None = None) -> dict[str, Any]:
         """JSON-ready: one dict per entry, and the totals.  With the run's ``records``,
         each entry says when its affected messages finished."""
         topo = self.net.topo
-        done = {}
+        done: dict[tuple[int, int], MessageRecord] = {}
         if records is not None:
             done = {(r.src, r.msg_id): r for r in records}
         entries = []

@@ -32,7 +32,7 @@ from gse.common.fifo import Fifo
 from gse.runtimes.sim.eventq import Handler, event_target
 from gse.runtimes.sim.network import HostPort, LinkPort, SwitchNode
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
+from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, make_packet
 
 
 class Pipe(Handler):
@@ -199,8 +199,8 @@ class HtsimSwitchNode(SwitchNode):
         """PAUSE or RESUME on the wire pipe of ``port``: no queue, no quanta, no refresh."""
         self.pfc_frames += 1
         egress = self.ports[port]
-        egress.wire.push(Packet(kind, self.switch.node, -1, 0, 0, 0, 0, 0, 0, 0, PRIO_DATA,
-                                0, 0, self.eq.now, PRIO_CONTROL), egress.peer_port)
+        egress.wire.push(make_packet(kind=kind, src=self.switch.node, dst=-1, aux=PRIO_DATA,
+                                     ts=self.eq.now, prio=PRIO_CONTROL), egress.peer_port)
 
 
 CLASSES = (HtsimSwitchNode, HtsimSwitchPort, HtsimHostPort)

@@ -23,8 +23,14 @@ where the run stops, never what happened before.
 """
 
 import gc
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
+
+if TYPE_CHECKING:
+    from gse.protocols import ProtocolConfig
+    from gse.workloads.faults import FaultSchedule
 
 
 class quiet_gc:
@@ -51,7 +57,7 @@ class quiet_gc:
         return False
 
 
-def run_observed(net, until_ps=-1, observers=()):
+def run_observed(net: Any, until_ps: int = -1, observers: Iterable[Any] = ()) -> str:
     """``net.run(until_ps)`` with ``observers`` called at the times they ask for (and
     the garbage collector quiet, ``quiet_gc``).
 
@@ -108,7 +114,9 @@ class Watchdog:
         self.report = None
 
     @classmethod
-    def factory(cls, stall_ps, config, faults=None, detect_ps=-1):
+    def factory(cls, stall_ps: int | None, config: "ProtocolConfig",
+                faults: "FaultSchedule | None" = None,
+                detect_ps: int = -1) -> "Callable[[Any], Watchdog] | None":
         """``make(net)`` for a run's observers: None when ``stall_ps`` turns it off
         (``gse.metrics.stall.span_of``)."""
         span = span_of(stall_ps, config)
@@ -129,7 +137,8 @@ class Watchdog:
         self.next_stop = -1
 
 
-def mark_end(summary, end, watchdog=None, complete=None):
+def mark_end(summary: dict[str, Any], end: str, watchdog: Watchdog | None = None,
+             complete: bool | None = None) -> dict[str, Any]:
     """Say in a run's summary how it ended: ``end`` ("done", "until", "stalled",
     "signal"), ``complete`` (ran to its end: drained, or stopped at ``--until-us`` with
     every message done, unless ``complete`` says otherwise) and, when the watchdog

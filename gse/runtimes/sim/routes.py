@@ -8,6 +8,10 @@ route keep the configured forwarding.  experiments/validate_htsim_roce.py replay
 own ECMP choices this way (experiments/data/htsim_roce/).
 """
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gse.workloads.traffic import Message
 from switchmodel.pinned import PinnedSwitch
 from topologies.topology import TopologyError
 
@@ -23,13 +27,15 @@ def _node(topo, ref, where):
     return ref
 
 
-def pin_routes(net, messages, routes):
+def pin_routes(net: Any, messages: Iterable[Message],
+               routes: Iterable[tuple[int, str, Sequence[int | str]]]
+               ) -> dict[int, dict[tuple[int, int, int], int]]:
     """Replace the switches that ``routes`` cross with pinned ones; returns pins per node."""
     topo = net.topo
-    by_id = {}
+    by_id: dict[int, list[Message]] = {}
     for m in messages:
         by_id.setdefault(m.msg_id, []).append(m)
-    pins = {}
+    pins: dict[int, dict[tuple[int, int, int], int]] = {}
     for msg_id, direction, path in routes:
         where = "route of message %r (%s)" % (msg_id, direction)
         found = by_id.get(msg_id)

@@ -6,6 +6,8 @@ are the pieces other drivers (trace replay, other runtimes) reuse.
 """
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.records import MessageRecord, RunResult, ideal_ps, summarize
 from gse.protocols import default_config, host_factory, pfc_config, queue_config
@@ -19,8 +21,18 @@ from gse.runtimes.sim.sampler import Sampler
 from gse.runtimes.sim.triggers import TriggerRun
 from gse.wire.packet import HEADER_BYTES
 
+if TYPE_CHECKING:
+    from gse.protocols import ProtocolConfig as Config
+    from gse.workloads.cmfile import CmWorkload
+    from gse.workloads.faults import FaultSchedule
+    from gse.workloads.traffic import Message
+    from topologies.topology import Topology
+    # builds an observer of gse.runtimes.sim.observe from the network once it exists
+    ObserverFactory = Callable[[Network], Any]
 
-def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0):
+
+def build_network(topo: "Topology", protocol: str, config: "Config", seed: int,
+                  loss_rate: float = 0.0, corrupt_rate: float = 0.0) -> Network:
     switches = switch_factory(topo, config) if protocol == "gse-fabric" else None
     pfc = pfc_config(protocol, config)
     htsim = pfc is not None and pfc.model == "htsim"
@@ -30,7 +42,7 @@ def build_network(topo, protocol, config, seed, loss_rate=0.0, corrupt_rate=0.0)
     return htsim_model.attach(net) if htsim else net
 
 
-def pfc_summary(net):
+def pfc_summary(net: Network) -> dict[str, Any]:
     """PAUSE frames sent and time spent paused, over all ports (zero without PFC)."""
     now = net.eq.now
     pauses = overflows = peak = 0
@@ -45,7 +57,7 @@ def pfc_summary(net):
             "pfc_headroom_overflows": overflows, "pfc_peak_ingress_bytes": peak}
 
 
-def route_summary(net):
+def route_summary(net: Network) -> dict[str, int]:
     """Packets switches dropped for want of a route: destination unknown, or known but
     unreachable (no next hop left after failures)."""
     unroutable = unreachable = 0
@@ -58,10 +70,14 @@ def route_summary(net):
 DEFAULT_DETECT_PS = 1_000_000_000      # 1 ms: switches learn of a failure this late
 
 
-def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
-                   corrupt_rate=0.0, until_ps=-1, sample_ps=0, observers=(), triggers=None,
-                   routes=None, trace_rates=False, faults=None, detect_ps=DEFAULT_DETECT_PS,
-                   stall_ps=None):
+def run_simulation(topo: "Topology", messages: Sequence["Message"], protocol: str = "gse",
+                   config: "Config | None" = None, seed: int = 1, loss_rate: float = 0.0,
+                   corrupt_rate: float = 0.0, until_ps: int = -1, sample_ps: int = 0,
+                   observers: Iterable["ObserverFactory"] = (),
+                   triggers: "CmWorkload | None" = None, routes: Any = None,
+                   trace_rates: bool = False, faults: "FaultSchedule | None" = None,
+                   detect_ps: int = DEFAULT_DETECT_PS,
+                   stall_ps: int | None = None) -> RunResult:
     """Run ``messages`` on ``topo``; returns a ``RunResult``.
 
     ``sample_ps`` > 0 samples queues, links and hosts every ``sample_ps`` of virtual time
@@ -97,7 +113,7 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
                 h.agent.rate_log = {}
     injector = FaultInjector(net, faults, detect_ps, seed) if faults else None
     net.faults = injector
-    cache = {}
+    cache: dict[tuple[int, int], tuple[int, int]] = {}
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]
     trig = None
@@ -142,15 +158,21 @@ def run_simulation(topo, messages, protocol="gse", config=None, seed=1, loss_rat
     return result
 
 
-def compare(topo, messages, configs, seed=1, loss_rate=0.0, corrupt_rate=0.0, until_ps=-1,
-            sample_ps=0, observers=None, triggers=None, faults=None,
-            detect_ps=DEFAULT_DETECT_PS, stall_ps=None):
+def compare(topo: "Topology", messages: Sequence["Message"], configs: Mapping[str, "Config"],
+            seed: int = 1, loss_rate: float = 0.0, corrupt_rate: float = 0.0,
+            until_ps: int = -1, sample_ps: int = 0,
+            observers: Mapping[str, Iterable["ObserverFactory"]] | None = None,
+            triggers: "CmWorkload | None" = None, faults: "FaultSchedule | None" = None,
+            detect_ps: int = DEFAULT_DETECT_PS,
+            stall_ps: int | None = None) -> dict[str, RunResult]:
     """The same messages under every (protocol, config) of ``configs``: {protocol: RunResult}.
 
     ``observers``: ``{protocol: [make(net), ...]}`` (see ``run_simulation``)."""
     observers = observers or {}
-    return {protocol: run_simulation(topo, messages, protocol, cfg, seed, loss_rate,
-                                     corrupt_rate, until_ps, sample_ps,
-                                     observers.get(protocol, ()), triggers,
-                                     faults=faults, detect_ps=detect_ps, stall_ps=stall_ps)
+    return {protocol: run_simulation(topo, messages, protocol=protocol, config=cfg,
+                                     seed=seed, loss_rate=loss_rate, corrupt_rate=corrupt_rate,
+                                     until_ps=until_ps, sample_ps=sample_ps,
+                                     observers=observers.get(protocol, ()),
+                                     triggers=triggers, faults=faults, detect_ps=detect_ps,
+                                     stall_ps=stall_ps)
             for protocol, cfg in configs.items()}

@@ -16,6 +16,8 @@ column per bin.  What the values mean and the tables they become:
 """
 
 from array import array
+from collections.abc import Mapping
+from typing import Any
 
 try:
     import cython  # only for the directives of sample(): no-ops in pure Python
@@ -110,7 +112,7 @@ def sample(ports, receivers, since, now, out, pos, prev, run_peak):
 class Sampler:
     """Samples ``net`` (a ``gse.runtimes.sim.network.Network``) every ``bin_ps``."""
 
-    def __init__(self, net, bin_ps, start_ps=0):
+    def __init__(self, net: Any, bin_ps: int, start_ps: int = 0) -> None:
         if bin_ps <= 0:
             raise ValueError("the sampling interval must be positive, got %r ps" % (bin_ps,))
         self.bin_ps = bin_ps
@@ -122,7 +124,7 @@ class Sampler:
         self.nic_index = [self.ports.index(h.nic) for h in net.hosts]
         self.host_gbps = [h.nic.mbps / 1000.0 for h in net.hosts]
         self.run_peak = array("q", [p.queue.counters.peak_bytes for p in self.ports])
-        prev = []
+        prev: list[int] = []
         for p in self.ports:
             c = p.queue.counters
             prev += [c.tx_bytes, c.trims, c.drops, c.ecn_marks, p.paused_total_ps(start_ps),
@@ -131,16 +133,16 @@ class Sampler:
         self.prev = array("q", prev)
         self.n = len(self.ports)
         self.most = ROW * self.n + len(self.receivers)   # one bin at its largest
-        self.chunks = []
+        self.chunks: list[array] = []
         self.pos = 0
-        self.spans = []          # per bin: (chunk, start, end)
+        self.spans: list[tuple[int, int, int]] = []          # per bin: (chunk, start, end)
         self.closed = False
 
-    def at_stop(self, now):
+    def at_stop(self, now: int) -> None:
         self._sample(now)
         self.next_stop = now + self.bin_ps
 
-    def close(self, now):
+    def close(self, now: int) -> None:
         if self.closed:
             return
         if now > self.edges[len(self.edges) - 1]:
@@ -164,7 +166,7 @@ class Sampler:
         self.spans.append((len(chunks) - 1, start, self.pos))
         self.edges.append(now)
 
-    def result(self, meta=None):
+    def result(self, meta: Mapping[str, Any] | None = None) -> TimeSeries:
         """The ``TimeSeries`` sampled so far (call after the run): every port and host in
         every bin (the idle ports' zeros filled in)."""
         n = self.n
@@ -173,7 +175,7 @@ class Sampler:
         try:
             import numpy
         except ImportError:
-            numpy = None
+            numpy = None  # type: ignore[assignment]  # (then the pure-Python expansion)
         if numpy is not None:
             cols, rx = self._expand_numpy(numpy, n, m, nb)
         else:

@@ -35,6 +35,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from gse.config import ConfigError
 from gse.metrics.stall import StallWatch, default_span_ps, describe_stall, look_at_hosts
@@ -339,12 +341,13 @@ class _Msg:
         self.start_ps = m["start_ps"]
 
 
-def check_together(confs, wheres=None):
+def check_together(confs: Sequence[Mapping[str, Any]],
+                   wheres: Sequence[str] | None = None) -> None:
     """Nodes of one process must be distinct: two configurations of one node (the same
     ``node`` id or ``name``), or two nodes writing the same output file, would overwrite
     each other's results.  ``ConfigError`` names both files."""
     wheres = wheres or ["config %d" % i for i in range(len(confs))]
-    seen = {}
+    seen: dict[tuple[str, Any], tuple[int, str]] = {}
     for i, (conf, where) in enumerate(zip(confs, wheres)):
         keys = [("node", conf["node"]), ("name", conf["name"])]
         keys += [("output file", path) for path in (conf.get("output") or {}).values()
@@ -360,7 +363,7 @@ def check_together(confs, wheres=None):
             seen.setdefault((what, value), (i, where))
 
 
-def run_agent(confs, loop=None):
+def run_agent(confs: dict[str, Any] | Iterable[dict[str, Any]], loop: str | None = None) -> int:
     """Run one node (a configuration dict) or several in this process (a list of them;
     checked here); returns the exit code."""
     confs = [confs] if isinstance(confs, dict) else list(confs)
@@ -403,7 +406,7 @@ def cmd_agent(args):
         return 2
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="gse agent", description=__doc__.split("\n\n")[0])
     add_arguments(p)
     return cmd_agent(p.parse_args(argv))

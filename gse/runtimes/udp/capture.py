@@ -12,9 +12,14 @@ untouched.
 
 import os
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.pcap import (CaptureFile, check_options, frame, ip_bytes, node_mac,
                               parse_ports, write_manifest)
+
+if TYPE_CHECKING:
+    from topologies.topology import Topology
 
 
 class NodeCapture:
@@ -77,12 +82,12 @@ def _maker(src, dst, mac_src, mac_dst):
     return make
 
 
-def plan(topo, options):
+def plan(topo: "Topology", options: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """``{node: pcap configuration}`` for the nodes that own a chosen interface, from
     ``options`` = ``{"dir", "spec", "budget", "snaplen"}`` (what a node configuration's
     optional ``pcap`` field holds, with the node's ports)."""
     check_options(options["budget"], options["snaplen"])
-    by_node = {}
+    by_node: dict[int, list[int]] = {}
     for node, port in parse_ports(options["spec"], topo):
         by_node.setdefault(node, []).append(port)
     names = {n.id: n.name for n in topo.nodes}
@@ -111,7 +116,8 @@ def attach(driver, conf):
     return NodeCapture(driver, ports, directory, budget, snaplen, names)
 
 
-def close_all(captures, directory, manifest="captures.json"):
+def close_all(captures: Sequence[Any], directory: str,
+              manifest: str = "captures.json") -> None:
     """Close ``captures`` and write their manifest into ``directory``."""
     entries = []
     for cap in captures:

@@ -10,6 +10,8 @@ Mininet runtime and deployments on real machines call ``node_configs`` with thei
 
 import json
 import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse import protocols
 from gse.config import PS_PER_US, ConfigError, fault_rates_error
@@ -25,13 +27,19 @@ from switchmodel.fabric_plan import attachments, leaf_routes
 from switchmodel.queue import QueueConfig
 from switchmodel.switch import tier_salt
 
+if TYPE_CHECKING:
+    from gse.protocols import ProtocolConfig as Config
+    from gse.workloads.faults import FaultSchedule
+    from gse.workloads.traffic import Message
+    from topologies.topology import Topology
 
-def udp_protocols():
+
+def udp_protocols() -> tuple[str, ...]:
     """The protocols of ``gse.protocols.PROTOCOLS`` that the UDP runtimes can run."""
     return tuple(p for p in PROTOCOLS if p in UDP_PROTOCOLS)
 
 
-def check_protocol(protocol):
+def check_protocol(protocol: str) -> None:
     protocols.check_protocol(protocol)
     if protocol not in UDP_PROTOCOLS:
         raise ValueError("protocol %r needs switch agents the UDP runtime does not run "
@@ -75,7 +83,8 @@ UDP_COALESCING = {
 }
 
 
-def udp_profile(config, keep=(), coalesce=True):
+def udp_profile(config: "Config", keep: Collection[str] = (),
+                coalesce: bool = True) -> "Config":
     """Set the real-time protocol timers (``UDP_TIMERS``) and, with ``coalesce``, the
     coalescing of control packets (``UDP_COALESCING``) on ``config`` in place, except the
     names in ``keep`` (what the user set explicitly).  Returns ``config``."""
@@ -91,7 +100,8 @@ def udp_profile(config, keep=(), coalesce=True):
     return config
 
 
-def loopback_addresses(topo, base="127.77.0.0", port=47000):
+def loopback_addresses(topo: "Topology", base: str = "127.77.0.0",
+                       port: int = 47000) -> list[tuple[str, int]]:
     """One loopback address per node, all on ``port``: node n is base + n + 1.
 
     127.0.0.0/8 is routed to ``lo`` on Linux, so these need no set-up; use them when the
@@ -123,7 +133,7 @@ def _address(address_of, nid, name):
     return [ip, port]
 
 
-def check_wire(wire, protocol, mtu):
+def check_wire(wire: str, protocol: str, mtu: int) -> None:
     """``wire`` (a ``gse.wire.WIRE_PROFILES`` name) can carry ``protocol`` at ``mtu``."""
     if wire not in WIRE_PROFILES:
         raise ConfigError("unknown wire profile %r (known: %s)" % (wire, ", ".join(WIRE_PROFILES)))
@@ -137,7 +147,7 @@ def check_wire(wire, protocol, mtu):
                               "bits), got %d" % (uet.MAX_PAYLOAD_LENGTH, mtu))
 
 
-def max_datagram(wire, mtu, secure=False):
+def max_datagram(wire: str, mtu: int, secure: bool = False) -> int:
     """The largest datagram of a wire profile at ``mtu`` (``secure``: with the security
     sublayer's header, counter and tags)."""
     extra = 0
@@ -158,9 +168,13 @@ def pfc_limits(protocol, cfg):
     return pc.pause_quanta, pc.pause_quanta
 
 
-def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of=None,
-                 loss_rate=0.0, corrupt_rate=0.0, output_dir=None, run=None, wire="gse",
-                 secure_key_file=None, faults=None, detect_ps=-1, link_faults=True):
+def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str = "gse",
+                 config: Any = None, seed: int = 1, address_of: Any = None,
+                 loss_rate: float = 0.0, corrupt_rate: float = 0.0,
+                 output_dir: str | None = None, run: Mapping[str, Any] | None = None,
+                 wire: str = "gse", secure_key_file: str | None = None,
+                 faults: "FaultSchedule | None" = None, detect_ps: int = -1,
+                 link_faults: bool = True) -> list[dict[str, Any]]:
     """The configuration of every node of ``topo`` (a list indexed by node id).
 
     ``address_of`` maps a node id to its (ip, port): a callable, a list or a dict (default
@@ -183,7 +197,7 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
     waits the schedule's last change out on top of its default span.
     """
     check_protocol(protocol)
-    cfg = config if config is not None else default_config(protocol)
+    cfg: Any = config if config is not None else default_config(protocol)  # per protocol
     check_wire(wire, protocol, cfg.mtu)
     problem = fault_rates_error(loss_rate, corrupt_rate)
     if problem:
@@ -197,10 +211,11 @@ def node_configs(topo, messages, protocol="gse", config=None, seed=1, address_of
                               % (key, ", ".join(sorted(RUN_DEFAULTS))))
         run_opts[key] = value
     if faults and run_opts["stall_s"] is None:
-        run_opts["stall_s"] = (default_span_ps(cfg, True) + last_change_ps(faults, detect_ps)) / 1e12
+        run_opts["stall_s"] = (default_span_ps(cfg, True)
+                               + last_change_ps(faults, detect_ps)) / 1e12
     n_hosts = len(topo.hosts)
-    sends = [[] for _ in range(n_hosts)]
-    expects = [[] for _ in range(n_hosts)]
+    sends: list[list[Any]] = [[] for _ in range(n_hosts)]
+    expects: list[list[Any]] = [[] for _ in range(n_hosts)]
     for m in messages:
         if not (0 <= m.src < n_hosts and 0 <= m.dst < n_hosts):
             raise ConfigError("message %d: host %d->%d but the topology has hosts 0..%d"
@@ -313,7 +328,7 @@ def _fault_timelines(topo, faults, detect_ps, link_faults):
     return ports, routes
 
 
-def write_node_configs(configs, directory):
+def write_node_configs(configs: Iterable[Mapping[str, Any]], directory: str) -> list[str]:
     """Write each config as ``<directory>/<name>.json``; returns the paths by node id."""
     os.makedirs(directory, exist_ok=True)
     paths = []

@@ -23,6 +23,8 @@ import asyncio
 import signal
 import threading
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.records import RunResult
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
@@ -39,10 +41,16 @@ from gse.runtimes.udp.node import DEFAULT_SLACK_PS
 from gse.runtimes.udp.results import (build_summary, failure_summary, message_records,
                                       udp_totals)
 
+if TYPE_CHECKING:
+    from gse.protocols import ProtocolConfig
+    from gse.workloads.faults import FaultSchedule
+    from gse.workloads.traffic import Message
+    from topologies.topology import Topology
+
 ADDRESSING = ("ports", "ips")
 SETTLE_S = 10.0     # fabric mode, after the last ACK: longest wait with the leaves unchanged
 
-def address_plan(topo, addressing):
+def address_plan(topo: "Topology", addressing: str) -> list[tuple[str, int]]:
     """(ip, port) each node binds: ``ports`` = 127.0.0.1 with a kernel-chosen port per node;
     ``ips`` = its own address 127.78.x.y per node, kernel-chosen port."""
     if addressing == "ports":
@@ -302,7 +310,7 @@ class UdpNetwork:
             captures, self.captures = self.captures, []
             capture.close_all(captures, self.pcap["dir"])
 
-    def errors(self):
+    def errors(self) -> list[Any]:
         """Bugs seen while running (empty in a healthy run)."""
         out = list(self.sched.errors) if self.sched else []
         for ep in self.endpoints:
@@ -312,7 +320,7 @@ class UdpNetwork:
     def node_counters(self):
         return [n.counters(self.elapsed_ps) for n in self.nodes]
 
-    def result(self):
+    def result(self) -> RunResult:
         """Summary (the schema of ``gse sim``) and per-message records."""
         cfg = self.config
         records = message_records(self.topo, self.messages, cfg.mtu)
@@ -362,11 +370,16 @@ async def run_udp_async(topo, messages, protocol="gse", config=None, seed=1, los
     return net.result()
 
 
-def run_udp(topo, messages, protocol="gse", config=None, seed=1, loss_rate=0.0,
-            corrupt_rate=0.0, until_ps=-1, timeout_s=60.0, loop="auto", addressing="ports",
-            slack_ps=DEFAULT_SLACK_PS, precise_timers=True, rcvbuf_bytes=DEFAULT_RCVBUF,
-            wire="gse", pcap=None, progress=None, secure_key_file=None, faults=None,
-            detect_ps=-1, stall_ps=None):
+def run_udp(topo: "Topology", messages: Sequence["Message"], protocol: str = "gse",
+            config: "ProtocolConfig | None" = None, seed: int = 1,
+            loss_rate: float = 0.0, corrupt_rate: float = 0.0, until_ps: int = -1,
+            timeout_s: float = 60.0, loop: str = "auto", addressing: str = "ports",
+            slack_ps: int = DEFAULT_SLACK_PS, precise_timers: bool = True,
+            rcvbuf_bytes: int = DEFAULT_RCVBUF, wire: str = "gse",
+            pcap: dict[str, Any] | None = None,
+            progress: Callable[..., Any] | None = None,
+            secure_key_file: str | None = None, faults: "FaultSchedule | None" = None,
+            detect_ps: int = -1, stall_ps: int | None = None) -> RunResult:
     """One run over real UDP on a fresh event loop (``loop``: auto, asyncio, uvloop).
     ``wire``: the encoding on the wire, "gse" (the project's header) or "uet" (UET 1.0
     PDS/SES headers, ``gse.wire.uet``).

@@ -9,12 +9,18 @@ that ``gse agent`` processes wrote (the Mininet runtime and real machines).
 """
 
 import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gse.metrics.fabric import fold_fabric_counters
 from gse.metrics.records import MessageRecord, ideal_ps, summarize
 from gse.wire.codec import REASONS
 from gse.wire.packet import HEADER_BYTES
 from switchmodel.queue import PortCounters
+
+if TYPE_CHECKING:
+    from gse.workloads.traffic import Message
+    from topologies.topology import Topology
 
 UDP_TOTALS = ("datagrams", "foreign", "sent", "send_blocked", "send_errors", "recv_errors",
               "payload_errors", "payload_bytes", "duplicate_deliveries", "agent_errors",
@@ -45,15 +51,17 @@ class _Queue:
         self.counters = counters
 
 
-def message_records(topo, messages, mtu):
-    cache = {}
+def message_records(topo: "Topology", messages: Iterable["Message"],
+                    mtu: int) -> list[MessageRecord]:
+    cache: dict[tuple[int, int], tuple[int, int]] = {}
     return [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, mtu, cache))
             for m in messages]
 
 
-def udp_totals(node_counters, kernel_drops=None):
+def udp_totals(node_counters: Sequence[dict[str, Any]],
+               kernel_drops: int | None = None) -> dict[str, Any]:
     """Sum the nodes' runtime counters; malformed datagrams by reason."""
-    out = {key: 0 for key in UDP_TOTALS}
+    out: dict[str, Any] = {key: 0 for key in UDP_TOTALS}
     malformed = {reason: 0 for reason in REASONS}
     for c in node_counters:
         for key in UDP_TOTALS:
@@ -63,7 +71,7 @@ def udp_totals(node_counters, kernel_drops=None):
     out["malformed"] = malformed
     out["malformed_total"] = sum(malformed.values())
     for section, name in (("secure", "secure_counters"), ("pfc_in", "pfc_in")):
-        total = {}                      # authenticated packets; PFC frames received
+        total: dict[str, int] = {}      # authenticated packets; PFC frames received
         for c in node_counters:
             for key, n in c.get(section, {}).items():
                 total[key] = total.get(key, 0) + n
@@ -74,7 +82,8 @@ def udp_totals(node_counters, kernel_drops=None):
     return out
 
 
-def pfc_totals(node_counters, paused_ps):
+def pfc_totals(node_counters: Sequence[dict[str, Any]],
+               paused_ps: Sequence[int]) -> dict[str, Any]:
     """PAUSE frames sent, paused time, pauses that lapsed by their quanta (a RESUME that
     never came: lost on the wire, or a refresh that stopped), and the largest ingress
     count of any switch (past XOFF, PFC must have paused)."""
@@ -201,14 +210,14 @@ def summarize_agent_outputs(topo, messages, config, counter_files, record_files,
     return summary, records
 
 
-def agents_stall(node_counters):
+def agents_stall(node_counters: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The ``stall`` section of a run of agents of which some exited stalled (their
     watchdog, ``gse.metrics.stall``): the stalled agents' span and looks, and what every
     host's unfinished messages waited for when it exited; None if none stalled."""
     reports = [c["stall"] for c in node_counters if c.get("stall")]
     if not reports:
         return None
-    waiting = {}
+    waiting: dict[str, int] = {}
     hosts = 0
     for c in node_counters:
         w = c.get("waiting") or {}

@@ -26,7 +26,7 @@ class _Itimerspec(ctypes.Structure):
     _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
 
 
-_LIBC = []
+_LIBC: list[ctypes.CDLL | None] = []
 
 
 def _libc():

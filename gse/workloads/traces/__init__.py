@@ -16,6 +16,9 @@ Files are read as published: plain, gzip (``.json.gz``) or in a tar archive (``.
 record.
 """
 
+import os
+from collections.abc import Iterable
+
 from gse.workloads.traces.chakra import read_chakra, write_chakra
 from gse.workloads.traces.common import Trace, TraceError
 from gse.workloads.traces.jsonl import read_jsonl, write_jsonl
@@ -30,7 +33,7 @@ __all__ = ["FORMATS", "Source", "Trace", "TraceError", "detect_format", "expand_
            "write_chakra", "write_jsonl", "write_pytorch_et"]
 
 
-def expand_paths(paths):
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """The names of the trace files for the given paths (archive members as
     ``archive:member``)."""
     return [s.name for s in expand_sources(paths)]
@@ -50,7 +53,7 @@ def _json_kind(head):
     return "jsonl"
 
 
-def detect_format(source):
+def detect_format(source: "str | os.PathLike[str] | Source") -> str:
     """The format of one file (a path or a ``Source``), from its name, then its bytes."""
     if not isinstance(source, Source):
         source = Source(source, source)
@@ -74,13 +77,14 @@ _NOT_SUPPORTED = {
 }
 
 
-def load_trace(paths, fmt="auto", world_size=None):
+def load_trace(paths: "str | os.PathLike[str] | Iterable[str | os.PathLike[str]]",
+               fmt: str = "auto", world_size: int | None = None) -> Trace:
     """A ``Trace`` from one project-format file, or the per-rank files of a recorded run.
 
     ``world_size``: the number of ranks of the run when the files are fewer and the trace
     does not say (one Chakra rank's file replayed as every rank's program).
     """
-    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+    if isinstance(paths, (str, bytes, os.PathLike)):    # (PathLike: has __fspath__)
         paths = [paths]
     sources = expand_sources(list(paths))
     if not sources:

@@ -36,8 +36,9 @@ Attributes the project writes beyond the schema's usual set, and reads when pres
 
 import heapq
 import os
+from collections.abc import Iterable
 
-from gse.workloads.collectives import ALGORITHMS, ROOTED, check_trace
+from gse.workloads.collectives import ALGORITHMS, ROOTED, Collective, check_trace
 from gse.workloads.traces.chakra_schema import (COLL, COMM_TYPE_OF, COMM_TYPES, COMP, NODE_TYPES,
                                                 RECV, SCHEMA_VERSION, SEND, attr_record,
                                                 metadata_record, node_record, read_et)
@@ -369,7 +370,7 @@ def _whole_us(ps, what):
     return ps // US
 
 
-def write_chakra(prefix, collectives):
+def write_chakra(prefix: str, collectives: Iterable[Collective]) -> list[str]:
     """Write one ``<prefix>.<rank>.et`` per rank; returns the paths.
 
     Every collective becomes a communication node (node id = collective id) in the file of
@@ -386,7 +387,7 @@ def write_chakra(prefix, collectives):
     by_id = {c.id: c for c in colls}
     world = sorted({r for c in colls for r in c.ranks})
     next_id = [max(by_id) + 1]
-    pg_names = {}
+    pg_names: dict[tuple[int, ...], str] = {}
     paths = []
     d = os.path.dirname(prefix)
     if d:
@@ -422,7 +423,8 @@ def write_chakra(prefix, collectives):
                                        {peer[0]: peer[1], "comm_size": c.size,
                                         "comm_tag": c.id}))
                 continue
-            attrs = {"is_cpu_op": False, "comm_type": COMM_TYPE_OF[c.op], "comm_size": c.size}
+            attrs: dict[str, object] = {"is_cpu_op": False, "comm_type": COMM_TYPE_OF[c.op],
+                                        "comm_size": c.size}
             if sorted(c.ranks) != world:
                 key = tuple(sorted(c.ranks))
                 attrs["pg_name"] = pg_names.setdefault(key, str(len(pg_names) + 1))

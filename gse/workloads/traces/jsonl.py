@@ -18,6 +18,8 @@ collective in ``after`` is done (``[id, lag_us]`` adds compute time after that o
 """
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from gse.workloads.collectives import (ALGORITHMS, MAX_RANK, OPS, ROOTED, Collective,
                                        CollectiveError, check_trace)
@@ -154,7 +156,7 @@ def _record(obj, groups):
                       splits=splits)
 
 
-def read_jsonl(path):
+def read_jsonl(path: Any) -> Trace:
     """A ``Trace`` from a project-format file (a path, or a ``Source``: gzip or an archive
     member); errors name the file and line."""
     source = path if hasattr(path, "data") else None
@@ -171,7 +173,7 @@ def read_jsonl(path):
     groups = {}
     name = None
     colls = []
-    seen = {}
+    seen: dict[int, Any] = {}
     records = 0
     first = True
     for lineno, line in enumerate(lines, 1):
@@ -235,12 +237,12 @@ def _compress(ranks):
     return list(ranks)
 
 
-def write_jsonl(path, collectives, name=None):
+def write_jsonl(path: str, collectives: Iterable[Collective], name: str | None = None) -> None:
     """Write collectives in the project format (with a header naming the world group)."""
     colls = list(collectives)
     check_trace(colls)
     world = sorted({r for c in colls for r in c.ranks})
-    header = {"gse_trace": FORMAT_VERSION}
+    header: dict[str, Any] = {"gse_trace": FORMAT_VERSION}
     if name:
         header["name"] = name
     groups = {}

@@ -58,6 +58,8 @@ data-less calls are skipped and counted; fields the replay does not use are coun
 """
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from gse.workloads.collectives import ROOTED
 from gse.workloads.traces.common import (TORCH_DTYPES, Call, Tally, Trace, TraceError, assemble,
@@ -469,13 +471,13 @@ def _world(files, world_size, notes):
     return None
 
 
-def read_pytorch_et(sources, world_size=None):
+def read_pytorch_et(sources: Iterable[Any], world_size: int | None = None) -> Trace:
     """A ``Trace`` from per-rank PyTorch execution traces (paths or ``Source`` objects)."""
     sources = [s if hasattr(s, "data") else expand_sources([s])[0] for s in sources]
     tally = Tally()
     notes = []
     files = [_scan(s, tally) for s in sources]
-    by_rank = {}
+    by_rank: dict[int, Any] = {}
     unranked = []
     for f in files:
         f.rank, f.how = _file_rank(f)

@@ -7,8 +7,10 @@ lags or start times.  An uneven all-to-all writes its split sizes (``in_split_si
 """
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
-from gse.workloads.collectives import ROOTED, check_trace
+from gse.workloads.collectives import ROOTED, Collective, check_trace
 from gse.workloads.traces.common import TORCH_DTYPES, dtype_bytes
 from gse.workloads.traces.pytorch_et import OUTPUT_SIZED, PG_INIT
 
@@ -19,7 +21,7 @@ _WRITE_NAME = {"all_reduce": "allreduce", "reduce_scatter": "_reduce_scatter_bas
                "scatter": "scatter"}
 
 
-def write_pytorch_et(prefix, collectives):
+def write_pytorch_et(prefix: str, collectives: Iterable[Collective]) -> list[str]:
     """One ``<prefix>.<rank>.json`` per rank, as the observer would record the calls.
 
     Only what the format can say is kept: the order of calls within a process group, no
@@ -27,8 +29,8 @@ def write_pytorch_et(prefix, collectives):
     """
     colls = list(collectives)
     check_trace(colls)
-    groups = {}
-    last = {}
+    groups: dict[tuple[int, ...], Any] = {}
+    last: dict[Any, Any] = {}
     for c in colls:
         if c.start_ps:
             raise ValueError("collective %d: a start time cannot be written to a PyTorch ET"

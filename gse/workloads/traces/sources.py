@@ -16,6 +16,7 @@ import gzip
 import os
 import tarfile
 import zlib
+from collections.abc import Iterable
 
 from gse.workloads.traces.common import TraceError
 
@@ -178,7 +179,7 @@ def _directory(path):
                      "trace files")
 
 
-def expand_sources(paths):
+def expand_sources(paths: Iterable[str | os.PathLike[str]]) -> list["Source"]:
     """``Source`` objects for the given files, directories and archives, in order."""
     out = []
     for p in paths:
