@@ -21,7 +21,7 @@ class FakeAgent(HostAgent):
     """An agent whose every answer the test sets; it records the calls it gets."""
 
     def __init__(self):
-        HostAgent.__init__(self)
+        HostAgent.__init__(self, 0)
         self.calls = []
         self.work = False
         self.deadline = -1

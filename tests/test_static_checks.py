@@ -87,3 +87,19 @@ def test_mypy_configuration_catches_a_planted_fault(tmp_path):
                       "planted.py"], cwd=tmp_path)
     assert code != 0
     assert "[arg-type]" in out and "[comparison-overlap]" in out, out
+
+
+@_needs("ruff")
+def test_the_names_io_py_takes_from_c_are_the_ones_its_pxd_declares():
+    # pyproject.toml lets ruff's F821 (undefined name) pass in gse/runtimes/udp/io.py, whose
+    # compiled build calls the C that cython/gse/runtimes/udp/io.pxd declares: every name
+    # ruff would call undefined there must be declared in that .pxd, or it is a real bug
+    import json
+    import re
+    code, out = _run(["ruff", "check", "--no-cache", "--isolated", "--select", "F821",
+                      "--output-format", "json", "gse/runtimes/udp/io.py"])
+    names = {re.search(r"`(\w+)`", d["message"]).group(1) for d in json.loads(out or "[]")}
+    assert names, "no C name found: the check checks nothing (ruff output: %s)" % out[:200]
+    with open(os.path.join(ROOT, "cython", "gse", "runtimes", "udp", "io.pxd")) as f:
+        declared = set(re.findall(r"\w+", f.read()))
+    assert sorted(names - declared) == []

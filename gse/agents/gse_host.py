@@ -17,7 +17,6 @@ from gse.agents.phases import DONE, DRAINING, SENDING, enter
 from gse.agents.receiver import ReceiverSide
 from gse.agents.sender import NEVER, OutMsg
 from gse.common.fifo import Fifo
-from gse.common.timers import TimerHeap
 from gse.wire.packet import ACK, DATA, F_ECN_CE, F_RETX, GRANT, NACK, REQUEST
 
 T_PACER = 0
@@ -39,17 +38,13 @@ class GseHost(HostAgent):
                  "unknown_grants", "expiry_at", "paths", "acked_done")
 
     def __init__(self, addr, config, rng, downlink_gbps):
-        HostAgent.__init__(self)
-        self.addr = addr
+        HostAgent.__init__(self, addr)
         self.config = config
         self.rng = rng
         self.out = {}             # msg_id -> OutMsg
         self.ring = Fifo()       # messages that may have data to send
         self.control = Fifo()    # control packets, sent before data
-        self.timers = TimerHeap()  # (deadline, kind, msg), lazily deleted
         self.receiver = ReceiverSide(addr, config, downlink_gbps, self._events)
-        self.malformed = 0
-        self.stray = 0
         self.timeouts = 0
         self.fast_retx_bytes = 0
         self.nack_retx = 0

@@ -2,7 +2,8 @@
 
 ``GseHost`` and ``RoceHost`` derive from ``HostAgent``: in the pure-Python build it only
 documents the calls; in the compiled build (cython/gse/agents/interface.pxd) it is the
-extension type through which the simulator calls an agent's methods directly, whichever the protocol.
+extension type through which the simulator calls an agent's methods directly, whichever
+the protocol.
 Runtimes may drive any object with these methods (duck typing), the compiled simulator
 only a ``HostAgent``.
 
@@ -19,6 +20,7 @@ takes with ``next_event()`` after every call, as aioquic's connections do;
 from typing import TYPE_CHECKING, Any
 
 from gse.common.fifo import Fifo
+from gse.common.timers import TimerHeap
 
 # What an unfinished message can be waiting for (``HostAgent.waiting``), most telling first:
 # "path": data of it timed out and nothing was acknowledged since (a dead path, or a peer
@@ -48,8 +50,12 @@ class HostAgent:
 
     __slots__ = ("addr", "timers", "malformed", "stray", "_events")
 
-    def __init__(self):
-        self._events = Fifo()     # the events not yet taken, oldest first
+    def __init__(self, addr: int) -> None:
+        self.addr = addr
+        self.timers = TimerHeap()  # (deadline, kind, owner), lazily deleted
+        self.malformed = 0        # failed their checksum: the peer's fault, counted, dropped
+        self.stray = 0            # for another host, of an unknown kind or message
+        self._events: "Fifo[Any]" = Fifo()   # the events not yet taken, oldest first
 
     def next_event(self):
         """The oldest event not yet taken, or None."""

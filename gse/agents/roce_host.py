@@ -22,7 +22,6 @@ from gse.agents.interface import HostAgent
 from gse.agents.roce_nic import RoceNic
 from gse.agents.roce_receiver import RoceReceiver
 from gse.agents.roce_sender import T_CNP, T_DCQCN, T_GEN, T_PACE, T_RTO, RoceSender
-from gse.common.timers import TimerHeap
 from gse.wire.packet import ACK, CNP, DATA, NACK
 
 
@@ -31,15 +30,12 @@ class RoceHost(HostAgent):
                  "sender", "receiver", "nic")
 
     def __init__(self, addr, config, rng, downlink_gbps):
-        HostAgent.__init__(self)
-        self.addr = addr
+        HostAgent.__init__(self, addr)
         self.config = config
         self.rng = rng
         self.line_mbps = int(round(downlink_gbps * 1000))
-        self.timers = TimerHeap()  # (deadline, kind, flow), lazily deleted
         self.out = {}             # msg_id -> RoceFlow, until acknowledged in full
         self.acked_done = 0       # packets of the flows finished here (progress())
-        self.malformed = self.stray = 0
         # None, or a dict the DCQCN reaction point of every flow started from now on logs
         # its rate changes into: msg_id -> [(now, Rc, Rt, alpha), ...] (Dcqcn.log)
         self.rate_log = None

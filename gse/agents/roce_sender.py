@@ -33,7 +33,8 @@ TIMER_NAMES = ("pace", "rto", "dcqcn", "gen", "cnp")
 class RoceFlow:
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "next_psn", "una",
                  "high", "entropy", "cc", "next_send", "rto_deadline", "rto_armed",
-                 "rto_backoff", "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed", "last_len",
+                 "rto_backoff", "retransmits", "retx_bytes", "done", "in_ring", "dcqcn_armed",
+                 "last_len",
                  "gen", "gen_at", "last_gen", "paused")
 
     def __init__(self, msg_id, src, dst, size, mtu, cc, round_up=False):

@@ -1,8 +1,8 @@
 """Fabric mode in the simulation runtime: leaf nodes that drive ``FabricLeaf`` agents.
 
 ``switch_factory(topo, cfg)`` is what ``gse.runtimes.sim.run.build_network`` hands
-to ``gse.runtimes.sim.network.Network`` for protocol ``gse-fabric``: every switch that hosts attach to (a
-fat-tree's edge, a spine-leaf's leaf) becomes a ``LeafNode`` around a
+to ``gse.runtimes.sim.network.Network`` for protocol ``gse-fabric``: every switch that
+hosts attach to (a fat-tree's edge, a spine-leaf's leaf) becomes a ``LeafNode`` around a
 ``switchmodel.fabric.FabricLeaf``, whose egress queues get the deep-buffer limit
 ``leaf_queue_bytes``; the others (aggregation, core, spine) stay ``SwitchNode``s that
 spread packets by the entropy the source leaf wrote (``FabricSpine``: byte 1 names the

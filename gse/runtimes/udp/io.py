@@ -9,10 +9,11 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
   handler: no transport, queue, future or task per datagram, on either loop.  On Linux
   every endpoint of a loop is in one epoll set (``Reactor``) that the loop watches as a
   single reader, so one loop callback per iteration serves every ready socket; elsewhere
-  each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain non-blocking ``sendto`` on the
-  same socket, because the emulated ports send from callbacks, where awaiting a coroutine
-  per datagram would cost a task switch each.  The compiled build (the C of ``cython/gse/
-  runtimes/udp/gse_udp_io.c``) calls recvmmsg(2) and sendmmsg(2) itself on IPv4 sockets: up to 32
+  each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain
+  non-blocking ``sendto`` on the same socket, because the emulated ports send from
+  callbacks, where awaiting a coroutine per datagram would cost a task switch each.  The
+  compiled build (the C of ``cython/gse/runtimes/udp/gse_udp_io.c``) calls recvmmsg(2)
+  and sendmmsg(2) itself on IPv4 sockets: up to 32
   datagrams per call, an empty socket is a return value instead of a ``BlockingIOError``,
   a sender's ``(ip, port)`` tuple is built once per address and a destination's
   ``sockaddr`` parsed once; what a node sends while its socket is drained, or while
@@ -323,7 +324,7 @@ class Reactor:
 
     __slots__ = ("loop", "ep", "epfd", "endpoints", "closed")
 
-    ACTIVE = {}                # loop -> its reactor while it has endpoints
+    ACTIVE: dict = {}          # loop -> its reactor while it has endpoints
 
     def __init__(self, loop):
         self.loop = loop
@@ -390,7 +391,7 @@ class Reactor:
 # drained, timers firing) an IPv4 endpoint's ``send`` queues the datagram and the endpoint
 # joins ``_pending``; ``flush_sends`` sends them all once that work is done.
 _deferring = False
-_pending = []
+_pending: list = []
 
 
 def flush_sends():

@@ -1,10 +1,10 @@
 """Links of the UDP runtimes: emulated egress ports and host NICs, and the codec's fast paths.
 
 The roles mirror ``gse.runtimes.sim.network``: an egress port serialises at its link
-rate, the link adds its propagation delay, a host's NIC pulls from its agent when the link is free.  What differs is
-the clock: time is real, so every port keeps a *virtual* schedule in integer picoseconds
-and sends the datagram once the loop's clock reaches the packet's departure (end of
-serialisation plus delay):
+rate, the link adds its propagation delay, a host's NIC pulls from its agent when the
+link is free.  What differs is the clock: time is real, so every port keeps a *virtual*
+schedule in integer picoseconds and sends the datagram once the loop's clock reaches the packet's
+departure (end of serialisation plus delay):
 
 * a packet that finds its port idle starts at once; one that finds it busy is queued in
   the ``OutputQueue`` (ECN, trimming, drop-tail, PFC accounting exactly as simulated) and

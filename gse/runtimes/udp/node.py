@@ -4,10 +4,10 @@ A switch node decodes every datagram, routes it (``Switch.route``) and offers it
 egress port toward the next hop; a host node hands it to its agent and lets the agent's
 NIC pull whatever the agent has to send.  Every datagram received is decoded
 (``gse.wire.fastcodec.decode_header``: every check, the payload left in the datagram; a
-switch decodes into one reusable packet); a malformed one is counted by reason (``WireError.reason``) and
-dropped, a valid one from an address that is not a neighbour is counted as ``foreign``
-and dropped, and a host checks every DATA payload against the documented pattern.  The
-links themselves are in ``gse.runtimes.udp.link``.
+switch decodes into one reusable packet); a malformed one is counted by reason
+(``WireError.reason``) and dropped, a valid one from an address that is not a neighbour
+is counted as ``foreign`` and dropped, and a host checks every DATA payload against the documented
+pattern.  The links themselves are in ``gse.runtimes.udp.link``.
 
 PAUSE and RESUME are hop by hop: every node passes them through ``admit_pfc`` first.  A
 port takes them only where its link's configuration sends them (``pfc_limit``: the
