@@ -6,14 +6,14 @@ summary, so their results line up column for column.
 """
 
 import json
-import random
 
-from gse.config import BASELINES, PS_PER_US, ConfigError, roce_baseline
+from gse.api import build
+from gse.api.scenario import TOPOLOGY_DEFAULTS, WORKLOAD_DEFAULTS, Scenario
+from gse.cli.faults import detect_ps
+from gse.cli.observe import sample_ps
+from gse.config import BASELINES, PS_PER_US, ConfigError
 from gse.metrics.report import format_summary, write_records
-from gse.protocols import default_config
-from gse.workloads import traffic
-from gse.workloads.cmfile import read_cm_workload
-from topologies.registry import add_topology_options, build_topology, describe_topology_args
+from topologies.registry import add_topology_options, build_topology
 
 
 def add_traffic_options(p):
@@ -77,6 +77,49 @@ def add_run_options(p, protocols, real_time=False):
     add_output_options(p)
 
 
+def topology_part(args):
+    """The topology options as a Scenario's ``topology`` (name and parameters)."""
+    out = {"name": args.topology}
+    for name in TOPOLOGY_DEFAULTS:
+        value = getattr(args, name, None)
+        out[name] = TOPOLOGY_DEFAULTS[name] if value is None else value
+    return out
+
+
+def workload_part(args):
+    """The traffic options as a Scenario's ``workload``: a ``.cm`` file or a generator."""
+    if getattr(args, "traffic_file", None):
+        return {"kind": "cm", "path": args.traffic_file}
+    out = {"kind": getattr(args, "traffic", "permutation")}
+    for name, default in WORKLOAD_DEFAULTS.items():
+        value = getattr(args, name, default)
+        out[name] = value
+    return out
+
+
+def scenario_from_args(args, protocols=None):
+    """The run the options describe, as a ``gse.api.Scenario`` (bad times and ``--set``
+    items are refused first, with the options' own messages)."""
+    until_ps(args)
+    stall_ps(args)
+    detect = detect_ps(args)
+    sample_ps(args)
+    list(_overrides(args))
+    return Scenario(
+        topology=topology_part(args), workload=workload_part(args),
+        protocols=list(protocols or [args.protocol]),
+        baseline=getattr(args, "baseline", None) or "deployed",
+        overrides=list(getattr(args, "set", None) or ()),
+        unsched=getattr(args, "unsched", None), policy=getattr(args, "policy", None),
+        loss=getattr(args, "loss", 0.0), corrupt=getattr(args, "corrupt", 0.0),
+        failures=list(getattr(args, "fail", None) or ()),
+        failure_files=list(getattr(args, "fail_file", None) or ()),
+        detect_us="never" if detect == -1 else float(str(args.detect_us).strip())
+        if hasattr(args, "detect_us") else 1000.0,
+        seed=getattr(args, "seed", 1), until_us=getattr(args, "until_us", None),
+        stall_us=getattr(args, "stall_us", None), sample_us=getattr(args, "sample_us", None))
+
+
 def topology_from_args(args):
     return build_topology(args)
 
@@ -92,59 +135,30 @@ def traffic_from_args(args, topo):
     return messages
 
 
+def _traffic_scenario(args):
+    return Scenario(topology=topology_part(args), workload=workload_part(args),
+                    seed=getattr(args, "seed", 1))
+
+
 def workload_from_args(args, topo):
-    """(messages, triggers): ``triggers`` is the connection matrix (a
-    ``gse.workloads.cmfile.CmWorkload``) when it holds flows for triggers, else None."""
-    n = len(topo.hosts)
-    if args.traffic_file:
-        w = read_cm_workload(args.traffic_file)
-        if w.nodes > n:
-            raise ValueError("%s declares %d nodes but the topology has %d hosts"
-                             % (args.traffic_file, w.nodes, n))
-        for key, count in sorted(w.ignored.items()):
-            print("%s: ignored %s on %d connection(s)" % (args.traffic_file, key, count))
-        return w.messages, (w if w.triggers or w.held else None)
-    return generated_traffic(args, n), None
+    """(messages, triggers) of the traffic options (``gse.api.build.workload``)."""
+    return build.workload(_traffic_scenario(args), topo)
 
 
 def generated_traffic(args, n):
     """The messages of the generator options over ``n`` hosts."""
-    rng = random.Random("%s/traffic" % args.seed)
-    start = int(args.start_us * PS_PER_US)
-    if args.traffic == "permutation":
-        return traffic.permutation(n, args.size, rng, start_ps=start)
-    if args.traffic == "incast":
-        return traffic.incast(n, args.senders, args.size, rng, receiver=args.receiver,
-                              start_ps=start)
-    if args.traffic == "all-to-all":
-        return traffic.all_to_all(n, args.size, start_ps=start)
-    dist = traffic.parse_size_dist(args.size_dist or str(args.size))
-    return traffic.uniform_random(n, args.messages, rng, dist, args.load, args.link_gbps,
-                                  start_ps=start)
+    return build.generated_traffic(_traffic_scenario(args), n)
 
 
 def gse_config_from_args(args, protocol=None):
-    """The protocol's config (GseConfig or RoceConfig) with the command line's overrides."""
+    """The protocol's config (GseConfig or RoceConfig) with the command line's overrides
+    (``gse.api.build.config``; ``gse compare``: unprefixed names apply where they exist)."""
     protocol = protocol or getattr(args, "protocol", "gse")
-    if protocol == "roce":
-        cfg = roce_baseline(getattr(args, "baseline", None) or "deployed")
-    else:
-        cfg = default_config(protocol)
-    for name, value in _overrides(args):
-        if "." in name:                  # gse.NAME=V / roce.NAME=V: one protocol only
-            target, name = name.split(".", 1)
-            if target != protocol:
-                continue
-        elif getattr(args, "command", None) == "compare" and name not in cfg.__slots__:
-            continue                     # compare: an unprefixed name applies where it exists
-        cfg.set(name, value)
-    if protocol == "gse":
-        if args.unsched is not None:
-            cfg.unsched_bytes = args.unsched
-        if args.policy:
-            cfg.policy = args.policy
-    cfg.validate()
-    return cfg
+    list(_overrides(args))
+    s = Scenario(protocols=[protocol], baseline=getattr(args, "baseline", None) or "deployed",
+                 overrides=list(getattr(args, "set", None) or ()),
+                 unsched=getattr(args, "unsched", None), policy=getattr(args, "policy", None))
+    return build.config(s, protocol, lenient=getattr(args, "command", None) == "compare")
 
 
 BASELINE_TEXT = {
@@ -171,10 +185,7 @@ def _overrides(args):
 
 def describe_run(summary, args, config):
     """Add what was run to a summary, so a JSON file stands on its own."""
-    summary["topology"] = describe_topology_args(args)
-    summary["traffic"] = (args.traffic_file if args.traffic_file else
-                          {"kind": args.traffic, "size": args.size, "seed": args.seed})
-    summary["config"] = config.as_dict()
+    build.describe(summary, _traffic_scenario(args), config)
     if summary.get("protocol", getattr(args, "protocol", None)) == "roce":
         summary["baseline"] = getattr(args, "baseline", None) or "deployed"
     return summary
