@@ -7,6 +7,7 @@ what ``run_simulation(..., observers=...)`` takes, ``write_observed(args, result
 multi)`` writes what they collected.
 """
 
+import json
 import os
 
 from gse.config import PS_PER_US
@@ -112,10 +113,11 @@ def write_observed(args, result, label, multi=False):
     ts = getattr(result, "timeseries", None)
     if ts is None:
         return []
-    from gse.cli.common import write_json
     d = timeseries_dir(args, label, multi)
     paths = ts.write(d, args.timeseries_format)
-    write_json(os.path.join(d, "summary.json"), result.summary)
+    with open(os.path.join(d, "summary.json"), "w") as f:    # as gse.cli.common.write_json
+        json.dump(result.summary, f, indent=2, sort_keys=True)
+        f.write("\n")
     paths.append(os.path.join(d, "summary.json"))
     if not getattr(args, "quiet", False):
         print("time series (%d bins of %g us, %d ports, %d hosts) written to %s"
