@@ -10,6 +10,7 @@ multi)`` writes what they collected.
 import json
 import os
 
+from gse.api.options import sample_ps  # noqa: F401  (the commands import it from here)
 from gse.config import PS_PER_US
 from gse.metrics.pcap import DEFAULT_BUDGET, MIN_SNAPLEN, check_options
 
@@ -39,19 +40,6 @@ def add_observe_options(p, sampling=True, pcap=True):
         g.add_argument("--timeseries-format", choices=("parquet", "csv"), default="parquet",
                        help="file format of the time series (parquet needs pyarrow)")
     return g
-
-
-def sample_ps(args):
-    """``--sample-us`` in picoseconds, 0 when not sampling."""
-    us = getattr(args, "sample_us", None)
-    if us is None:
-        return 0
-    if us <= 0:
-        raise ValueError("--sample-us must be positive, got %r" % us)
-    ps = int(round(us * PS_PER_US))
-    if ps <= 0:
-        raise ValueError("--sample-us %r is below a picosecond" % us)
-    return ps
 
 
 def check_outputs(args):
