@@ -72,9 +72,9 @@ BROKEN = {
                                           "import gse.runtimes.sim.network  # noqa",
                                           "do not import each other"),
     "sweep-imports-the-cli": ("gse/sweep/single.py", "import gse.cli.main  # noqa",
-                              "never the reverse"),
+                              "sits on sweeps"),
     "metrics-import-the-api": ("gse/metrics/records.py", "import gse.api.run  # noqa",
-                               "do not import the API"),
+                               "do not import"),
 }
 
 
