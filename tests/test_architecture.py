@@ -73,7 +73,7 @@ BROKEN = {
                                           "do not import each other"),
     "sweep-imports-the-cli": ("gse/sweep/single.py", "import gse.cli.main  # noqa",
                               "sits on sweeps"),
-    "metrics-import-the-api": ("gse/metrics/records.py", "import gse.api.run  # noqa",
+    "metrics-import-the-api": ("gse/metrics/records.py", "import gse.api.runner  # noqa",
                                "do not import"),
 }
 

@@ -3,12 +3,12 @@
 sweeps and (later) the other runtimes build on it; it imports nothing of ``gse.cli``.
 
 The names load on first use, so that describing a scenario does not import the
-simulation runtime (``gse.api.run``) until something runs.
+simulation runtime (``gse.api.runner``) until something runs.
 """
 
 _WHERE = {"Scenario": "gse.api.scenario", "ScenarioError": "gse.api.scenario",
           "Result": "gse.api.result", "Summary": "gse.api.result",
-          "run": "gse.api.run", "compare": "gse.api.run"}
+          "run": "gse.api.runner", "compare": "gse.api.runner"}
 
 __all__ = sorted(_WHERE)
 

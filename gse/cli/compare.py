@@ -4,7 +4,7 @@
     gse compare --protocols roce,gse,gse-fabric
 """
 
-from gse.api.run import prepare, run_protocol
+from gse.api.runner import prepare, run_protocol
 from gse.cli.common import (
     add_run_options,
     add_stall_option,
@@ -40,7 +40,7 @@ def cmd_compare(args):
 
 def _compare(args, stop):
     """The options as a ``gse.Scenario`` of several protocols, run as ``gse.compare``
-    runs it (``gse.api.run.prepare``, then ``run_protocol`` per protocol)."""
+    runs it (``gse.api.runner.prepare``, then ``run_protocol`` per protocol)."""
     protocols = args.protocols.split(",")
     for p in protocols:
         if p not in PROTOCOLS:

@@ -5,7 +5,7 @@
     gse sim --traffic-file flows.cm
 """
 
-from gse.api.run import prepare, run_protocol
+from gse.api.runner import prepare, run_protocol
 from gse.cli.common import add_run_options, add_stall_option, emit, scenario_from_args
 from gse.cli.observe import add_observe_options, check_outputs, sim_observers, write_observed
 from gse.cli.progress import Progress, wanted

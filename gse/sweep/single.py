@@ -13,7 +13,7 @@ import time
 import traceback
 
 from gse.api.options import add_scenario_options, add_stall_option, scenario_from_args
-from gse.api.run import run
+from gse.api.runner import run
 from gse.protocols import PROTOCOLS
 
 # (column, type, where in the summary): the figures of one run, in table order
