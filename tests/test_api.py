@@ -86,17 +86,20 @@ def test_defaults_are_gse_sims_defaults():
 
 
 @pytest.mark.parametrize("fields, located", [
-    (dict(workload={"kind": "incast", "senders": 0}), "scenario.workload.senders: "
-                                                      "expected an integer >= 1, got 0"),
+    (dict(workload={"kind": "incast", "senders": "4"}), "scenario.workload.senders: "
+                                                        "expected an integer, got '4'"),
+    (dict(workload={"kind": "random", "load": None}), "scenario.workload.load: "
+                                                      "expected a number, got None"),
     (dict(workload={"kind": "zipf"}), "scenario.workload.kind: expected one of"),
     (dict(workload={"kind": "incast", "sendres": 4}), "scenario.workload.sendres"),
     (dict(workload={"kind": "cm"}), "scenario.workload.path"),
     (dict(topology={"name": "torus"}), "scenario.topology.name"),
-    (dict(topology={"name": "fat-tree", "link_gbps": -1}), "scenario.topology.link_gbps"),
+    (dict(topology={"name": "fat-tree", "link_gbps": "fast"}), "scenario.topology.link_gbps"),
+    (dict(topology={"name": "fat-tree", "k": 4.0}), "scenario.topology.k: expected an integer"),
     (dict(protocols=["gse", "tcp"]), "scenario.protocols[1]: expected one of"),
     (dict(baseline="fancy"), "scenario.baseline"),
     (dict(overrides=["mtu"]), "scenario.overrides[0]: expected NAME=VALUE"),
-    (dict(loss=2.0), "scenario.loss: expected a probability"),
+    (dict(loss="1%"), "scenario.loss: expected a number"),
     (dict(detect_us="soon"), "scenario.detect_us"),
     (dict(until_us=float("nan")), "scenario.until_us"),
     (dict(sample_us=0), "scenario.sample_us"),
@@ -107,6 +110,11 @@ def test_a_bad_field_is_named_with_its_value_and_what_is_allowed(fields, located
     with pytest.raises(ScenarioError) as e:
         Scenario(**fields)
     assert located in str(e.value)
+
+
+def test_a_range_that_depends_on_the_run_is_checked_by_its_step():
+    with pytest.raises(ValueError, match="incast: n_senders must be in 1..n_hosts-1 = 1..15"):
+        gse.run(Scenario(topology={"k": 4}, workload={"kind": "incast", "senders": 0}))
 
 
 def test_an_unknown_field_is_refused():

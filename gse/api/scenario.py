@@ -7,7 +7,10 @@ plain JSON values; ``Scenario.from_dict(s.to_dict()) == s`` always holds because
 construction fills every default into ``topology`` and ``workload``.
 
 Errors are ``ScenarioError`` (a ValueError) naming the field, the value and what is
-allowed, e.g. ``scenario.workload.senders: expected an integer >= 1, got 0``.
+allowed, e.g. ``scenario.workload.senders: expected an integer, got '4'``.  A range that
+depends on the run (incast senders against the topology's hosts, a message size, a loss
+rate) is checked where it is known, by the generator or the network, with the messages
+the command line has always given.
 """
 
 import json
@@ -56,6 +59,14 @@ def _float(where, value, low=0.0, none=False, positive=False):
     return float(value)
 
 
+def _number(where, value):
+    """A number, any range: the step that uses it (a generator, the network) checks its
+    range against the run (e.g. incast senders against the hosts) and says so."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(where, "a number", value)
+    return float(value)
+
+
 def _choice(where, value, allowed):
     if value not in allowed:
         _fail(where, "one of %s" % ", ".join(allowed), value)
@@ -93,18 +104,18 @@ def _params(where, given, defaults, floats=()):
 
 def normal_topology(value):
     """``{"name": ..., every parameter}`` (parameters as ``topologies.registry`` reads
-    them; the builder checks their sizes)."""
+    them; the builder checks their values)."""
     from topologies.registry import TOPOLOGIES
     if isinstance(value, str):
         value = {"name": value}
     out = _params("topology", value, TOPOLOGY_DEFAULTS, TOPOLOGY_FLOATS)
     out["name"] = _choice("topology.name", value.get("name", "fat-tree"), sorted(TOPOLOGIES))
-    for k, v in out.items():
+    for k, v in out.items():             # types here; sizes in the builders
         if k in TOPOLOGY_FLOATS:
-            _float("topology." + k, v, positive=True)
+            out[k] = _number("topology." + k, v)
         elif k != "name":
-            _int("topology." + k, v, 0, none=k not in ("k", "link_delay_ns",
-                                                        "switch_latency_ns"))
+            _int("topology." + k, v, none=k not in ("k", "link_delay_ns",
+                                                     "switch_latency_ns"))
     return out
 
 
@@ -126,13 +137,13 @@ def normal_workload(value):
         _fail("workload.path", "no path for a generator (kind %s)" % kind, value["path"])
     out = _params("workload", value, WORKLOAD_DEFAULTS, ("load", "start_us"))
     out["kind"] = kind
-    _int("workload.size", out["size"], 1)
-    _int("workload.senders", out["senders"], 1)
-    _int("workload.receiver", out["receiver"], 0, none=True)
-    _int("workload.messages", out["messages"], 1)
+    # types here; ranges where they are known, in the generators (gse.workloads.traffic)
+    for name in ("size", "senders", "messages"):
+        _int("workload." + name, out[name])
+    _int("workload.receiver", out["receiver"], none=True)
     _str("workload.size_dist", out["size_dist"], none=True)
-    _float("workload.load", out["load"], positive=True)
-    _float("workload.start_us", out["start_us"])
+    out["load"] = _number("workload.load", out["load"])
+    out["start_us"] = _number("workload.start_us", out["start_us"])
     return out
 
 
@@ -180,14 +191,11 @@ class Scenario:
         for i, item in enumerate(self.overrides):
             if "=" not in item:
                 _fail("overrides[%d]" % i, "NAME=VALUE", item)
-        self.unsched = _int("unsched", self.unsched, 0, none=True)
+        self.unsched = _int("unsched", self.unsched, none=True)    # the config checks it
         if self.policy is not None:
             _choice("policy", self.policy, ("rr", "srpt", "fifo"))
-        self.loss = _float("loss", self.loss)
-        self.corrupt = _float("corrupt", self.corrupt)
-        for name in ("loss", "corrupt"):
-            if getattr(self, name) > 1:
-                _fail(name, "a probability in [0, 1]", getattr(self, name))
+        self.loss = _number("loss", self.loss)          # the network checks [0, 1)
+        self.corrupt = _number("corrupt", self.corrupt)
         self.failures = _strings("failures", self.failures)
         self.failure_files = _strings("failure_files", self.failure_files)
         if self.detect_us != "never":
