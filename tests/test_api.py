@@ -133,6 +133,9 @@ def test_load_reads_json_and_toml(tmp_path):
     (tmp_path / "bad.json").write_text('{"seed": "one"}')
     with pytest.raises(ScenarioError, match="bad.json: scenario.seed"):
         Scenario.load(str(tmp_path / "bad.json"))
+    (tmp_path / "bad.toml").write_text('[workload]\nkind = "zipf"\n')
+    with pytest.raises(ScenarioError, match="bad.toml: scenario.workload.kind"):
+        Scenario.load(str(tmp_path / "bad.toml"))
 
 
 # -- the CLI's summary is the API's ----------------------------------------------------------

@@ -254,15 +254,16 @@ class Scenario:
     def load(cls, path):
         """A scenario from a ``.json`` or ``.toml`` file (TOML has no null: leave a field
         out for its default)."""
-        if str(path).endswith(".toml"):
-            import tomllib
-            with open(path, "rb") as f:
-                try:
-                    return cls.from_dict(tomllib.load(f))
-                except tomllib.TOMLDecodeError as exc:
-                    raise ScenarioError("%s: not TOML (%s)" % (path, exc)) from None
-        with open(path) as f:
-            try:
+        try:
+            if str(path).endswith(".toml"):
+                import tomllib
+                with open(path, "rb") as f:
+                    try:
+                        data = tomllib.load(f)
+                    except tomllib.TOMLDecodeError as exc:
+                        raise ScenarioError("scenario: not TOML (%s)" % exc) from None
+                return cls.from_dict(data)
+            with open(path) as f:
                 return cls.from_json(f.read())
-            except ScenarioError as exc:
-                raise ScenarioError("%s: %s" % (path, exc)) from None
+        except ScenarioError as exc:
+            raise ScenarioError("%s: %s" % (path, exc)) from None
