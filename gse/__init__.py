@@ -8,3 +8,18 @@ the top-level ``switchmodel`` package and topologies are plain data in ``topolog
 """
 
 __version__ = "0.1.0"
+
+# The Python API (docs/api.md), loaded on first use so that ``import gse`` stays cheap:
+# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``.
+_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare")
+
+
+def __getattr__(name):
+    if name in _API:
+        import gse.api
+        return getattr(gse.api, name)
+    raise AttributeError("module 'gse' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_API))

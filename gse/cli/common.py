@@ -6,53 +6,23 @@ summary, so their results line up column for column.
 """
 
 import json
-import random
 
-from gse.config import BASELINES, PS_PER_US, ConfigError, roce_baseline
+from gse.api import build
+from gse.api.options import (  # noqa: F401  (the commands import them from here)
+    add_protocol_options,
+    add_scenario_options,
+    add_stall_option,
+    add_traffic_options,
+    arg_overrides,
+    scenario_from_args,
+    stall_ps,
+    topology_part,
+    until_ps,
+    workload_part,
+)
+from gse.api.scenario import Scenario
 from gse.metrics.report import format_summary, write_records
-from gse.protocols import default_config
-from gse.workloads import traffic
-from gse.workloads.cmfile import read_cm_workload
-from topologies.registry import add_topology_options, build_topology, describe_topology_args
-
-
-def add_traffic_options(p):
-    g = p.add_argument_group("traffic")
-    g.add_argument("--traffic", default="permutation",
-                   choices=("permutation", "incast", "all-to-all", "random"))
-    g.add_argument("--traffic-file", metavar="FILE.cm",
-                   help="htsim connection matrix in place of the generator options")
-    g.add_argument("--size", type=int, default=2_000_000, help="message bytes")
-    g.add_argument("--senders", type=int, default=32, help="incast senders")
-    g.add_argument("--receiver", type=int, default=None, help="incast receiver host")
-    g.add_argument("--messages", type=int, default=1000, help="random: message count")
-    g.add_argument("--size-dist", help="random: fixed:N, uniform:LO:HI, exp:MEAN, "
-                                       "lognormal:MEDIAN:SIGMA")
-    g.add_argument("--load", type=float, default=0.5, help="random: offered load per host")
-    g.add_argument("--start-us", type=float, default=0.0, help="start time of generated flows")
-    g.add_argument("--seed", type=int, default=1)
-    return g
-
-
-def add_protocol_options(p, protocols):
-    g = p.add_argument_group("protocol")
-    g.add_argument("--protocol", default=protocols[0], choices=protocols)
-    g.add_argument("--unsched", type=int, default=None,
-                   help="GSE unscheduled first window in bytes (0 = off)")
-    g.add_argument("--policy", choices=("rr", "srpt", "fifo"),
-                   help="GSE receiver grant policy (default rr)")
-    g.add_argument("--baseline", default="deployed", choices=sorted(BASELINES),
-                   help="the RoCE baseline profile (docs/comparison.md): deployed = RoCEv2 + "
-                        "PFC + DCQCN + ECN (default); htsim = htsim's RoCE model (no "
-                        "congestion control, its framing, NIC and PFC); hpcc-dcqcn = DCQCN "
-                        "as the HPCC authors' ns-3 simulator runs it; --set overrides apply "
-                        "on top")
-    g.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="override any protocol parameter (repeatable)")
-    g.add_argument("--loss", type=float, default=0.0, help="random loss per link traversal")
-    g.add_argument("--corrupt", type=float, default=0.0,
-                   help="random corruption per link traversal")
-    return g
+from topologies.registry import add_topology_options, build_topology  # noqa: F401
 
 
 def add_output_options(p):
@@ -67,13 +37,7 @@ def add_run_options(p, protocols, real_time=False):
     """Fabric, traffic, protocol, failure and output options: what a traffic-running
     command takes (``real_time``: a runtime on real time, which also takes the failure
     trigger ``--fail-after-packets``)."""
-    from gse.cli.faults import add_fault_options, add_trigger_option
-    add_topology_options(p)
-    add_traffic_options(p)
-    add_protocol_options(p, protocols)
-    g = add_fault_options(p)
-    if real_time:
-        add_trigger_option(g)
+    add_scenario_options(p, protocols, real_time)
     add_output_options(p)
 
 
@@ -92,59 +56,30 @@ def traffic_from_args(args, topo):
     return messages
 
 
+def _traffic_scenario(args):
+    return Scenario(topology=topology_part(args), workload=workload_part(args),
+                    seed=getattr(args, "seed", 1))
+
+
 def workload_from_args(args, topo):
-    """(messages, triggers): ``triggers`` is the connection matrix (a
-    ``gse.workloads.cmfile.CmWorkload``) when it holds flows for triggers, else None."""
-    n = len(topo.hosts)
-    if args.traffic_file:
-        w = read_cm_workload(args.traffic_file)
-        if w.nodes > n:
-            raise ValueError("%s declares %d nodes but the topology has %d hosts"
-                             % (args.traffic_file, w.nodes, n))
-        for key, count in sorted(w.ignored.items()):
-            print("%s: ignored %s on %d connection(s)" % (args.traffic_file, key, count))
-        return w.messages, (w if w.triggers or w.held else None)
-    return generated_traffic(args, n), None
+    """(messages, triggers) of the traffic options (``gse.api.build.workload``)."""
+    return build.workload(_traffic_scenario(args), topo)
 
 
 def generated_traffic(args, n):
     """The messages of the generator options over ``n`` hosts."""
-    rng = random.Random("%s/traffic" % args.seed)
-    start = int(args.start_us * PS_PER_US)
-    if args.traffic == "permutation":
-        return traffic.permutation(n, args.size, rng, start_ps=start)
-    if args.traffic == "incast":
-        return traffic.incast(n, args.senders, args.size, rng, receiver=args.receiver,
-                              start_ps=start)
-    if args.traffic == "all-to-all":
-        return traffic.all_to_all(n, args.size, start_ps=start)
-    dist = traffic.parse_size_dist(args.size_dist or str(args.size))
-    return traffic.uniform_random(n, args.messages, rng, dist, args.load, args.link_gbps,
-                                  start_ps=start)
+    return build.generated_traffic(_traffic_scenario(args), n)
 
 
 def gse_config_from_args(args, protocol=None):
-    """The protocol's config (GseConfig or RoceConfig) with the command line's overrides."""
+    """The protocol's config (GseConfig or RoceConfig) with the command line's overrides
+    (``gse.api.build.config``; ``gse compare``: unprefixed names apply where they exist)."""
     protocol = protocol or getattr(args, "protocol", "gse")
-    if protocol == "roce":
-        cfg = roce_baseline(getattr(args, "baseline", None) or "deployed")
-    else:
-        cfg = default_config(protocol)
-    for name, value in _overrides(args):
-        if "." in name:                  # gse.NAME=V / roce.NAME=V: one protocol only
-            target, name = name.split(".", 1)
-            if target != protocol:
-                continue
-        elif getattr(args, "command", None) == "compare" and name not in cfg.__slots__:
-            continue                     # compare: an unprefixed name applies where it exists
-        cfg.set(name, value)
-    if protocol == "gse":
-        if args.unsched is not None:
-            cfg.unsched_bytes = args.unsched
-        if args.policy:
-            cfg.policy = args.policy
-    cfg.validate()
-    return cfg
+    list(arg_overrides(args))
+    s = Scenario(protocols=[protocol], baseline=getattr(args, "baseline", None) or "deployed",
+                 overrides=list(getattr(args, "set", None) or ()),
+                 unsched=getattr(args, "unsched", None), policy=getattr(args, "policy", None))
+    return build.config(s, protocol, lenient=getattr(args, "command", None) == "compare")
 
 
 BASELINE_TEXT = {
@@ -161,20 +96,9 @@ def baseline_line(name):
     return "RoCE baseline: %s (%s; docs/comparison.md)" % (name, BASELINE_TEXT.get(name, name))
 
 
-def _overrides(args):
-    for item in getattr(args, "set", None) or ():
-        if "=" not in item:
-            raise ConfigError("--set takes name=value, got %r" % item)
-        name, value = item.split("=", 1)
-        yield name.strip(), value.strip()
-
-
 def describe_run(summary, args, config):
     """Add what was run to a summary, so a JSON file stands on its own."""
-    summary["topology"] = describe_topology_args(args)
-    summary["traffic"] = (args.traffic_file if args.traffic_file else
-                          {"kind": args.traffic, "size": args.size, "seed": args.seed})
-    summary["config"] = config.as_dict()
+    build.describe(summary, _traffic_scenario(args), config)
     if summary.get("protocol", getattr(args, "protocol", None)) == "roce":
         summary["baseline"] = getattr(args, "baseline", None) or "deployed"
     return summary
@@ -196,35 +120,3 @@ def write_json(path, obj):
         f.write("\n")
 
 
-def until_ps(args):
-    """``--until-us`` as the runtimes take it: picoseconds, -1 for no bound."""
-    us = getattr(args, "until_us", None)
-    if us is None:
-        return -1
-    if not 0 <= us < float("inf"):
-        raise ValueError("--until-us must be a time >= 0 (microseconds), got %r" % us)
-    return int(us * PS_PER_US)
-
-
-def add_stall_option(p):
-    """``--stall-us``: the no-progress watchdog's span (``gse.metrics.stall``)."""
-    p.add_argument("--stall-us", type=float, default=None, metavar="US",
-                   help="end the run when nothing completes, is acknowledged or received for "
-                        "this long on the run's clock while messages are unfinished (default: "
-                        "4 x the protocol's rto_max_ps, 6.4 ms for GSE, 64 ms for RoCE and "
-                        "fabric mode, 4 s over UDP, and not before the failures' last change; "
-                        "0: never)")
-
-
-def stall_ps(args):
-    """``--stall-us`` as the runtimes take it: None for the default, 0 for off."""
-    us = getattr(args, "stall_us", None)
-    if us is None:
-        return None
-    if not 0 <= us < float("inf"):
-        raise ValueError("--stall-us must be a time >= 0 (microseconds; 0: no watchdog), "
-                         "got %r" % us)
-    ps = int(round(us * PS_PER_US))
-    if us > 0 and ps == 0:
-        raise ValueError("--stall-us %r is below a picosecond" % us)
-    return ps

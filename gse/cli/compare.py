@@ -4,26 +4,19 @@
     gse compare --protocols roce,gse,gse-fabric
 """
 
+from gse.api.runner import prepare, run_protocol
 from gse.cli.common import (
     add_run_options,
     add_stall_option,
     baseline_line,
-    describe_run,
-    gse_config_from_args,
-    stall_ps,
-    topology_from_args,
-    workload_from_args,
-    until_ps,
+    scenario_from_args,
     write_json,
 )
-from gse.cli.faults import detect_ps, faults_from_args
-from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
-                             write_observed)
+from gse.cli.observe import add_observe_options, check_outputs, sim_observers, write_observed
 from gse.cli.progress import Progress, wanted
 from gse.cli.signals import StopSignals, exit_code, note_signal
 from gse.metrics.report import side_by_side, write_records
 from gse.protocols import PROTOCOLS
-from gse.runtimes.sim.run import run_simulation
 
 
 def add_commands(sub):
@@ -46,32 +39,27 @@ def cmd_compare(args):
 
 
 def _compare(args, stop):
-    topo = topology_from_args(args)
-    messages, triggers = workload_from_args(args, topo)
-    if not messages and triggers is None:
-        raise ValueError("the traffic has no messages")
+    """The options as a ``gse.Scenario`` of several protocols, run as ``gse.compare``
+    runs it (``gse.api.runner.prepare``, then ``run_protocol`` per protocol)."""
     protocols = args.protocols.split(",")
     for p in protocols:
         if p not in PROTOCOLS:
             raise ValueError("unknown protocol %r in --protocols (known: %s)"
                              % (p, ", ".join(PROTOCOLS)))
-    configs = {p: gse_config_from_args(args, p) for p in protocols}
-    faults = faults_from_args(args, topo)
-    until, stall = until_ps(args), stall_ps(args)
+    scenario = scenario_from_args(args, protocols)
+    prepared = prepare(scenario, lenient=True)
     check_outputs(args)
-    results = {}
+    ran = {}
     with Progress(wanted(args)) as progress:
         for p in protocols:
-            if stop.signal and results:      # the first one runs: a summary to write
+            if stop.signal and ran:          # the first one runs: a summary to write
                 break
-            watch = sim_observers(args, p, True) + [progress.sim(p, len(messages)),
+            watch = sim_observers(args, p, True) + [progress.sim(p, len(prepared.messages)),
                                                      stop.observer()]
-            results[p] = run_simulation(topo, messages, p, configs[p], args.seed, args.loss,
-                                        args.corrupt, until, sample_ps(args), watch,
-                                        triggers=triggers, faults=faults,
-                                        detect_ps=detect_ps(args), stall_ps=stall)
-    for p, result in results.items():
-        note_signal(describe_run(result.summary, args, configs[p]), stop)
+            ran[p] = run_protocol(prepared, p, watch)
+    results = {p: r.run for p, r in ran.items()}
+    for result in results.values():
+        note_signal(result.summary, stop)
     if not args.quiet:
         if "roce" in results:
             print(baseline_line(args.baseline))

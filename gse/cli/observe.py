@@ -7,8 +7,10 @@ what ``run_simulation(..., observers=...)`` takes, ``write_observed(args, result
 multi)`` writes what they collected.
 """
 
+import json
 import os
 
+from gse.api.options import sample_ps  # noqa: F401  (the commands import it from here)
 from gse.config import PS_PER_US
 from gse.metrics.pcap import DEFAULT_BUDGET, MIN_SNAPLEN, check_options
 
@@ -38,19 +40,6 @@ def add_observe_options(p, sampling=True, pcap=True):
         g.add_argument("--timeseries-format", choices=("parquet", "csv"), default="parquet",
                        help="file format of the time series (parquet needs pyarrow)")
     return g
-
-
-def sample_ps(args):
-    """``--sample-us`` in picoseconds, 0 when not sampling."""
-    us = getattr(args, "sample_us", None)
-    if us is None:
-        return 0
-    if us <= 0:
-        raise ValueError("--sample-us must be positive, got %r" % us)
-    ps = int(round(us * PS_PER_US))
-    if ps <= 0:
-        raise ValueError("--sample-us %r is below a picosecond" % us)
-    return ps
 
 
 def check_outputs(args):
@@ -112,10 +101,11 @@ def write_observed(args, result, label, multi=False):
     ts = getattr(result, "timeseries", None)
     if ts is None:
         return []
-    from gse.cli.common import write_json
     d = timeseries_dir(args, label, multi)
     paths = ts.write(d, args.timeseries_format)
-    write_json(os.path.join(d, "summary.json"), result.summary)
+    with open(os.path.join(d, "summary.json"), "w") as f:    # as gse.cli.common.write_json
+        json.dump(result.summary, f, indent=2, sort_keys=True)
+        f.write("\n")
     paths.append(os.path.join(d, "summary.json"))
     if not getattr(args, "quiet", False):
         print("time series (%d bins of %g us, %d ports, %d hosts) written to %s"

@@ -1,7 +1,7 @@
 """One run of a sweep: ``gse sim``'s arguments in, one row of summary columns out.
 
-The run is exactly what ``gse sim ARGV`` does (the same parser, the same topology,
-traffic and configuration steps, ``run_simulation``), so a sweep's row and a single
+The run is exactly what ``gse sim ARGV`` does (the same options, parsed into the same
+``gse.api.Scenario``, run by ``gse.run``), so a sweep's row and a single
 ``gse sim --json`` of the same options hold the same figures.  ``run_row`` is what the
 Dask workers call; it never raises: a run that fails comes back as a row with
 ``status = "failed"`` and the error, so one bad point does not lose the others.
@@ -12,18 +12,9 @@ import resource
 import time
 import traceback
 
-from gse.cli.common import (
-    add_run_options,
-    add_stall_option,
-    gse_config_from_args,
-    stall_ps,
-    topology_from_args,
-    until_ps,
-    workload_from_args,
-)
-from gse.cli.faults import detect_ps, faults_from_args
+from gse.api.options import add_scenario_options, add_stall_option, scenario_from_args
+from gse.api.runner import run
 from gse.protocols import PROTOCOLS
-from gse.runtimes.sim.run import run_simulation
 
 # (column, type, where in the summary): the figures of one run, in table order
 SUMMARY_COLUMNS = (
@@ -67,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
 def sim_parser():
     """``gse sim``'s options (those a sweep may set), raising ValueError on a bad one."""
     p = _Parser(prog="gse sim", add_help=False)
-    add_run_options(p, PROTOCOLS)
+    add_scenario_options(p, PROTOCOLS)
     p.add_argument("--until-us", type=float, default=None)
     add_stall_option(p)
     return p
@@ -77,20 +68,16 @@ def parse_args(argv):
     return sim_parser().parse_args(list(argv))
 
 
-def run_summary(argv):
-    """Run ``gse sim ARGV`` in this process; its summary (as ``gse sim --json`` has it,
-    before the description of what was run)."""
+def scenario(argv):
+    """The ``gse.api.Scenario`` of ``gse sim ARGV``: a sweep row's run as data."""
     args = parse_args(argv)
-    topo = topology_from_args(args)
-    messages, triggers = workload_from_args(args, topo)
-    if not messages and triggers is None:
-        raise ValueError("the traffic has no messages")
-    cfg = gse_config_from_args(args)
-    result = run_simulation(topo, messages, args.protocol, cfg, args.seed, args.loss,
-                            args.corrupt, until_ps(args), triggers=triggers,
-                            faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
-                            stall_ps=stall_ps(args))
-    return result.summary
+    return scenario_from_args(args)
+
+
+def run_summary(argv):
+    """Run ``gse sim ARGV`` in this process (``gse.run`` of its Scenario); its summary,
+    as ``gse sim --json`` has it."""
+    return run(scenario(argv)).summary.to_dict()
 
 
 def summary_row(summary):

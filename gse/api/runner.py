@@ -1,0 +1,88 @@
+"""``gse.run(scenario)`` and ``gse.compare(scenario, protocols=...)``: a Scenario through
+the simulation runtime, ``Result`` objects out.
+
+``gse sim`` and ``gse compare`` are these calls plus options and printing, so a
+scenario's ``Result.summary.to_dict()`` is what the command line's ``--json`` writes.
+The steps are public for the callers that add their own observers or stop early:
+``prepare`` builds the run's pieces once, ``run_protocol`` runs one protocol on them.
+"""
+
+from gse.api import build
+from gse.api.result import Result
+from gse.api.scenario import Scenario
+
+
+class Prepared:
+    """What every protocol of a scenario runs on: topology, messages (and a connection
+    matrix's triggers), fault schedule, configs by protocol and the times in ps."""
+
+    __slots__ = ("scenario", "topology", "messages", "triggers", "configs", "faults",
+                 "until_ps", "stall_ps", "detect_ps", "sample_ps")
+
+    def __init__(self, scenario, protocols, lenient, log=print):
+        s = scenario
+        self.scenario = s
+        self.topology = build.topology(s)
+        self.messages, self.triggers = build.workload(s, self.topology, log)
+        if not self.messages and self.triggers is None:
+            raise ValueError("the traffic has no messages")
+        self.configs = {p: build.config(s, p, lenient) for p in protocols}
+        self.faults = build.faults(s, self.topology)
+        self.until_ps, self.stall_ps = build.until_ps(s), build.stall_ps(s)
+        self.detect_ps, self.sample_ps = build.detect_ps(s), build.sample_ps(s)
+
+
+def prepare(scenario, protocols=None, lenient=None, log=print):
+    """The pieces of a run of ``protocols`` (default: the scenario's); ``lenient``
+    (default: a comparison) lets an unprefixed override skip a config without it."""
+    scenario = _scenario(scenario)
+    protocols = list(protocols or scenario.protocols)
+    if lenient is None:
+        lenient = len(protocols) > 1
+    return Prepared(scenario, protocols, lenient, log)
+
+
+def run_protocol(prepared, protocol, observers=()):
+    """One protocol on prepared pieces; the summary describes what was run."""
+    from gse.runtimes.sim.run import run_simulation
+    s, cfg = prepared.scenario, prepared.configs[protocol]
+    res = run_simulation(prepared.topology, prepared.messages, protocol, cfg, s.seed, s.loss,
+                         s.corrupt, prepared.until_ps, prepared.sample_ps, list(observers),
+                         triggers=prepared.triggers, faults=prepared.faults,
+                         detect_ps=prepared.detect_ps, stall_ps=prepared.stall_ps)
+    build.describe(res.summary, s, cfg)
+    return Result(s, protocol, res)
+
+
+def run(scenario, observers=(), log=print):
+    """Run the scenario's (first) protocol in the simulation; a ``Result``.
+    ``observers``: more ``gse.runtimes.sim.observe`` observers (a capture, a progress bar)."""
+    prepared = prepare(scenario, [_scenario(scenario).protocol], False, log)
+    return run_protocol(prepared, prepared.scenario.protocol, observers)
+
+
+def compare(scenario, protocols=None, observers=None, stop=None, log=print):
+    """The same scenario under each of ``protocols`` (default: the scenario's), in order:
+    {protocol: Result}.  ``observers(protocol, messages)`` gives each run's observers;
+    ``stop()`` true ends the comparison before the next protocol (once one has run)."""
+    scenario = _scenario(scenario)
+    if protocols is not None:
+        if isinstance(protocols, str):
+            protocols = protocols.split(",")
+        scenario = scenario.replace(protocols=list(protocols))
+    prepared = prepare(scenario, scenario.protocols, True, log)
+    results = {}
+    for p in scenario.protocols:
+        if stop is not None and results and stop():
+            break
+        watch = observers(p, len(prepared.messages)) if observers else ()
+        results[p] = run_protocol(prepared, p, watch)
+    return results
+
+
+def _scenario(scenario):
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, dict):
+        return Scenario.from_dict(scenario)
+    raise TypeError("expected a gse.Scenario (or its dict), got %r" % type(scenario).__name__)

@@ -1,0 +1,277 @@
+"""``Scenario``: one run described as data — what ``gse sim`` / ``gse compare`` take as
+options, as a value that validates itself and round-trips through JSON (and loads TOML).
+
+Why data and not argparse: a notebook, a sweep row and the command line must describe a
+run the same way, so that a saved scenario alone reproduces the run.  Every field holds
+plain JSON values; ``Scenario.from_dict(s.to_dict()) == s`` always holds because
+construction fills every default into ``topology`` and ``workload``.
+
+Errors are ``ScenarioError`` (a ValueError) naming the field, the value and what is
+allowed, e.g. ``scenario.workload.senders: expected an integer, got '4'``.  A range that
+depends on the run (incast senders against the topology's hosts, a message size, a loss
+rate) is checked where it is known, by the generator or the network, with the messages
+the command line has always given.
+"""
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field, fields
+
+TOPOLOGY_DEFAULTS = {"k": 8, "servers": None, "nics_per_server": None, "groups": None,
+                     "spines": None, "pods": None, "hosts": None, "cores_per_group": None,
+                     "link_gbps": 100.0, "link_delay_ns": 1000, "switch_latency_ns": 0}
+TOPOLOGY_FLOATS = ("link_gbps",)
+
+GENERATORS = ("permutation", "incast", "all-to-all", "random")
+# the generator parameters (gse sim's traffic options) with their defaults
+WORKLOAD_DEFAULTS = {"size": 2_000_000, "senders": 32, "receiver": None, "messages": 1000,
+                     "size_dist": None, "load": 0.5, "start_us": 0.0}
+# kinds that read a file; "trace" and "collective" are the next ones (gse replay)
+FILE_WORKLOADS = ("cm",)
+RUNTIMES = ("sim",)
+
+
+class ScenarioError(ValueError):
+    """A scenario field that is not valid: which field, what value, what is allowed."""
+
+
+def _fail(where, expected, value):
+    raise ScenarioError("scenario.%s: expected %s, got %r" % (where, expected, value))
+
+
+def _int(where, value, low=None, none=False):
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or (low is not None and value < low):
+        _fail(where, "an integer" + (" >= %d" % low if low is not None else "")
+              + (" or null" if none else ""), value)
+    return value
+
+
+def _float(where, value, low=0.0, none=False, positive=False):
+    if value is None and none:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= low and (value > 0 or not positive)
+    if not ok:
+        _fail(where, "a finite number %s %g%s" % (">" if positive else ">=", low,
+                                                   " or null" if none else ""), value)
+    return float(value)
+
+
+def _number(where, value):
+    """A number, any range: the step that uses it (a generator, the network) checks its
+    range against the run (e.g. incast senders against the hosts) and says so."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(where, "a number", value)
+    return float(value)
+
+
+def _choice(where, value, allowed):
+    if value not in allowed:
+        _fail(where, "one of %s" % ", ".join(allowed), value)
+    return value
+
+
+def _str(where, value, none=False):
+    if value is None and none:
+        return None
+    if not isinstance(value, str) or not value:
+        _fail(where, "a non-empty string" + (" or null" if none else ""), value)
+    return value
+
+
+def _strings(where, value):
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        _fail(where, "a list of strings", value)
+    return tuple(_str("%s[%d]" % (where, i), v) for i, v in enumerate(value))
+
+
+def _params(where, given, defaults, floats=()):
+    if not isinstance(given, dict):
+        _fail(where, "a table (dict)", given)
+    unknown = sorted(set(given) - set(defaults) - {"name", "kind", "path"})
+    if unknown:
+        _fail("%s.%s" % (where, unknown[0]), "one of the parameters %s"
+              % ", ".join(sorted(defaults)), given[unknown[0]])
+    out = dict(defaults)
+    out.update({k: v for k, v in given.items() if k in defaults})
+    for k in floats:
+        if isinstance(out[k], int) and not isinstance(out[k], bool):
+            out[k] = float(out[k])
+    return out
+
+
+def normal_topology(value):
+    """``{"name": ..., every parameter}`` (parameters as ``topologies.registry`` reads
+    them; the builder checks their values)."""
+    from topologies.registry import TOPOLOGIES
+    if isinstance(value, str):
+        value = {"name": value}
+    out = _params("topology", value, TOPOLOGY_DEFAULTS, TOPOLOGY_FLOATS)
+    out["name"] = _choice("topology.name", value.get("name", "fat-tree"), sorted(TOPOLOGIES))
+    for k, v in out.items():             # types here; sizes in the builders
+        if k in TOPOLOGY_FLOATS:
+            out[k] = _number("topology." + k, v)
+        elif k != "name":
+            _int("topology." + k, v, none=k not in ("k", "link_delay_ns",
+                                                     "switch_latency_ns"))
+    return out
+
+
+def normal_workload(value):
+    """``{"kind": generator, every generator parameter}`` or ``{"kind": "cm", "path": P}``."""
+    if isinstance(value, str):
+        value = {"kind": value}
+    if not isinstance(value, dict):
+        _fail("workload", "a table (dict) with a kind", value)
+    kind = _choice("workload.kind", value.get("kind", "permutation"),
+                   GENERATORS + FILE_WORKLOADS)
+    if kind in FILE_WORKLOADS:
+        extra = sorted(set(value) - {"kind", "path"})
+        if extra:
+            _fail("workload.%s" % extra[0], "only kind and path for a %s file" % kind,
+                  value[extra[0]])
+        return {"kind": kind, "path": _str("workload.path", value.get("path"))}
+    if "path" in value:
+        _fail("workload.path", "no path for a generator (kind %s)" % kind, value["path"])
+    out = _params("workload", value, WORKLOAD_DEFAULTS, ("load", "start_us"))
+    out["kind"] = kind
+    # types here; ranges where they are known, in the generators (gse.workloads.traffic)
+    for name in ("size", "senders", "messages"):
+        _int("workload." + name, out[name])
+    _int("workload.receiver", out["receiver"], none=True)
+    _str("workload.size_dist", out["size_dist"], none=True)
+    out["load"] = _number("workload.load", out["load"])
+    out["start_us"] = _number("workload.start_us", out["start_us"])
+    return out
+
+
+@dataclass
+class Scenario:
+    """A run as data.  ``protocols``: what ``gse.compare`` runs (``gse.run`` runs the
+    first); ``baseline``: the RoCE profile; ``overrides``: ``--set NAME=VALUE`` strings
+    (``gse.NAME`` / ``roce.NAME`` for one protocol); ``unsched`` / ``policy``: gse sim's
+    ``--unsched`` / ``--policy``; ``failures`` / ``failure_files``: ``--fail`` specs and
+    schedule files (docs/failures.md); ``detect_us``: a number or ``"never"``;
+    ``until_us`` / ``stall_us`` / ``sample_us``: None for the defaults."""
+
+    topology: dict = field(default_factory=lambda: {"name": "fat-tree"})
+    workload: dict = field(default_factory=lambda: {"kind": "permutation"})
+    protocols: tuple = ("gse",)
+    baseline: str = "deployed"
+    overrides: tuple = ()
+    unsched: int | None = None
+    policy: str | None = None
+    loss: float = 0.0
+    corrupt: float = 0.0
+    failures: tuple = ()
+    failure_files: tuple = ()
+    detect_us: object = 1000.0
+    seed: int = 1
+    until_us: float | None = None
+    stall_us: float | None = None
+    sample_us: float | None = None
+    runtime: str = "sim"
+
+    def __post_init__(self):
+        from gse.config import BASELINES
+        from gse.protocols import PROTOCOLS
+        self.topology = normal_topology(self.topology)
+        self.workload = normal_workload(self.workload)
+        if isinstance(self.protocols, str):
+            self.protocols = tuple(p.strip() for p in self.protocols.split(","))
+        self.protocols = _strings("protocols", self.protocols)
+        if not self.protocols:
+            _fail("protocols", "at least one protocol", [])
+        for i, p in enumerate(self.protocols):
+            _choice("protocols[%d]" % i, p, PROTOCOLS)
+        self.baseline = _choice("baseline", self.baseline, sorted(BASELINES))
+        self.overrides = _strings("overrides", self.overrides)
+        for i, item in enumerate(self.overrides):
+            if "=" not in item:
+                _fail("overrides[%d]" % i, "NAME=VALUE", item)
+        self.unsched = _int("unsched", self.unsched, none=True)    # the config checks it
+        if self.policy is not None:
+            _choice("policy", self.policy, ("rr", "srpt", "fifo"))
+        self.loss = _number("loss", self.loss)          # the network checks [0, 1)
+        self.corrupt = _number("corrupt", self.corrupt)
+        self.failures = _strings("failures", self.failures)
+        self.failure_files = _strings("failure_files", self.failure_files)
+        if self.detect_us != "never":
+            self.detect_us = _float("detect_us", self.detect_us)
+        self.seed = _int("seed", self.seed)
+        self.until_us = _float("until_us", self.until_us, none=True)
+        self.stall_us = _float("stall_us", self.stall_us, none=True)
+        self.sample_us = _float("sample_us", self.sample_us, none=True, positive=True)
+        self.runtime = _choice("runtime", self.runtime, RUNTIMES)
+
+    @property
+    def protocol(self):
+        """The protocol ``gse.run`` runs: the first of ``protocols``."""
+        return self.protocols[0]
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (validated like a new scenario)."""
+        return Scenario.from_dict(dict(self.to_dict(), **changes))
+
+    def to_dict(self):
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, dict)
+                                                                 else v)
+        return out
+
+    @classmethod
+    def from_dict(cls, data):
+        if not isinstance(data, dict):
+            raise ScenarioError("scenario: expected a table (dict), got %r" % (data,))
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ScenarioError("scenario.%s: unknown field (known: %s)"
+                                % (unknown[0], ", ".join(sorted(known))))
+        return cls(**data)
+
+    def to_json(self, path=None):
+        """The scenario as JSON text; also written to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        if path is not None:
+            with open(path, "w") as f:
+                f.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, text):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError("scenario: not JSON (%s)" % exc) from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def load(cls, path):
+        """A scenario from a ``.json`` or ``.toml`` file (TOML has no null: leave a field
+        out for its default)."""
+        try:
+            if str(path).endswith(".toml"):
+                return cls.from_dict(_read_toml(path))
+            with open(path) as f:
+                return cls.from_json(f.read())
+        except ScenarioError as exc:
+            raise ScenarioError("%s: %s" % (path, exc)) from None
+
+
+def _read_toml(path):
+    """A TOML file's table (tomllib: Python 3.11 and newer)."""
+    if sys.version_info < (3, 11):
+        raise ScenarioError("TOML scenarios need Python 3.11 or newer (tomllib); use JSON")
+    else:
+        import tomllib
+        with open(path, "rb") as f:
+            try:
+                return tomllib.load(f)
+            except tomllib.TOMLDecodeError as exc:
+                raise ScenarioError("scenario: not TOML (%s)" % exc) from None
