@@ -118,14 +118,15 @@ class AgentDriver(Driver):
         """What follows every call into the agent (and the NIC's own wake-ups, after which
         a poll may have moved the agent's deadline)."""
         agent = self.agent
-        event = agent.next_event()
-        while event is not None:
-            if isinstance(event, MessageDelivered):
-                if self.on_delivered is not None:
-                    self.on_delivered(event)
-            elif self.on_completed is not None:
-                self.on_completed(event)
+        if agent._events:            # only after a message was delivered or completed
             event = agent.next_event()
+            while event is not None:
+                if isinstance(event, MessageDelivered):
+                    if self.on_delivered is not None:
+                        self.on_delivered(event)
+                elif self.on_completed is not None:
+                    self.on_completed(event)
+                event = agent.next_event()
         if agent.has_work():
             self.kick_nic(now)
         self.rearm(agent.next_deadline(), now)
