@@ -94,22 +94,24 @@ class AgentDriver(Driver):
 
     def start(self, msg_id, dst, size, now):
         """The application has a message for ``dst``."""
+        agent = self.agent
         if self.on_error is None:
-            self.agent.start_message(msg_id, dst, size, now)
+            agent.start_message(msg_id, dst, size, now)
         else:
             try:
-                self.agent.start_message(msg_id, dst, size, now)
+                agent.start_message(msg_id, dst, size, now)
             except Exception as exc:
                 self.on_error("start message %d" % msg_id, exc)
         self.after(now)
 
     def receive(self, pkt, now):
         """A packet arrived for the agent."""
+        agent = self.agent           # typed: the compiled build calls it as a C method
         if self.on_error is None:
-            self.agent.receive(pkt, now)
+            agent.receive(pkt, now)
         else:
             try:
-                self.agent.receive(pkt, now)
+                agent.receive(pkt, now)
             except Exception as exc:
                 self.on_error("receive %r" % (pkt,), exc)
         self.after(now)

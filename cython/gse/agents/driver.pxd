@@ -29,8 +29,10 @@ cdef class AgentDriver(Driver):
     cdef public object on_completed
     cdef public object kick
 
+    @cython.locals(agent=HostAgent)
     cpdef start(self, msg_id, dst, size, long long now)
 
+    @cython.locals(agent=HostAgent)
     cpdef receive(self, Packet pkt, long long now)
 
     @cython.locals(agent=HostAgent)
