@@ -17,7 +17,6 @@ import random
 import struct
 
 from gse.agents.events import MessageCompleted, MessageDelivered
-from gse.agents.invariants import check_agent
 from gse.agents.phases import UNPROVEN
 from gse.config import GseConfig, RoceConfig
 from gse.protocols import host_factory
@@ -177,7 +176,7 @@ def _drive_host(agent, r):
                     break
                 sent += 1
                 encode_packet(pkt)                # whatever it sends must encode
-        check_agent(agent)                        # gse.agents.invariants
+        agent.check_invariants()                  # gse.agents.invariants
         t = agent.next_deadline()
         assert t >= -1
     event = agent.next_event()
@@ -283,6 +282,14 @@ TARGETS = {"wire": wire, "gse_host": gse_host, "roce_host": roce_host,
 
 # Inputs that once found a defect: (target, input).  tests/test_fuzz.py replays them all.
 REGRESSIONS = [
+    # a NACK for a packet never sent (psn beyond next_new) queued a "retransmission" of it,
+    # which would then go out twice; found by the invariants (gse.agents.invariants) under
+    # tests/test_fuzz.py's short run (compiled build)
+    ("gse_host", bytes.fromhex(
+        "000000000000000002000000010000000500000000000710000000138800001388000000"
+        "000000000000000000000000000000000000000000000500000000000000000008000000"
+        "020100000000000000000000010000000500000001000703880000138800001388000000"
+        "00000000000000000000000000ffffffffffffffff000604")),
     # a fabric packet from a source that is no host of the fabric (0x80000010) reaching a
     # destination leaf: FabricLeaf._arrive indexed leaf_of with it (IndexError)
     ("fabric_leaf", bytes.fromhex(

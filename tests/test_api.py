@@ -216,3 +216,16 @@ def test_import_gse_loads_neither_the_api_nor_heavy_libraries():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split("\n")
     assert out[0] == "[]" and out[1] == "True"
+
+
+def test_traffic_from_a_namespace_built_by_hand_for_the_traffic_alone():
+    # experiments/mininet_fattree.py builds one with the traffic options only: no topology
+    import argparse
+
+    from gse.cli.common import traffic_from_args
+    from topologies import fat_tree
+    ns = argparse.Namespace(traffic="incast", traffic_file=None, seed=1, size=1000, senders=3,
+                            receiver=None, messages=0, size_dist=None, load=0.0, start_us=0.0,
+                            link_gbps=1.0)
+    msgs = traffic_from_args(ns, fat_tree(4))
+    assert len(msgs) == 3 and {m.size for m in msgs} == {1000}

@@ -221,7 +221,7 @@ def test_the_leaf_driver_drains_out_and_pfc_out_and_keeps_one_timer():
     assert leaf.out == [] and leaf.calls == [("receive", 3, 10)]
     log.clear()
     leaf.deadline = 20
-    d.flush(11)
+    d.after(11)
     assert log == [("arm", 20, 11)]
     log.clear()
     d.on_timer(40, 40)                        # superseded by 20

@@ -30,46 +30,18 @@ from gse.agents.events import MessageDelivered
 __all__ = ["AgentDriver", "LeafAgentDriver"]
 
 
-class AgentDriver:
-    """Drives one host agent: calls in, events to ``on_delivered`` / ``on_completed``
-    (each called with the event), the NIC kicked, one timer."""
+class Driver:
+    """What both drivers share: one timer armed at the agent's ``next_deadline()`` by the
+    rule above, and the agent's exceptions reported or propagated.  ``after(now)`` is what
+    follows every call into the agent."""
 
-    __slots__ = ("agent", "timer_at", "on_delivered", "on_completed", "on_error", "kick",
-                 "arm")
+    __slots__ = ("agent", "timer_at", "arm", "on_error")
 
-    def __init__(self, agent, on_delivered=None, on_completed=None, kick=None, arm=None,
-                 on_error=None):
+    def __init__(self, agent, arm=None, on_error=None):
         self.agent = agent
         self.timer_at = -1                  # the deadline the armed timer is for, -1: none
-        self.on_delivered = on_delivered    # fn(MessageDelivered), or None
-        self.on_completed = on_completed    # fn(MessageCompleted), or None
-        self.kick = kick                    # fn(now), unless kick_nic is overridden
         self.arm = arm                      # fn(t, now), unless arm_timer is overridden
         self.on_error = on_error            # fn(what, exc), or None: exceptions propagate
-
-    # -- the calls into the agent ---------------------------------------------------------
-
-    def start(self, msg_id, dst, size, now):
-        """The application has a message for ``dst``."""
-        if self.on_error is None:
-            self.agent.start_message(msg_id, dst, size, now)
-        else:
-            try:
-                self.agent.start_message(msg_id, dst, size, now)
-            except Exception as exc:
-                self.on_error("start message %d" % msg_id, exc)
-        self.after(now)
-
-    def receive(self, pkt, now):
-        """A packet arrived for the agent."""
-        if self.on_error is None:
-            self.agent.receive(pkt, now)
-        else:
-            try:
-                self.agent.receive(pkt, now)
-            except Exception as exc:
-                self.on_error("receive %r" % (pkt,), exc)
-        self.after(now)
 
     def on_timer(self, t, now):
         """The timer armed for deadline ``t`` fired at ``now``: ignored if an earlier
@@ -78,32 +50,92 @@ class AgentDriver:
             return
         self.timer_at = -1
         if self.on_error is None:
-            self.agent.on_timer(now)
+            self.call_timer(now)
         else:
             try:
-                self.agent.on_timer(now)
+                self.call_timer(now)
             except Exception as exc:
                 self.on_error("timer", exc)
+        self.after(now)
+
+    def call_timer(self, now):
+        """The agent's ``on_timer`` (a typed call in the compiled host driver)."""
+        self.agent.on_timer(now)
+
+    def after(self, now):
+        raise NotImplementedError
+
+    def rearm(self, t, now):
+        """Arm the timer at the agent's deadline ``t`` if it is earlier than the armed
+        one."""
+        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
+            self.timer_at = t
+            self.arm_timer(t, now)
+
+    def arm_timer(self, t, now):
+        """Have ``on_timer(t, ...)`` called at ``t`` (as soon as possible if past)."""
+        self.arm(t, now)
+
+
+class AgentDriver(Driver):
+    """Drives one host agent: calls in, events to ``on_delivered`` / ``on_completed``
+    (each called with the event), the NIC kicked, one timer."""
+
+    __slots__ = ("on_delivered", "on_completed", "kick")
+
+    def __init__(self, agent, on_delivered=None, on_completed=None, kick=None, arm=None,
+                 on_error=None):
+        Driver.__init__(self, agent, arm, on_error)
+        self.on_delivered = on_delivered    # fn(MessageDelivered), or None
+        self.on_completed = on_completed    # fn(MessageCompleted), or None
+        self.kick = kick                    # fn(now), unless kick_nic is overridden
+
+    # -- the calls into the agent ---------------------------------------------------------
+
+    def start(self, msg_id, dst, size, now):
+        """The application has a message for ``dst``."""
+        agent = self.agent
+        if self.on_error is None:
+            agent.start_message(msg_id, dst, size, now)
+        else:
+            try:
+                agent.start_message(msg_id, dst, size, now)
+            except Exception as exc:
+                self.on_error("start message %d" % msg_id, exc)
+        self.after(now)
+
+    def receive(self, pkt, now):
+        """A packet arrived for the agent."""
+        agent = self.agent           # typed: the compiled build calls it as a C method
+        if self.on_error is None:
+            agent.receive(pkt, now)
+        else:
+            try:
+                agent.receive(pkt, now)
+            except Exception as exc:
+                self.on_error("receive %r" % (pkt,), exc)
         self.after(now)
 
     def after(self, now):
         """What follows every call into the agent (and the NIC's own wake-ups, after which
         a poll may have moved the agent's deadline)."""
         agent = self.agent
-        event = agent.next_event()
-        while event is not None:
-            if isinstance(event, MessageDelivered):
-                if self.on_delivered is not None:
-                    self.on_delivered(event)
-            elif self.on_completed is not None:
-                self.on_completed(event)
+        if agent._events:            # only after a message was delivered or completed
             event = agent.next_event()
+            while event is not None:
+                if isinstance(event, MessageDelivered):
+                    if self.on_delivered is not None:
+                        self.on_delivered(event)
+                elif self.on_completed is not None:
+                    self.on_completed(event)
+                event = agent.next_event()
         if agent.has_work():
             self.kick_nic(now)
-        t = agent.next_deadline()
-        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
-            self.timer_at = t
-            self.arm_timer(t, now)
+        self.rearm(agent.next_deadline(), now)
+
+    def call_timer(self, now):
+        agent = self.agent
+        agent.on_timer(now)
 
     # -- what the runtime supplies --------------------------------------------------------
 
@@ -111,24 +143,17 @@ class AgentDriver:
         """The agent has something to send: the NIC may pull it."""
         self.kick(now)
 
-    def arm_timer(self, t, now):
-        """Have ``on_timer(t, ...)`` called at ``t`` (as soon as possible if past)."""
-        self.arm(t, now)
 
-
-class LeafAgentDriver:
+class LeafAgentDriver(Driver):
     """Drives one fabric leaf agent: packets in (with their ingress port), its ``out``
     offered to ports, its ``pfc_out`` sent to its hosts, one timer."""
 
-    __slots__ = ("agent", "timer_at", "offer", "pfc", "arm", "on_error")
+    __slots__ = ("offer", "pfc")
 
     def __init__(self, agent, offer=None, pfc=None, arm=None, on_error=None):
-        self.agent = agent
-        self.timer_at = -1
+        Driver.__init__(self, agent, arm, on_error)
         self.offer = offer                  # fn(port, pkt, now), unless offer_packet is
         self.pfc = pfc                      # fn(port, kind, now), unless send_pfc is
-        self.arm = arm                      # fn(t, now), unless arm_timer is overridden
-        self.on_error = on_error            # fn(what, exc), or None: exceptions propagate
 
     def receive(self, pkt, in_port, now):
         """A packet arrived on ``in_port``."""
@@ -139,23 +164,9 @@ class LeafAgentDriver:
                 self.agent.receive(pkt, in_port, now)
             except Exception as exc:
                 self.on_error("receive %r" % (pkt,), exc)
-        self.flush(now)
+        self.after(now)
 
-    def on_timer(self, t, now):
-        """As ``AgentDriver.on_timer``."""
-        if t != self.timer_at:
-            return
-        self.timer_at = -1
-        if self.on_error is None:
-            self.agent.on_timer(now)
-        else:
-            try:
-                self.agent.on_timer(now)
-            except Exception as exc:
-                self.on_error("timer", exc)
-        self.flush(now)
-
-    def flush(self, now):
+    def after(self, now):
         """What follows every call into the leaf: its packets out, its timer re-armed."""
         agent = self.agent
         out = agent.out
@@ -168,10 +179,7 @@ class LeafAgentDriver:
             for port, kind in pfc_out:
                 self.send_pfc(port, kind, now)
             pfc_out.clear()
-        t = agent.next_deadline()
-        if t >= 0 and (self.timer_at < 0 or t < self.timer_at):
-            self.timer_at = t
-            self.arm_timer(t, now)
+        self.rearm(agent.next_deadline(), now)
 
     def offer_packet(self, port, pkt, now):
         """Queue ``pkt`` at the leaf's egress ``port``."""
@@ -180,7 +188,3 @@ class LeafAgentDriver:
     def send_pfc(self, port, kind, now):
         """Send a PAUSE or RESUME frame to the host on ``port``."""
         self.pfc(port, kind, now)
-
-    def arm_timer(self, t, now):
-        """As ``AgentDriver.arm_timer``."""
-        self.arm(t, now)

@@ -223,8 +223,8 @@ class GseHost(HostAgent):
 
     def _on_nack(self, pkt, now):
         msg = self.out.get(pkt.msg_id)
-        if msg is None or msg.dst != pkt.src or pkt.psn >= msg.npkts:
-            self.stray += 1
+        if msg is None or msg.dst != pkt.src or pkt.psn >= msg.next_new:
+            self.stray += 1          # no such message, or a packet never sent: a lie
             return
         msg.entropy.penalise_trim(pkt.entropy)
         if msg.mark_lost(pkt.psn):

@@ -160,8 +160,10 @@ def arg_overrides(args):
 
 
 def topology_part(args):
-    """The topology options as a Scenario's ``topology`` (name and parameters)."""
-    out = {"name": args.topology}
+    """The topology options as a Scenario's ``topology`` (name and parameters).  Read
+    with ``getattr``, as the registry reads them: a Namespace built by hand for the traffic
+    alone (experiments/mininet_fattree.py) has none, and gets the defaults."""
+    out = {"name": getattr(args, "topology", None) or "fat-tree"}
     for name in TOPOLOGY_DEFAULTS:
         value = getattr(args, name, None)
         out[name] = TOPOLOGY_DEFAULTS[name] if value is None else value

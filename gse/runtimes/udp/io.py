@@ -324,7 +324,7 @@ class Reactor:
 
     __slots__ = ("loop", "ep", "epfd", "endpoints", "closed")
 
-    ACTIVE: dict = {}          # loop -> its reactor while it has endpoints
+    ACTIVE = {}  # type: dict  # loop -> its reactor while it has endpoints
 
     def __init__(self, loop):
         self.loop = loop
