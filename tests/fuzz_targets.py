@@ -17,6 +17,7 @@ import random
 import struct
 
 from gse.agents.events import MessageCompleted, MessageDelivered
+from gse.agents.invariants import check_invariants
 from gse.agents.phases import UNPROVEN
 from gse.config import GseConfig, RoceConfig
 from gse.protocols import host_factory
@@ -176,7 +177,7 @@ def _drive_host(agent, r):
                     break
                 sent += 1
                 encode_packet(pkt)                # whatever it sends must encode
-        agent.check_invariants()                  # gse.agents.invariants
+        check_invariants(agent)                   # gse.agents.invariants
         t = agent.next_deadline()
         assert t >= -1
     event = agent.next_event()

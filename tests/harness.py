@@ -11,6 +11,7 @@ from functools import partial
 from heapq import heappop, heappush
 
 from gse.agents.driver import AgentDriver
+from gse.agents.invariants import check_invariants
 from gse.protocols import default_config, host_factory
 from gse.wire.linkrate import wire_time_ps
 
@@ -42,12 +43,12 @@ class Wire:
 
     def start(self, src, msg_id, dst, size):
         self.drivers[src].start(msg_id, dst, size, self.now)
-        self.hosts[src].check_invariants()
+        check_invariants(self.hosts[src])
 
     def after(self, i):
         """What the runtime does after a test called host ``i``'s agent itself."""
         self.drivers[i].after(self.now)
-        self.hosts[i].check_invariants()   # every step leaves the agent consistent (invariants.py)
+        check_invariants(self.hosts[i])   # every step leaves the agent consistent (invariants.py)
 
     def _on_delivered(self, event):
         key = (event.src, event.msg_id)
@@ -84,5 +85,5 @@ class Wire:
                 driver.on_timer(arg, t)
             else:                # the NIC is free again
                 driver.after(t)
-            self.hosts[i].check_invariants()
+            check_invariants(self.hosts[i])
         return self

@@ -125,13 +125,6 @@ class HostAgent:
             acked += msg.acked_packets()
         return len(agent.out), acked
 
-    def check_invariants(self) -> None:
-        """Raise ``gse.agents.invariants.InvariantError`` if two fields of this agent
-        disagree (a phase and its deadlines, a deadline and its timer, counts and bounds):
-        what the test harness and the fuzz targets call after every step."""
-        from gse.agents.invariants import check_agent
-        check_agent(self)
-
     def waiting(self) -> dict[str, int]:
         """``{cause: count}`` over the unfinished messages: what each waits for
         (``CAUSES``; each message's ``waiting_for()``)."""

@@ -2,7 +2,7 @@
 
 A message's state is spread over some forty fields; most bugs show first as two of them
 disagreeing (a phase and a deadline, a queue and its membership flag, a counter and what
-it counts), long before a run stalls or a golden differs.  ``check_agent(agent)`` raises
+it counts), long before a run stalls or a golden differs.  ``check_invariants(agent)`` raises
 ``InvariantError`` naming the host, the message and the field at the first disagreement.
 ``tests/harness.py`` calls it after every event it hands a host, and the fuzz targets after
 every operation.
@@ -27,7 +27,7 @@ class InvariantError(AssertionError):
     """Two fields of an agent disagree: a bug in the agent, whatever the peer sent."""
 
 
-def check_agent(agent):
+def check_invariants(agent):
     """Check whichever kind of host ``agent`` is."""
     if isinstance(agent, GseHost):
         check_gse(agent)
