@@ -10,8 +10,11 @@ the top-level ``switchmodel`` package and topologies are plain data in ``topolog
 __version__ = "0.1.0"
 
 # The Python API (docs/api.md), loaded on first use so that ``import gse`` stays cheap:
-# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``.
-_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare")
+# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``,
+# and the figures ``gse.plot_fct_cdf``, ``plot_queue_heatmap``, ``plot_timeseries``,
+# ``plot_goodput``.
+_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare",
+        "plot_fct_cdf", "plot_queue_heatmap", "plot_timeseries", "plot_goodput")
 
 
 def __getattr__(name):
