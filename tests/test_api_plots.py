@@ -96,3 +96,15 @@ def test_figures_are_drawn_without_pyplot_and_save(tmp_path, results):
     out = tmp_path / "q.png"
     subprocess.run([sys.executable, "-c", code, str(out)], check=True)
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_command_lines_savers_write_the_same_drawings(tmp_path, results):
+    from gse.metrics import plots
+    runs = {p: r.run for p, r in results.items()}
+    assert plots.plot_fct_cdfs(runs, str(tmp_path / "f.svg"), title="cmp").endswith("f.svg")
+    assert (tmp_path / "f.svg").read_text().startswith("<?xml")
+    panels = [("healthy", {"gse": ([0.0, 5.0], [1000.0, 0.0])}),
+              ("failed", {"gse": ([0.0, 5.0], [500.0, 0.0])}),
+              ("failed late", {"gse": ([0.0, 5.0], [900.0, 0.0])})]
+    plots.plot_goodput(panels, str(tmp_path / "g.png"), fail_us=2.0, xmax_us=6.0)
+    assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
