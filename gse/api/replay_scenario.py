@@ -19,6 +19,8 @@ depends on the files or the fabric (a trace's ranks against the hosts) is checke
 the replay is prepared, with the trace's file and record in the message.
 """
 
+import math
+
 TRACE_DEFAULTS = {"paths": None, "format": "auto", "world_size": None, "algorithms": [],
                   "rank_hosts": None, "compute_model": "streams", "compute_scale": 1.0}
 COLLECTIVE_DEFAULTS = {"op": "all_reduce", "ranks": 8, "size": 1 << 20, "algorithm": None,
@@ -31,7 +33,7 @@ TRACE_FORMATS = ("auto", "jsonl", "chakra", "pytorch")     # gse.workloads.trace
 def normal_replay_workload(kind, value, fail):
     """The workload with every default filled in; ``fail(where, expected, value)`` raises
     the Scenario's located error."""
-    from gse.api.scenario import _float, _int, _str, _strings
+    _float, _int, _str, _strings = _checks(fail)
     defaults = REPLAY_WORKLOADS[kind]
     unknown = sorted(set(value) - set(defaults) - {"kind"})
     if unknown:
@@ -78,6 +80,39 @@ def normal_replay_workload(kind, value, fail):
     out["gap_us"] = _float("workload.gap_us", out["gap_us"])
     _str("workload.algorithm", out["algorithm"], none=True)
     return out
+
+
+def _checks(fail):
+    """The Scenario's type checks (``gse.api.scenario``'s rules) raising through ``fail``
+    (passed in: this module is imported by ``gse.api.scenario``, never the reverse)."""
+    def _int(where, value, low=None, none=False):
+        if value is None and none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or (
+                low is not None and value < low):
+            fail(where, "an integer" + (" >= %d" % low if low is not None else "")
+                 + (" or null" if none else ""), value)
+        return value
+
+    def _float(where, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            fail(where, "a finite number >= 0", value)
+        return float(value)
+
+    def _str(where, value, none=False):
+        if value is None and none:
+            return None
+        if not isinstance(value, str) or not value:
+            fail(where, "a non-empty string" + (" or null" if none else ""), value)
+        return value
+
+    def _strings(where, value):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            fail(where, "a list of strings", value)
+        return [_str("%s[%d]" % (where, i), v) for i, v in enumerate(value)]
+
+    return _float, _int, _str, _strings
 
 
 def algorithm_override(where, spec, fail):
