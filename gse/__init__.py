@@ -10,11 +10,15 @@ the top-level ``switchmodel`` package and topologies are plain data in ``topolog
 __version__ = "0.1.0"
 
 # The Python API (docs/api.md), loaded on first use so that ``import gse`` stays cheap:
-# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``.
-_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare")
+# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``;
+# ``gse.sweep(base, grid)`` is the package ``gse.sweep``, callable (gse/sweep/__init__.py).
+_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare", "sweep")
 
 
 def __getattr__(name):
+    if name == "sweep":
+        import gse.sweep
+        return gse.sweep
     if name in _API:
         import gse.api
         return getattr(gse.api, name)
