@@ -95,3 +95,17 @@ def test_a_failing_row_keeps_its_scenario_and_the_others():
     ok, bad = res.rows
     assert ok["status"] == "ok" and bad["status"] == "failed" and "queue_bytes" in bad["error"]
     assert gse.Scenario.from_json(bad["scenario"]).overrides == ("queue_bytes=-1",)
+
+
+def test_gse_sweep_is_the_callable_package_and_loads_nothing_heavy():
+    import subprocess
+    import sys
+    code = ("import sys, gse\n"
+            "f = gse.sweep\n"
+            "import gse.sweep.scenario_grid\n"
+            "print(callable(f), f is gse.sweep)\n"
+            "print(sorted(m for m in ('dask', 'distributed', 'pandas', 'pyarrow', "
+            "'matplotlib') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "True True" and out[1] == "[]"

@@ -21,11 +21,12 @@ the replay is prepared, with the trace's file and record in the message.
 
 import math
 
-TRACE_DEFAULTS = {"paths": None, "format": "auto", "world_size": None, "algorithms": [],
-                  "rank_hosts": None, "compute_model": "streams", "compute_scale": 1.0}
-COLLECTIVE_DEFAULTS = {"op": "all_reduce", "ranks": 8, "size": 1 << 20, "algorithm": None,
-                       "root": 0, "iterations": 1, "gap_us": 0.0, "rank_hosts": None,
-                       "compute_scale": 1.0}
+TRACE_DEFAULTS: dict[str, object] = {
+    "paths": None, "format": "auto", "world_size": None, "algorithms": [], "rank_hosts": None,
+    "compute_model": "streams", "compute_scale": 1.0}
+COLLECTIVE_DEFAULTS: dict[str, object] = {
+    "op": "all_reduce", "ranks": 8, "size": 1 << 20, "algorithm": None, "root": 0,
+    "iterations": 1, "gap_us": 0.0, "rank_hosts": None, "compute_scale": 1.0}
 REPLAY_WORKLOADS = {"trace": TRACE_DEFAULTS, "collective": COLLECTIVE_DEFAULTS}
 TRACE_FORMATS = ("auto", "jsonl", "chakra", "pytorch")     # gse.workloads.traces.FORMATS
 
