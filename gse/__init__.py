@@ -10,14 +10,18 @@ the top-level ``switchmodel`` package and topologies are plain data in ``topolog
 __version__ = "0.1.0"
 
 # The Python API (docs/api.md), loaded on first use so that ``import gse`` stays cheap:
-# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``,
-# and the figures ``gse.plot_fct_cdf``, ``plot_queue_heatmap``, ``plot_timeseries``,
+# ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``;
+# ``gse.sweep(base, grid)`` is the package ``gse.sweep``, callable (gse/sweep/__init__.py);
+# the figures ``gse.plot_fct_cdf``, ``plot_queue_heatmap``, ``plot_timeseries``,
 # ``plot_goodput``.
-_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare",
+_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare", "sweep",
         "plot_fct_cdf", "plot_queue_heatmap", "plot_timeseries", "plot_goodput")
 
 
 def __getattr__(name):
+    if name == "sweep":
+        import gse.sweep
+        return gse.sweep
     if name in _API:
         import gse.api
         return getattr(gse.api, name)

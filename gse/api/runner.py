@@ -9,7 +9,7 @@ The steps are public for the callers that add their own observers or stop early:
 
 from gse.api import build
 from gse.api.result import Result
-from gse.api.scenario import Scenario
+from gse.api.scenario import REPLAY_KINDS, Scenario
 
 
 class Prepared:
@@ -34,16 +34,22 @@ class Prepared:
 
 def prepare(scenario, protocols=None, lenient=None, log=print):
     """The pieces of a run of ``protocols`` (default: the scenario's); ``lenient``
-    (default: a comparison) lets an unprefixed override skip a config without it."""
+    (default: a comparison) lets an unprefixed override skip a config without it.  A
+    trace or collective workload gives a ``gse.api.replay.PreparedReplay``."""
     scenario = _scenario(scenario)
     protocols = list(protocols or scenario.protocols)
     if lenient is None:
         lenient = len(protocols) > 1
+    if scenario.workload["kind"] in REPLAY_KINDS:
+        from gse.api.replay import PreparedReplay
+        return PreparedReplay(scenario, protocols, lenient)
     return Prepared(scenario, protocols, lenient, log)
 
 
 def run_protocol(prepared, protocol, observers=()):
     """One protocol on prepared pieces; the summary describes what was run."""
+    if not isinstance(prepared, Prepared):
+        return prepared.run(protocol, observers)       # a replay (gse.api.replay)
     from gse.runtimes.sim.run import run_simulation
     s, cfg = prepared.scenario, prepared.configs[protocol]
     res = run_simulation(prepared.topology, prepared.messages, protocol, cfg, s.seed, s.loss,
@@ -63,7 +69,8 @@ def run(scenario, observers=(), log=print):
 
 def compare(scenario, protocols=None, observers=None, stop=None, log=print):
     """The same scenario under each of ``protocols`` (default: the scenario's), in order:
-    {protocol: Result}.  ``observers(protocol, messages)`` gives each run's observers;
+    {protocol: Result}.  ``observers(protocol, messages)`` (messages: None for a
+    replay, whose flows are not known beforehand) gives each run's observers;
     ``stop()`` true ends the comparison before the next protocol (once one has run)."""
     scenario = _scenario(scenario)
     if protocols is not None:
@@ -75,7 +82,8 @@ def compare(scenario, protocols=None, observers=None, stop=None, log=print):
     for p in scenario.protocols:
         if stop is not None and results and stop():
             break
-        watch = observers(p, len(prepared.messages)) if observers else ()
+        total = None if prepared.messages is None else len(prepared.messages)
+        watch = observers(p, total) if observers else ()
         results[p] = run_protocol(prepared, p, watch)
     return results
 

@@ -27,8 +27,10 @@ GENERATORS = ("permutation", "incast", "all-to-all", "random")
 # the generator parameters (gse sim's traffic options) with their defaults
 WORKLOAD_DEFAULTS = {"size": 2_000_000, "senders": 32, "receiver": None, "messages": 1000,
                      "size_dist": None, "load": 0.5, "start_us": 0.0}
-# kinds that read a file; "trace" and "collective" are the next ones (gse replay)
+# kinds that read a file; "trace" and "collective" (gse replay) are REPLAY_KINDS
 FILE_WORKLOADS = ("cm",)
+# the replay driver's workloads (gse.api.replay_scenario): on the simulation only
+REPLAY_KINDS = ("trace", "collective")
 RUNTIMES = ("sim",)
 
 
@@ -121,13 +123,17 @@ def normal_topology(value):
 
 
 def normal_workload(value):
-    """``{"kind": generator, every generator parameter}`` or ``{"kind": "cm", "path": P}``."""
+    """``{"kind": generator, every generator parameter}``, ``{"kind": "cm", "path": P}``
+    or a replay's trace or collective (``gse.api.replay_scenario``)."""
     if isinstance(value, str):
         value = {"kind": value}
     if not isinstance(value, dict):
         _fail("workload", "a table (dict) with a kind", value)
     kind = _choice("workload.kind", value.get("kind", "permutation"),
-                   GENERATORS + FILE_WORKLOADS)
+                   GENERATORS + FILE_WORKLOADS + REPLAY_KINDS)
+    if kind in REPLAY_KINDS:
+        from gse.api.replay_scenario import normal_replay_workload
+        return normal_replay_workload(kind, value, _fail)
     if kind in FILE_WORKLOADS:
         extra = sorted(set(value) - {"kind", "path"})
         if extra:
@@ -206,6 +212,10 @@ class Scenario:
         self.stall_us = _float("stall_us", self.stall_us, none=True)
         self.sample_us = _float("sample_us", self.sample_us, none=True, positive=True)
         self.runtime = _choice("runtime", self.runtime, RUNTIMES)
+        if self.workload["kind"] in REPLAY_KINDS and self.runtime != "sim":
+            _fail("runtime", "sim for a %s workload (the replay starts flows from the "
+                  "simulation's event queue: docs/traces.md)" % self.workload["kind"],
+                  self.runtime)
 
     @property
     def protocol(self):

@@ -14,25 +14,20 @@ event loop) and Mininet (an agent process per node, traffic fixed in their confi
 before the start) do not offer, so ``--runtime`` takes ``sim`` alone.
 """
 
-import argparse
 import sys
 
+from gse.api.runner import prepare, run_protocol
 from gse.cli.common import (add_output_options, add_protocol_options, add_stall_option,
-                            add_topology_options, gse_config_from_args, stall_ps,
-                            topology_from_args, until_ps, write_json)
-from gse.cli.faults import add_fault_options, detect_ps, faults_from_args
-from gse.cli.observe import (add_observe_options, check_outputs, sample_ps, sim_observers,
-                             write_observed)
+                            add_topology_options, scenario_from_args, write_json)
+from gse.cli.faults import add_fault_options
+from gse.cli.observe import add_observe_options, check_outputs, sim_observers, write_observed
 from gse.cli.progress import Progress, wanted
 from gse.cli.signals import StopSignals, exit_code, note_signal
 from gse.metrics.report import format_side_by_side, format_summary, write_records
 from gse.protocols import PROTOCOLS
-from gse.workloads.collectives import ALGORITHMS, Collective
-from gse.workloads.replay import replay
+from gse.workloads.collectives import ALGORITHMS
 from gse.workloads.replay_programs import COMPUTE_MODELS
-from gse.workloads.traces import FORMATS, load_trace
-from gse.workloads.traces.jsonl import parse_ranks
-from topologies.registry import describe_topology_args
+from gse.workloads.traces import FORMATS
 
 RUNTIMES = ("sim",)            # the replay driver runs on the simulation's event queue
 
@@ -84,35 +79,15 @@ def add_commands(sub):
     return {"replay": cmd_replay}
 
 
-def apply_algorithms(collectives, specs):
-    """Collectives with the ``--algorithm OP=ALGO`` overrides applied."""
-    want = {}
-    for spec in specs or ():
-        op, sep, algo = spec.partition("=")
-        op, algo = op.strip(), algo.strip()
-        if not sep or op not in ALGORITHMS:
-            raise ValueError("--algorithm takes OP=ALGO with OP one of %s, got %r"
-                             % (", ".join(ALGORITHMS), spec))
-        if algo not in ALGORITHMS[op]:
-            raise ValueError("--algorithm %s: unknown algorithm %r (known: %s)"
-                             % (op, algo, ", ".join(ALGORITHMS[op])))
-        want[op] = algo
-    if not want:
-        return list(collectives)
-    return [Collective(c.id, c.op, c.ranks, c.size, algo=want.get(c.op, c.algo), root=c.root,
-                       after=c.after, start_ps=c.start_ps, dtype=c.dtype, tag=c.tag,
-                       chunk_bytes=c.chunk_bytes, where=c.where, splits=c.splits)
-            for c in collectives]
-
-
-def rank_map(spec, ranks):
-    if spec is None:
-        return None
-    hosts = parse_ranks(spec, "--rank-hosts")
-    if len(hosts) < len(ranks):
-        raise ValueError("--rank-hosts lists %d hosts but the trace has %d ranks"
-                         % (len(hosts), len(ranks)))
-    return dict(zip(ranks, hosts))
+def scenario_from_replay_args(args, protocols):
+    """The options as a ``gse.Scenario`` whose workload is the trace (``gse.api`` checks
+    it: a bad ``--algorithm``, ``--rank-hosts`` or ``--compute-scale`` is named by its
+    field, e.g. ``scenario.workload.algorithms[0]``)."""
+    workload = {"kind": "trace", "paths": list(args.trace), "format": args.format,
+                "world_size": args.world_size, "algorithms": list(args.algorithm or ()),
+                "rank_hosts": args.rank_hosts, "compute_model": args.compute_model,
+                "compute_scale": args.compute_scale}
+    return scenario_from_args(args, protocols).replace(workload=workload, runtime=args.runtime)
 
 
 def format_collectives(results_by_protocol):
@@ -192,14 +167,10 @@ def cmd_replay(args):
 
 
 def _replay(args, stop):
+    """The options as a ``gse.Scenario`` with a trace workload, run as ``gse.run`` /
+    ``gse.compare`` run it (``gse.api.runner.prepare``, then ``run_protocol`` per
+    protocol, with the command line's observers)."""
     check_outputs(args)
-    if args.compute_scale < 0 or args.compute_scale != args.compute_scale:
-        raise ValueError("--compute-scale must be >= 0, got %r" % args.compute_scale)
-    trace = load_trace(args.trace, args.format, args.world_size)
-    colls = apply_algorithms(trace.collectives, args.algorithm)
-    topo = topology_from_args(args)
-    hosts = rank_map(args.rank_hosts, trace.ranks())
-    until, stall = until_ps(args), stall_ps(args)
     if args.compare:
         protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
         for p in protocols:
@@ -209,31 +180,22 @@ def _replay(args, stop):
         if "roce" not in PROTOCOLS:
             print("gse replay: the RoCE/PFC baseline is not available yet (protocols: %s); "
                   "running GSE only" % ", ".join(PROTOCOLS), file=sys.stderr)
-        cargs = argparse.Namespace(**dict(vars(args), command="compare"))
     else:
         protocols = [args.protocol]
-        cargs = args
-    results = {}
-    faults = faults_from_args(args, topo)
+    scenario = scenario_from_replay_args(args, protocols)
+    prepared = prepare(scenario, lenient=args.compare)
+    trace, colls = prepared.trace, prepared.collectives
+    ran = {}
     with Progress(wanted(args)) as progress:
         for p in protocols:
-            if stop.signal and results:      # the first one runs: a summary to write
+            if stop.signal and ran:          # the first one runs: a summary to write
                 break
-            cfg = gse_config_from_args(cargs, p)
             watch = sim_observers(args, p, len(protocols) > 1)
             watch += [progress.sim("replay " + p, None), stop.observer()]
-            res = replay(topo, colls, protocol=p, config=cfg, seed=args.seed,
-                         loss_rate=args.loss, corrupt_rate=args.corrupt, rank_hosts=hosts,
-                         until_ps=until, compute_scale=args.compute_scale,
-                         sample_ps=sample_ps(args), observers=watch,
-                         compute_model=args.compute_model, programs=trace.programs,
-                         faults=faults, detect_ps=detect_ps(args), stall_ps=stall)
-            note_signal(res.summary, stop)
-            res.summary["topology"] = describe_topology_args(args)
-            res.summary["trace"] = trace.summary()
-            res.summary["runtime"] = args.runtime
-            res.summary["config"] = cfg.as_dict()
-            results[p] = res
+            ran[p] = run_protocol(prepared, p, watch)
+    results = {p: r.run for p, r in ran.items()}
+    for res in results.values():
+        note_signal(res.summary, stop)
     if not args.quiet:
         t = trace.summary()
         print("trace: %s, %d file(s), %d records, %d collectives over %d ranks, %d skipped%s"

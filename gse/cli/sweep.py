@@ -5,7 +5,9 @@
     gse sweep grid.json --scheduler tcp://10.0.0.5:8786
     gse sweep grid.json --dry-run                # the runs, without running them
 
-The grid file is described in docs/sweeps.md (``gse.sweep.spec``); the table (one row
+The grid file is described in docs/sweeps.md: a grid of ``gse sim`` options
+(``"base"``, ``gse.sweep.spec``) or a grid over a Scenario (``"scenario"``,
+``gse.sweep.scenario_grid``, the form of ``gse.sweep(base, grid)``); the table (one row
 per run, Parquet and CSV) in ``gse.sweep.runner``.  Run again, a sweep skips the runs
 already in its table.
 """
@@ -15,7 +17,7 @@ import sys
 from gse.cli.progress import Progress, wanted
 from gse.cli.signals import Interrupted, StopSignals
 from gse.sweep.runner import read_done, run_sweep, table_paths
-from gse.sweep.spec import load_spec
+from gse.sweep.scenario_grid import load_sweep
 
 
 def add_commands(sub):
@@ -62,12 +64,12 @@ class _Bar:
 
 
 def cmd_sweep(args):
-    spec = load_spec(args.spec)
+    spec = load_sweep(args.spec)
     runs = spec.runs()
     out = args.out or _default_out(args.spec)
     if args.dry_run:
         for run in runs:
-            print(run.run_id, " ".join(run.argv))
+            print(run.run_id, " ".join(run.argv) or run.scenario_json())
         print("%d runs; table: %s" % (len(runs), ", ".join(table_paths(out))))
         return 0
     try:

@@ -22,8 +22,7 @@ import os
 import time
 
 from gse.metrics.columnar import read_table, write_table
-from gse.sweep.single import SUMMARY_COLUMNS, parse_args, run_row
-from gse.sweep.spec import label_of
+from gse.sweep.single import SUMMARY_COLUMNS, parse_args
 
 WRITE_EVERY_S = 5.0
 
@@ -31,14 +30,42 @@ WRITE_EVERY_S = 5.0
 class SweepResult:
     """What a sweep did: the table's rows (grid order) and counts of this invocation."""
 
-    __slots__ = ("rows", "ran", "skipped", "failed", "paths")
+    __slots__ = ("rows", "ran", "skipped", "failed", "paths", "spec")
 
-    def __init__(self, rows, ran, skipped, failed, paths):
+    def __init__(self, rows, ran, skipped, failed, paths, spec=None):
         self.rows = rows
         self.ran = ran              # runs executed now
         self.skipped = skipped      # runs already in the table (resumed)
         self.failed = failed        # runs that failed now
-        self.paths = paths          # (parquet path, csv path)
+        self.paths = paths          # (parquet path, csv path), or None: not written
+        self.spec = spec
+
+    def columns(self):
+        """The table as {column: list}, the columns and types of the files."""
+        return {name: [_cell(row.get(name), typ) for row in self.rows]
+                for name, typ in schema_of(self.spec)}
+
+    def table(self):
+        """The table as a pyarrow Table (needs pyarrow)."""
+        from gse.metrics.columnar import pyarrow_module
+        pa = pyarrow_module()
+        cols = self.columns()
+        return pa.table({name: pa.array(cols[name], type=pa.type_for_alias(typ))
+                         for name, typ in schema_of(self.spec)})
+
+    def frame(self):
+        """The table as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas  # noqa: F401  (to_pandas needs it; a clear message if not)
+        except ImportError:
+            raise ImportError("frame() needs pandas (pip install pandas); table() gives a "
+                              "pyarrow Table") from None
+        return self.table().to_pandas()
+
+    def __repr__(self):
+        return "SweepResult(%s: %d rows, %d ran, %d skipped, %d failed)" % (
+            getattr(self.spec, "name", "?"), len(self.rows), self.ran, self.skipped,
+            self.failed)
 
 
 def table_paths(out):
@@ -63,9 +90,10 @@ def _column_type(values):
 
 def schema_of(spec):
     """The table's columns, in order, with their types."""
-    grid = [(key, _column_type([label_of(v) for v in values])) for key, values in spec.grid]
+    grid = [(key, _column_type([spec.label(v) for v in values])) for key, values in spec.grid]
     return ([("run_id", "string"), ("status", "string"), ("error", "string")] + grid
-            + [("argv", "string")] + [(n, t) for n, t, _w in SUMMARY_COLUMNS]
+            + [("argv", "string"), ("scenario", "string")]
+            + [(n, t) for n, t, _w in SUMMARY_COLUMNS]
             + [("run_s", "float64"), ("worker_rss_mib", "float64")])
 
 
@@ -89,7 +117,10 @@ def read_done(paths):
 
 
 def write_rows(rows, spec, paths):
-    """Write the table (both files), each through a temporary file and a rename."""
+    """Write the table (both files), each through a temporary file and a rename;
+    nothing when ``paths`` is None (a sweep kept in memory)."""
+    if paths is None:
+        return None
     schema = schema_of(spec)
     columns = {name: [_cell(row.get(name), typ) for row in rows] for name, typ in schema}
     meta = {"sweep": spec.name, "spec": os.path.abspath(spec.path) if spec.path else ""}
@@ -164,7 +195,9 @@ def _hush_logs():
 
 def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=None,
               resume=True):
-    """Run ``spec``'s grid on Dask, writing the table at ``out`` (.parquet and .csv).
+    """Run ``spec``'s grid on Dask, writing the table at ``out`` (.parquet and .csv;
+    None: rows in memory only, nothing resumed).  ``spec``: a ``gse.sweep.spec.Spec``
+    (``gse sim`` options) or a ``gse.sweep.scenario_grid.ScenarioSpec``.
 
     ``client``: a ``dask.distributed.Client`` to use (else one is made from
     ``scheduler`` or a local cluster of ``workers``); ``progress(done, total, failed)``
@@ -175,13 +208,14 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
         if run.run_id in seen:
             continue                      # the same options twice: one run
         seen.add(run.run_id)
-        try:
-            parse_args(run.argv)
-        except ValueError as exc:
-            raise ValueError("%s: run %s: %s" % (spec.path, run.labels, exc)) from None
+        if run.argv:
+            try:
+                parse_args(run.argv)
+            except ValueError as exc:
+                raise ValueError("%s: run %s: %s" % (spec.path, run.labels, exc)) from None
         runs.append(run)
-    paths = table_paths(out)
-    done = read_done(paths) if resume else {}
+    paths = None if out is None else table_paths(out)
+    done = read_done(paths) if resume and paths else {}
     pending = [r for r in runs if r.run_id not in done]
     rows = dict(done)
     by_id = {r.run_id: r for r in runs}
@@ -204,7 +238,7 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
             client = own.client
         try:
             from dask.distributed import as_completed
-            futures = [client.submit(run_row, r.run_id, r.argv, pure=False,
+            futures = [client.submit(*_task(r), pure=False,
                                      key="gse-run-%s-%s" % (r.run_id, os.getpid()))
                        for r in pending]
             last = None                   # the first row is written at once
@@ -219,6 +253,10 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
                 row.pop("traceback", None)
                 row.update(run.labels)
                 row["argv"] = " ".join(run.argv)
+                try:
+                    row["scenario"] = run.scenario_json()
+                except ValueError:        # options no Scenario takes: the row says why
+                    row["scenario"] = None
                 if row["status"] != "ok":
                     failed += 1
                 rows[run.run_id] = row
@@ -233,4 +271,9 @@ def run_sweep(spec, out, client=None, scheduler=None, workers=None, progress=Non
             if own is not None:
                 own.close(interrupted=not finished)
     write_rows(ordered(), spec, paths)
-    return SweepResult(ordered(), len(pending), len(done), failed, paths)
+    return SweepResult(ordered(), len(pending), len(done), failed, paths, spec)
+
+
+def _task(run):
+    function, args = run.task()
+    return (function,) + tuple(args)

@@ -14,6 +14,7 @@ import traceback
 
 from gse.api.options import add_scenario_options, add_stall_option, scenario_from_args
 from gse.api.runner import run
+from gse.api.scenario import Scenario
 from gse.protocols import PROTOCOLS
 
 # (column, type, where in the summary): the figures of one run, in table order
@@ -95,10 +96,29 @@ def run_row(run_id, argv):
     """A table row for one run (never raises): ``run_id``, ``status`` ("ok" or
     "failed"), ``error``, the summary columns, ``run_s`` and ``worker_rss_mib`` (the peak
     resident size of the worker process so far)."""
+    return _row(run_id, run_summary, argv)
+
+
+def scenario_row(run_id, scenario_json):
+    """``run_row`` of a Scenario given as JSON (a grid over a Scenario,
+    ``gse.sweep.scenario_grid``): ``gse.run`` of exactly that Scenario."""
+    return _row(run_id, scenario_summary, scenario_json)
+
+
+def scenario_summary(scenario_json):
+    """``gse.run(Scenario.from_json(scenario_json)).summary.to_dict()``."""
+    return run(Scenario.from_json(scenario_json), log=_quiet).summary.to_dict()
+
+
+def _quiet(*_args):
+    """A worker prints nothing: what a run ignored is the same for the run done alone."""
+
+
+def _row(run_id, summary_of, what):
     t0 = time.perf_counter()
     row = {"run_id": run_id, "status": "ok", "error": ""}
     try:
-        row.update(summary_row(run_summary(argv)))
+        row.update(summary_row(summary_of(what)))
     except Exception as exc:            # reported with the run's parameters, not raised
         row["status"] = "failed"
         row["error"] = "%s: %s" % (type(exc).__name__, exc)

@@ -44,6 +44,17 @@ class Run:
         self.argv = options_to_argv(options)
         self.run_id = run_id(options)
 
+    def task(self):
+        """(function, arguments) a Dask worker runs for this run's row."""
+        from gse.sweep.single import run_row
+        return run_row, (self.run_id, self.argv)
+
+    def scenario_json(self):
+        """The run's ``gse.Scenario`` as compact JSON (the table's ``scenario``)."""
+        from gse.sweep.single import scenario
+        return json.dumps(scenario(self.argv).to_dict(), sort_keys=True,
+                          separators=(",", ":"))
+
     def __repr__(self):
         return "Run(%s %s)" % (self.run_id, self.labels)
 
@@ -87,11 +98,15 @@ def label_of(value):
         if "label" in value:
             return str(value["label"])
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if isinstance(value, (list, tuple)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
 
 
 class Spec:
     """A parsed sweep file: ``name``, ``base`` options, ``grid`` [(key, values)]."""
+
+    label = staticmethod(label_of)
 
     def __init__(self, name, base, grid, path="<spec>"):
         self.name = name
@@ -130,15 +145,20 @@ def _check_options(obj, where):
                             % (where, key, type(value).__name__))
 
 
-def load_spec(path):
-    """Read and check a sweep file (JSON)."""
+def read_json(path):
+    """A sweep file's JSON, or a SpecError naming the line."""
     try:
         with open(path) as f:
-            data = json.load(f)
+            return json.load(f)
     except json.JSONDecodeError as exc:
         raise SpecError("%s line %d column %d: not JSON: %s"
                         % (path, exc.lineno, exc.colno, exc.msg)) from None
-    return parse_spec(data, path)
+
+
+def load_spec(path):
+    """Read and check a sweep file of ``gse sim`` options (JSON); the Scenario form is
+    ``gse.sweep.scenario_grid.load_sweep``'s, which reads both."""
+    return parse_spec(read_json(path), path)
 
 
 def parse_spec(data, path="<spec>"):
@@ -147,7 +167,8 @@ def parse_spec(data, path="<spec>"):
                         % path)
     unknown = sorted(set(data) - {"name", "base", "grid"})
     if unknown:
-        raise SpecError("%s: unknown key(s) %s (a sweep has name, base, grid)"
+        raise SpecError("%s: unknown key(s) %s (a sweep has name, base, grid; or name, "
+                        "scenario, grid for a grid over a Scenario)"
                         % (path, ", ".join(unknown)))
     base = data.get("base", {})
     _check_options(base, "%s: base" % path)
