@@ -11,8 +11,11 @@ __version__ = "0.1.0"
 
 # The Python API (docs/api.md), loaded on first use so that ``import gse`` stays cheap:
 # ``gse.Scenario``, ``gse.run``, ``gse.compare``, ``gse.Result``, ``gse.ScenarioError``;
-# ``gse.sweep(base, grid)`` is the package ``gse.sweep``, callable (gse/sweep/__init__.py).
-_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare", "sweep")
+# ``gse.sweep(base, grid)`` is the package ``gse.sweep``, callable (gse/sweep/__init__.py);
+# the figures ``gse.plot_fct_cdf``, ``plot_queue_heatmap``, ``plot_timeseries``,
+# ``plot_goodput``.
+_API = ("Scenario", "ScenarioError", "Result", "Summary", "run", "compare", "sweep",
+        "plot_fct_cdf", "plot_queue_heatmap", "plot_timeseries", "plot_goodput")
 
 
 def __getattr__(name):

@@ -1,6 +1,7 @@
 """The Python API (docs/api.md): ``Scenario`` describes a run as data, ``run`` and
-``compare`` run it in the simulation and return ``Result`` objects.  The command line,
-sweeps and (later) the other runtimes build on it; it imports nothing of ``gse.cli``.
+``compare`` run it in the simulation and return ``Result`` objects, ``plot_*`` draw them
+as matplotlib figures.  The command line, sweeps and (later) the other runtimes build on
+it; it imports nothing of ``gse.cli``.
 
 The names load on first use, so that describing a scenario does not import the
 simulation runtime (``gse.api.runner``) until something runs.
@@ -8,7 +9,9 @@ simulation runtime (``gse.api.runner``) until something runs.
 
 _WHERE = {"Scenario": "gse.api.scenario", "ScenarioError": "gse.api.scenario",
           "Result": "gse.api.result", "Summary": "gse.api.result",
-          "run": "gse.api.runner", "compare": "gse.api.runner"}
+          "run": "gse.api.runner", "compare": "gse.api.runner",
+          "plot_fct_cdf": "gse.api.plots", "plot_queue_heatmap": "gse.api.plots",
+          "plot_timeseries": "gse.api.plots", "plot_goodput": "gse.api.plots"}
 
 __all__ = sorted(_WHERE)
 

@@ -1,9 +1,9 @@
 """``Result``: what ``gse.run`` returns — the summary (``gse sim --json``'s object), the
-per-message records as a table, the sampled time series.
+per-message records as a table, the sampled time series, figures (``plot_*``).
 
 Tables load their libraries only when asked: ``records_table()`` needs pyarrow,
 ``records_frame()`` pandas (not a dependency of the project), so ``import gse`` and a run
-stay cheap.
+stay cheap, and the ``plot_*`` methods matplotlib (``gse.api.plots``).
 """
 
 import json
@@ -78,6 +78,27 @@ class Result:
             raise ImportError("records_frame() needs pandas (pip install pandas); "
                               "records_table() gives a pyarrow Table") from None
         return pandas.DataFrame(self.records_columns())
+
+    # Figures (gse.api.plots; matplotlib loads on the first call)
+    def plot_fct_cdf(self, **options):
+        """This run's FCT CDF (``gse.plot_fct_cdf`` draws several)."""
+        from gse.api.plots import plot_fct_cdf
+        return plot_fct_cdf(self, **options)
+
+    def plot_queue_heatmap(self, **options):
+        """Queue occupancy per port over time (needs ``sample_us``)."""
+        from gse.api.plots import plot_queue_heatmap
+        return plot_queue_heatmap(self, **options)
+
+    def plot_timeseries(self, metric, **options):
+        """One time-series column over time, a line per tier (needs ``sample_us``)."""
+        from gse.api.plots import plot_timeseries
+        return plot_timeseries(self, metric, **options)
+
+    def plot_goodput(self, **options):
+        """Goodput over time with the failures marked (needs ``sample_us``)."""
+        from gse.api.plots import plot_goodput
+        return plot_goodput(self, **options)
 
     def __repr__(self):
         return "Result(%s, %r)" % (self.protocol, self.summary)
