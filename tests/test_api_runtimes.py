@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gse
+from gse.api.realtime import sim_twin
 from gse.api.scenario import (GENERATORS, REAL_TIME_DEFAULTS, REAL_TIME_RUNTIMES, Scenario,
                               ScenarioError, runtime_options_defaults)
 from gse.cli.main import build_parser, main
@@ -113,6 +114,11 @@ def test_gse_run_udp_json_is_the_run_summary(tmp_path, argv, fields, messages):
     assert result.summary.config["rto_ps"] == 30_000_000_000
     if scenario.protocol == "roce":
         assert result.summary.config["mtu"] == 2048 and result.summary.baseline == "deployed"
+    # the same run in the simulation, with the same configs: what it measures is the
+    # reference the real-time figures are read against
+    twin = gse.run(sim_twin(scenario)).summary
+    for key in ("config", "topology", "traffic", "messages", "delivered", "lost"):
+        assert twin[key] == result.summary[key], key
 
 
 def test_compare_runs_each_protocol_over_udp():

@@ -36,6 +36,22 @@ def config(scenario, protocol, lenient=False):
                        explicit_settings(scenario.overrides))
 
 
+def sim_twin(scenario):
+    """The same run in the simulation: ``runtime="sim"``, the same topology, messages and
+    seed, and as overrides the real-time values ``udp_profile`` gives each protocol's
+    config, so every config is the one the real-time run uses (what the simulation
+    columns of ``experiments/mininet_fattree.py`` run beside Mininet)."""
+    from gse.runtimes.udp.config import UDP_COALESCING, UDP_TIMERS
+    extra = []
+    for p in scenario.protocols:
+        cfg = config(scenario, p, lenient=len(scenario.protocols) > 1)
+        plain = build.config(scenario, p, lenient=len(scenario.protocols) > 1)
+        for name in sorted(set(UDP_TIMERS) | set(UDP_COALESCING)):
+            if name in cfg.__slots__ and getattr(cfg, name) != getattr(plain, name):
+                extra.append("%s.%s=%s" % (p, name, getattr(cfg, name)))
+    return scenario.replace(runtime="sim", overrides=list(scenario.overrides) + extra)
+
+
 def pcap_options(options):
     """The capture options as both runtimes take them (None without ``pcap``)."""
     if not options.get("pcap"):
