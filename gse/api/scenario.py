@@ -33,8 +33,9 @@ RUNTIMES = ("sim", "udp", "mininet")
 REAL_TIME_RUNTIMES = ("udp", "mininet")
 # gse run's defaults, for a real-time runtime's scenario where the field was not given:
 # what one Python process (or one agent per node) carries over real sockets
-REAL_TIME_DEFAULTS = {"topology": {"k": 4, "link_gbps": 0.1},
-                      "workload": {"size": 200_000, "senders": 8, "messages": 200}}
+REAL_TIME_DEFAULTS: dict[str, dict] = {
+    "topology": {"k": 4, "link_gbps": 0.1},
+    "workload": {"size": 200_000, "senders": 8, "messages": 200}}
 
 
 class ScenarioError(ValueError):
