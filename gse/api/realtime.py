@@ -6,8 +6,8 @@ per-message records, the failure figures; no time series (the simulation samples
 
 ``gse run`` is this call plus options and printing: its ``--json`` is the
 ``Result.summary.to_dict()`` of the Scenario its options describe.  What was the command
-line's glue (``gse.cli.run.run_from_args``, the Mininet runtime's ``run_from_args``) is
-here, on a Scenario, so that no runtime reads command-line options.
+line's glue (``run_from_args`` in ``gse.cli.run`` and in the Mininet runtime) is here, on
+a Scenario, so that no runtime reads command-line options.
 
 The protocol timers are the real-time ones (``gse.runtimes.udp.config.udp_profile``,
 ``UDP_TIMERS``) except those the scenario's ``overrides`` set.
