@@ -338,8 +338,6 @@ def real_time_defaults(topology, workload):
 def normal_runtime_options(runtime, given):
     """Every option of ``runtime`` (``runtime_options_defaults``), validated: types and
     choices here, the rest (a key file, a capture's budget) where the run reads them."""
-    from gse.runtimes.udp.loops import LOOPS
-    from gse.wire import WIRE_PROFILES
     where = "runtime_options"
     if not isinstance(given, dict):
         _fail(where, "a table (dict)", given)
@@ -348,6 +346,10 @@ def normal_runtime_options(runtime, given):
     if unknown and not defaults:
         _fail("%s.%s" % (where, unknown[0]), "no option: runtime %s takes none (udp and "
               "mininet do)" % runtime, given[unknown[0]])
+    if not defaults:
+        return {}
+    from gse.runtimes.udp.loops import LOOPS
+    from gse.wire import WIRE_PROFILES
     if unknown:
         _fail("%s.%s" % (where, unknown[0]), "one of the options of runtime %s: %s"
               % (runtime, ", ".join(sorted(defaults))), given[unknown[0]])
