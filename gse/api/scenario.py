@@ -163,7 +163,7 @@ class Scenario:
     schedule files (docs/failures.md); ``detect_us``: a number or ``"never"``;
     ``until_us`` / ``stall_us`` / ``sample_us``: None for the defaults; ``runtime``:
     sim, udp or mininet, ``runtime_options`` what udp and mininet take besides
-    (``RUNTIME_OPTIONS``; a real-time runtime fills ``REAL_TIME_DEFAULTS`` into the
+    (``runtime_options_defaults``; a real-time runtime fills ``REAL_TIME_DEFAULTS`` into the
     topology and workload parameters not given)."""
 
     topology: dict = field(default_factory=lambda: {"name": "fat-tree"})
