@@ -138,6 +138,19 @@ def test_failure_metrics_over_udp():
     assert len(f["entries"]) == 1 and f["detect_us"] == 500 and f["route_updates"] > 0
 
 
+def test_runtime_options_reach_the_runtime(tmp_path):
+    """A capture and a failure schedule started by the traffic, from the options alone."""
+    pcap = tmp_path / "pcap"
+    s = Scenario(runtime="udp", workload={"kind": "permutation", "size": 20_000},
+                 failures=["link:agg0_0-core0@0us"],
+                 runtime_options={"pcap": str(pcap), "pcap_ports": "host:0",
+                                  "fail_after_packets": 5, "wire": "uet"})
+    r = gse.run(s)
+    assert r.summary.delivered == 16 and r.summary.udp["wire"] == "uet"
+    assert r.summary.failures["trigger"]["after_packets"] == 5
+    assert [p.suffix for p in pcap.iterdir()].count(".pcap") >= 1
+
+
 # -- gse run's defaults are the Scenario's ---------------------------------------------------
 
 @pytest.mark.parametrize("runtime", REAL_TIME_RUNTIMES)
