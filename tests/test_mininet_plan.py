@@ -14,9 +14,9 @@ import pytest
 from gse.config import GseConfig
 from gse.runtimes.mininet.addressing import IFNAME_MAX, address_plan, interface_names
 from gse.runtimes.mininet.fabric import MininetFabric
-from gse.runtimes.mininet.run import (PLACEMENTS, ProgressLine, agent_configs,
-                                      default_start_budget, group_name, placement_groups,
-                                      run_from_args)
+from gse.runtimes.mininet.progress import ProgressLine
+from gse.runtimes.mininet.run import (PLACEMENTS, agent_configs, default_start_budget,
+                                      group_name, placement_groups)
 from gse.runtimes.mininet.system import left_behind
 from gse.runtimes.udp.config import check_node_config, udp_profile
 from gse.workloads.traffic import incast, permutation
@@ -138,12 +138,16 @@ def test_progress_line_writes_lines_when_not_a_terminal():
     assert text.endswith("\n")
 
 
-def test_gse_run_offers_the_mininet_runtime_and_refuses_until():
+def test_gse_run_offers_the_mininet_runtime_and_refuses_until(capsys):
+    from gse.api.scenario import Scenario, ScenarioError
+    from gse.cli.main import main
     from gse.cli.run import available_runtimes
     assert "mininet" in available_runtimes()
-    args = argparse.Namespace(until_us=100.0)
-    with pytest.raises(ValueError, match="until-us"):
-        run_from_args(args, fat_tree(4), [], None)
+    with pytest.raises(ScenarioError, match="scenario.until_us: expected null for runtime "
+                                            "mininet"):
+        Scenario(runtime="mininet", until_us=100.0)
+    assert main(["run", "--runtime", "mininet", "--until-us", "100"]) == 2
+    assert "until_us: expected null for runtime mininet" in capsys.readouterr().err
 
 
 def test_node_commands_fit_a_pty_line():

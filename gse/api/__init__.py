@@ -1,7 +1,7 @@
 """The Python API (docs/api.md): ``Scenario`` describes a run as data, ``run`` and
-``compare`` run it in the simulation and return ``Result`` objects, ``plot_*`` draw them
-as matplotlib figures.  The command line, sweeps and (later) the other runtimes build on
-it; it imports nothing of ``gse.cli``.
+``compare`` run it in its runtime (the simulation, UDP or Mininet) and return ``Result``
+objects, ``plot_*`` draw them as matplotlib figures.  The command line and sweeps build
+on it; it imports nothing of ``gse.cli``.
 
 The names load on first use, so that describing a scenario does not import the
 simulation runtime (``gse.api.runner``) until something runs.

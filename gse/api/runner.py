@@ -1,5 +1,6 @@
 """``gse.run(scenario)`` and ``gse.compare(scenario, protocols=...)``: a Scenario through
-the simulation runtime, ``Result`` objects out.
+its runtime, ``Result`` objects out: the simulation here, ``udp`` and ``mininet`` in
+``gse.api.realtime``.
 
 ``gse sim`` and ``gse compare`` are these calls plus options and printing, so a
 scenario's ``Result.summary.to_dict()`` is what the command line's ``--json`` writes.
@@ -33,10 +34,14 @@ class Prepared:
 
 
 def prepare(scenario, protocols=None, lenient=None, log=print):
-    """The pieces of a run of ``protocols`` (default: the scenario's); ``lenient``
+    """The pieces of a simulation of ``protocols`` (default: the scenario's); ``lenient``
     (default: a comparison) lets an unprefixed override skip a config without it.  A
     trace or collective workload gives a ``gse.api.replay.PreparedReplay``."""
     scenario = _scenario(scenario)
+    if scenario.runtime != "sim":
+        raise ValueError("prepare and run_protocol run the simulation; a %s scenario runs "
+                         "with gse.run or gse.compare (or scenario.replace(runtime='sim'))"
+                         % scenario.runtime)
     protocols = list(protocols or scenario.protocols)
     if lenient is None:
         lenient = len(protocols) > 1
@@ -60,23 +65,39 @@ def run_protocol(prepared, protocol, observers=()):
     return Result(s, protocol, res)
 
 
-def run(scenario, observers=(), log=print):
-    """Run the scenario's (first) protocol in the simulation; a ``Result``.
-    ``observers``: more ``gse.runtimes.sim.observe`` observers (a capture, a progress bar)."""
-    prepared = prepare(scenario, [_scenario(scenario).protocol], False, log)
+def run(scenario, observers=(), log=print, progress=None):
+    """Run the scenario's (first) protocol in its runtime; a ``Result``.
+    ``observers``: more ``gse.runtimes.sim.observe`` observers (a capture, a progress bar);
+    ``progress``: the real-time runtimes' display (``gse.api.realtime.run_real_time``)."""
+    scenario = _scenario(scenario)
+    if scenario.runtime != "sim":
+        _no_observers(scenario, observers)
+        from gse.api.realtime import run_real_time
+        return run_real_time(scenario, progress=progress, log=log)
+    prepared = prepare(scenario, [scenario.protocol], False, log)
     return run_protocol(prepared, prepared.scenario.protocol, observers)
 
 
-def compare(scenario, protocols=None, observers=None, stop=None, log=print):
+def compare(scenario, protocols=None, observers=None, stop=None, log=print, progress=None):
     """The same scenario under each of ``protocols`` (default: the scenario's), in order:
-    {protocol: Result}.  ``observers(protocol, messages)`` (messages: None for a
-    replay, whose flows are not known beforehand) gives each run's observers;
-    ``stop()`` true ends the comparison before the next protocol (once one has run)."""
+    {protocol: Result}.  ``observers(protocol, messages)`` gives each run's observers (the
+    simulation's; messages: None for a replay, whose flows are not known beforehand);
+    ``stop()`` true ends the comparison before the next protocol (once one has run);
+    ``progress``: the real-time runtimes' display."""
     scenario = _scenario(scenario)
     if protocols is not None:
         if isinstance(protocols, str):
             protocols = protocols.split(",")
         scenario = scenario.replace(protocols=list(protocols))
+    if scenario.runtime != "sim":
+        _no_observers(scenario, observers)
+        from gse.api.realtime import run_real_time
+        results = {}
+        for p in scenario.protocols:
+            if stop is not None and results and stop():
+                break
+            results[p] = run_real_time(scenario, p, progress, log, lenient=True)
+        return results
     prepared = prepare(scenario, scenario.protocols, True, log)
     results = {}
     for p in scenario.protocols:
@@ -86,6 +107,12 @@ def compare(scenario, protocols=None, observers=None, stop=None, log=print):
         watch = observers(p, total) if observers else ()
         results[p] = run_protocol(prepared, p, watch)
     return results
+
+
+def _no_observers(scenario, observers):
+    if observers:
+        raise ValueError("observers watch a simulation; runtime %s takes none (its "
+                         "runtime_options capture packets: pcap)" % scenario.runtime)
 
 
 def _scenario(scenario):

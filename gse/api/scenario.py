@@ -31,7 +31,13 @@ WORKLOAD_DEFAULTS = {"size": 2_000_000, "senders": 32, "receiver": None, "messag
 FILE_WORKLOADS = ("cm",)
 # the replay driver's workloads (gse.api.replay_scenario): on the simulation only
 REPLAY_KINDS = ("trace", "collective")
-RUNTIMES = ("sim",)
+RUNTIMES = ("sim", "udp", "mininet")
+REAL_TIME_RUNTIMES = ("udp", "mininet")
+# gse run's defaults, for a real-time runtime's scenario where the field was not given:
+# what one Python process (or one agent per node) carries over real sockets
+REAL_TIME_DEFAULTS: dict[str, dict] = {
+    "topology": {"k": 4, "link_gbps": 0.1},
+    "workload": {"size": 200_000, "senders": 8, "messages": 200}}
 
 
 class ScenarioError(ValueError):
@@ -161,7 +167,10 @@ class Scenario:
     (``gse.NAME`` / ``roce.NAME`` for one protocol); ``unsched`` / ``policy``: gse sim's
     ``--unsched`` / ``--policy``; ``failures`` / ``failure_files``: ``--fail`` specs and
     schedule files (docs/failures.md); ``detect_us``: a number or ``"never"``;
-    ``until_us`` / ``stall_us`` / ``sample_us``: None for the defaults."""
+    ``until_us`` / ``stall_us`` / ``sample_us``: None for the defaults; ``runtime``:
+    sim, udp or mininet, ``runtime_options`` what udp and mininet take besides
+    (``runtime_options_defaults``; a real-time runtime fills ``REAL_TIME_DEFAULTS`` into the
+    topology and workload parameters not given)."""
 
     topology: dict = field(default_factory=lambda: {"name": "fat-tree"})
     workload: dict = field(default_factory=lambda: {"kind": "permutation"})
@@ -180,10 +189,14 @@ class Scenario:
     stall_us: float | None = None
     sample_us: float | None = None
     runtime: str = "sim"
+    runtime_options: dict = field(default_factory=dict)
 
     def __post_init__(self):
         from gse.config import BASELINES
         from gse.protocols import PROTOCOLS
+        self.runtime = _choice("runtime", self.runtime, RUNTIMES)
+        if self.runtime in REAL_TIME_RUNTIMES:
+            self.topology, self.workload = real_time_defaults(self.topology, self.workload)
         self.topology = normal_topology(self.topology)
         self.workload = normal_workload(self.workload)
         if isinstance(self.protocols, str):
@@ -211,11 +224,12 @@ class Scenario:
         self.until_us = _float("until_us", self.until_us, none=True)
         self.stall_us = _float("stall_us", self.stall_us, none=True)
         self.sample_us = _float("sample_us", self.sample_us, none=True, positive=True)
-        self.runtime = _choice("runtime", self.runtime, RUNTIMES)
         if self.workload["kind"] in REPLAY_KINDS and self.runtime != "sim":
             _fail("runtime", "sim for a %s workload (the replay starts flows from the "
                   "simulation's event queue: docs/traces.md)" % self.workload["kind"],
                   self.runtime)
+        self.runtime_options = normal_runtime_options(self.runtime, self.runtime_options)
+        check_runtime_fields(self)
 
     @property
     def protocol(self):
@@ -223,8 +237,16 @@ class Scenario:
         return self.protocols[0]
 
     def replace(self, **changes):
-        """A copy with ``changes`` (validated like a new scenario)."""
-        return Scenario.from_dict(dict(self.to_dict(), **changes))
+        """A copy with ``changes`` (validated like a new scenario).  A new ``runtime``
+        without ``runtime_options`` keeps the options the new runtime also takes (the
+        topology and workload stay as they are: ``replace(runtime="sim")`` is the same
+        run in the simulation)."""
+        data = dict(self.to_dict(), **changes)
+        if "runtime" in changes and "runtime_options" not in changes:
+            keep = runtime_options_defaults(data["runtime"])
+            data["runtime_options"] = {k: v for k, v in self.runtime_options.items()
+                                       if k in keep}
+        return Scenario.from_dict(data)
 
     def to_dict(self):
         out = {}
@@ -285,3 +307,90 @@ def _read_toml(path):
                 return tomllib.load(f)
             except tomllib.TOMLDecodeError as exc:
                 raise ScenarioError("scenario: not TOML (%s)" % exc) from None
+
+
+# -- the real-time runtimes (gse run) ----------------------------------------------------------
+
+def _real_time_options():
+    """gse run's options of both real-time runtimes, with their defaults."""
+    from gse.metrics.pcap import DEFAULT_BUDGET
+    return {"wire": "gse", "timeout_s": 120.0, "loop": "auto", "slack_us": 20.0,
+            "secure": None, "fail_after_packets": None, "pcap": None, "pcap_ports": "all",
+            "pcap_budget": DEFAULT_BUDGET, "pcap_snaplen": 65535}
+
+
+def runtime_options_defaults(runtime):
+    """{option: default} of ``runtime`` (the simulation takes none)."""
+    if runtime == "udp":
+        return dict(_real_time_options(), addressing="ports", coarse_timers=False)
+    if runtime == "mininet":
+        return dict(_real_time_options(), placement="node", precise_timers=False)
+    return {}
+
+
+def _bool(where, value):
+    if not isinstance(value, bool):
+        _fail(where, "true or false", value)
+    return value
+
+
+def real_time_defaults(topology, workload):
+    """``REAL_TIME_DEFAULTS`` filled into the parameters not given (a generator's only)."""
+    t = {"name": topology} if isinstance(topology, str) else topology
+    w = {"kind": workload} if isinstance(workload, str) else workload
+    if isinstance(t, dict):
+        t = dict(REAL_TIME_DEFAULTS["topology"], **t)
+    if isinstance(w, dict) and w.get("kind", "permutation") in GENERATORS:
+        w = dict(REAL_TIME_DEFAULTS["workload"], **w)
+    return t, w
+
+
+def normal_runtime_options(runtime, given):
+    """Every option of ``runtime`` (``runtime_options_defaults``), validated: types and
+    choices here, the rest (a key file, a capture's budget) where the run reads them."""
+    where = "runtime_options"
+    if not isinstance(given, dict):
+        _fail(where, "a table (dict)", given)
+    defaults = runtime_options_defaults(runtime)
+    unknown = sorted(set(given) - set(defaults))
+    if unknown and not defaults:
+        _fail("%s.%s" % (where, unknown[0]), "no option: runtime %s takes none (udp and "
+              "mininet do)" % runtime, given[unknown[0]])
+    if not defaults:
+        return {}
+    from gse.runtimes.udp.loops import LOOPS
+    from gse.wire import WIRE_PROFILES
+    if unknown:
+        _fail("%s.%s" % (where, unknown[0]), "one of the options of runtime %s: %s"
+              % (runtime, ", ".join(sorted(defaults))), given[unknown[0]])
+    out = dict(defaults, **given)
+    choices = {"wire": WIRE_PROFILES, "loop": LOOPS, "addressing": ("ports", "ips"),
+               "placement": ("node", "tier", "switches", "all")}
+    for name, value in out.items():
+        at = "%s.%s" % (where, name)
+        if name in choices:
+            _choice(at, value, choices[name])
+        elif name in ("timeout_s", "slack_us"):
+            out[name] = _float(at, value, positive=name == "timeout_s")
+        elif name in ("secure", "pcap"):
+            _str(at, value, none=True)
+        elif name == "pcap_ports":
+            _str(at, value)
+        elif name in ("pcap_budget", "pcap_snaplen"):
+            _int(at, value, low=1)
+        elif name == "fail_after_packets":
+            _int(at, value, low=1, none=True)
+        else:
+            _bool(at, value)
+    return out
+
+
+def check_runtime_fields(s):
+    """Fields a runtime cannot honour: time series are the simulation's; a Mininet run
+    ends when its agents are done or ``timeout_s`` passes."""
+    if s.runtime != "sim" and s.sample_us is not None:
+        _fail("sample_us", "null for runtime %s (only the simulation samples time series)"
+              % s.runtime, s.sample_us)
+    if s.runtime == "mininet" and s.until_us is not None:
+        _fail("until_us", "null for runtime mininet (it runs until the agents are done or "
+              "runtime_options.timeout_s passes)", s.until_us)

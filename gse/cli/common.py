@@ -96,14 +96,6 @@ def baseline_line(name):
     return "RoCE baseline: %s (%s; docs/comparison.md)" % (name, BASELINE_TEXT.get(name, name))
 
 
-def describe_run(summary, args, config):
-    """Add what was run to a summary, so a JSON file stands on its own."""
-    build.describe(summary, _traffic_scenario(args), config)
-    if summary.get("protocol", getattr(args, "protocol", None)) == "roce":
-        summary["baseline"] = getattr(args, "baseline", None) or "deployed"
-    return summary
-
-
 def emit(summary, records, args):
     """Table on stdout, JSON summary and per-message records as the options ask."""
     if not args.quiet:

@@ -66,14 +66,6 @@ def check_outputs(args):
         dpkt_module()
 
 
-def pcap_options(args):
-    """``--pcap`` and friends as the UDP and Mininet runtimes take them (None without)."""
-    if not getattr(args, "pcap", None):
-        return None
-    return {"dir": args.pcap, "spec": args.pcap_ports, "budget": args.pcap_budget,
-            "snaplen": args.pcap_snaplen}
-
-
 def pcap_dir(args, label, multi):
     return os.path.join(args.pcap, label) if multi else args.pcap
 

@@ -5,35 +5,37 @@
 
 ``gse run`` takes every option of ``gse sim`` and writes the same summary; its defaults
 are scaled to what one Python process carries over real sockets (k=4, 0.1 Gb/s links,
-200 KB messages, 8 incast senders).  Protocol timers get their real-time values
-(``gse.runtimes.udp.config.UDP_TIMERS``) unless set with ``--set``.  ``--runtime`` chooses where
-the nodes run: ``udp`` (this process, loopback); a runtime module listed in ``RUNTIMES``
-that is installed adds its own choice (Mininet: ``gse.runtimes.mininet.run``, providing
-``run_from_args(args, topo, messages, config) -> (summary, records)``).
+200 KB messages, 8 incast senders: ``gse.api.scenario.REAL_TIME_DEFAULTS``).  Protocol
+timers get their real-time values (``gse.runtimes.udp.config.UDP_TIMERS``) unless set with
+``--set``.  ``--runtime`` chooses where the nodes run: ``udp`` (this process, loopback) or
+``mininet`` (an agent process per node in its own namespace), when installed.  The
+options become a ``gse.Scenario`` (``run_scenario``) that ``gse.run`` runs
+(``gse.api.realtime``), so ``--json`` is that Result's ``summary.to_dict()``.
 """
 
-import importlib
 import importlib.util
 import signal
 import sys
 
-from gse.cli.common import (add_run_options, add_stall_option, describe_run, emit,
-                            gse_config_from_args, stall_ps, topology_from_args,
-                            traffic_from_args, until_ps)
+from gse.api.realtime import explicit_settings as explicit_names
+from gse.api.runner import run
+from gse.api.scenario import REAL_TIME_DEFAULTS, runtime_options_defaults
+from gse.cli.common import (add_run_options, add_stall_option, emit, gse_config_from_args,
+                            scenario_from_args, stall_ps, topology_from_args,
+                            traffic_from_args)
 from gse.cli.faults import detect_ps, faults_from_args
-from gse.cli.observe import add_observe_options, check_outputs, pcap_options
+from gse.cli.observe import add_observe_options, check_outputs
 from gse.cli.progress import Progress, wanted
-from gse.config import PS_PER_US, fault_rates_error
 from gse.metrics.stall import describe_stall
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
                                      udp_protocols, write_node_configs)
 from gse.runtimes.udp.io import LOOPS
 from gse.wire import WIRE_PROFILES
 
-# runtime name -> module with run_from_args(args, topo, messages, config); "udp" is here.
+# runtime name -> the module it needs (None: always here)
 RUNTIMES = {"udp": None, "mininet": "gse.runtimes.mininet.run"}
 
-UDP_DEFAULTS = {"k": 4, "link_gbps": 0.1, "size": 200_000, "senders": 8, "messages": 200}
+UDP_DEFAULTS = dict(REAL_TIME_DEFAULTS["topology"], **REAL_TIME_DEFAULTS["workload"])
 
 
 def available_runtimes():
@@ -43,58 +45,37 @@ def available_runtimes():
 
 def explicit_settings(args):
     """Parameter names the user set with ``--set`` (with or without a protocol prefix)."""
-    names = set()
-    for item in getattr(args, "set", None) or ():
-        name = item.split("=", 1)[0].strip()
-        names.add(name.split(".", 1)[1] if "." in name else name)
-    return names
+    return explicit_names(getattr(args, "set", None))
 
 
-def run_from_args(args, topo, messages, config):
-    from gse.runtimes.udp.network import run_udp
-    until = until_ps(args)
-    hook = getattr(args, "progress_hook", None)
-    result = run_udp(topo, messages, protocol=args.protocol, config=config, seed=args.seed,
-                     loss_rate=args.loss, corrupt_rate=args.corrupt, until_ps=until,
-                     timeout_s=args.timeout_s, loop=args.loop, addressing=args.addressing,
-                     slack_ps=int(args.slack_us * PS_PER_US),
-                     precise_timers=not args.coarse_timers, wire=args.wire,
-                     pcap=pcap_options(args),
-                     progress=None if hook is None else hook(len(messages)),
-                     secure_key_file=args.secure,
-                     faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
-                     stall_ps=stall_ps(args))
-    return result.summary, result.records
+def run_scenario(args):
+    """The run ``gse run``'s options describe: ``gse sim``'s fields, the runtime and the
+    options of that runtime (``gse.api.scenario.runtime_options_defaults``)."""
+    s = scenario_from_args(args)
+    options = {name: getattr(args, name) for name in runtime_options_defaults(args.runtime)
+               if hasattr(args, name)}
+    return s.replace(runtime=args.runtime, runtime_options=options)
+
+
+def _log(line):
+    """What the run warns about on stderr, what it notes on stdout."""
+    if line.startswith("warning:"):
+        print("gse run: %s" % line, file=sys.stderr)
+    else:
+        print(line)
 
 
 def cmd_run(args):
-    problem = fault_rates_error(args.loss, args.corrupt)
-    if problem:
-        raise ValueError(problem)
-    topo = topology_from_args(args)
-    messages = traffic_from_args(args, topo)
-    if not messages:
-        raise ValueError("the traffic has no messages")
-    cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
-    until_ps(args)                      # bad times refused here, before anything starts
-    stall_ps(args)
+    scenario = run_scenario(args)
     check_outputs(args)
     try:
         with Progress(wanted(args)) as progress:
-            label = "%s %s" % (args.runtime, args.protocol)
-            if progress.enabled:          # the runtimes' own progress, drawn here
-                args.progress_hook = (lambda total: progress.counter(label, total))
-                args.mininet_progress = progress.mininet(label)
-            if args.runtime == "udp":
-                summary, records = run_from_args(args, topo, messages, cfg)
-            else:
-                module = importlib.import_module(RUNTIMES[args.runtime])
-                summary, records = module.run_from_args(args, topo, messages, cfg)
+            result = run(scenario, log=_log, progress=progress if progress.enabled else None)
     except KeyboardInterrupt:           # sockets and tasks are closed by then
         print("gse run: interrupted", file=sys.stderr)
         return 130
-    summary = describe_run(summary, args, cfg)
-    emit(summary, records, args)
+    summary = result.summary.to_dict()
+    emit(summary, result.records, args)
     if args.pcap and not args.quiet:
         print("pcap captures written to %s (tshark -X lua_script:tools/wireshark/gse.lua "
               "-r FILE)" % args.pcap)

@@ -1,5 +1,7 @@
-"""``gse run --runtime mininet``: every node of the fabric is a ``gse agent`` process in
-its own Mininet namespace, linked to its neighbours by veths (one /31 per link).
+"""A Mininet run (``gse run --runtime mininet``; ``gse.run`` of a Scenario with
+``runtime="mininet"``, through ``gse.api.realtime``): every node of the fabric is a
+``gse agent`` process in its own Mininet namespace, linked to its neighbours by veths
+(one /31 per link).
 
     gse run --runtime mininet --k 4 --link-gbps 0.02 --traffic incast --senders 8 --size 100000
 
@@ -32,13 +34,11 @@ import tempfile
 import time
 from typing import Any
 
-from gse.config import PS_PER_US
 from gse.metrics.stall import default_span_ps, last_change_ps
 from gse.protocols import default_config
 from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
 from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
 from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
-from gse.runtimes.mininet.progress import ProgressLine
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
@@ -565,34 +565,3 @@ def _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric, budget, 
 
 def _r(x):
     return None if x is None else round(x, 3)
-
-
-def run_from_args(args, topo, messages, config):
-    """The ``gse run --runtime mininet`` hook (see ``gse.cli.run``)."""
-    if getattr(args, "until_us", None) is not None:
-        raise ValueError("--until-us: the mininet runtime runs until the agents are done "
-                         "or --timeout-s passes")
-    fastest = max(link.gbps for link in topo.links)
-    if fastest > FAITHFUL_GBPS:
-        print("gse run: warning: links at %g Gb/s; agents in Mininet sleep >= 1 ms between "
-              "timers, so one port keeps its emulated rate up to ~%g Gb/s (docs/mininet.md)"
-              % (fastest, FAITHFUL_GBPS), file=sys.stderr)
-    slack = getattr(args, "slack_us", None)
-    progress = getattr(args, "mininet_progress", None)     # gse run's progress bar
-    if progress is None and sys.stderr.isatty() and not args.quiet:
-        progress = ProgressLine()
-    from gse.cli.common import stall_ps
-    from gse.cli.observe import pcap_options
-    from gse.cli.faults import detect_ps, faults_from_args
-    stall = stall_ps(args)
-    result = run_mininet(topo, messages, args.protocol, config, args.seed, args.loss,
-                         args.corrupt, timeout_s=args.timeout_s, loop=args.loop,
-                         slack_ps=None if slack is None else int(slack * PS_PER_US),
-                         progress=progress, wire=getattr(args, "wire", "gse"),
-                         pcap=pcap_options(args),
-                         placement=getattr(args, "placement", "node"),
-                         precise_timers=getattr(args, "precise_timers", False),
-                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
-                         stall_s=None if stall is None else stall / 1e12,
-                         secure_key_file=getattr(args, "secure", None))
-    return result.summary, result.records
