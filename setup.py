@@ -20,12 +20,14 @@ import datetime
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 STAGE = os.path.join("build", "cython-src")
@@ -102,6 +104,23 @@ def _drop_removed_extensions():
                     os.remove(os.path.join(dirpath, fn))
 
 
+def _short_reason(exc):
+    """One line for the manifest and `gse info`: a compiler's failure as the command and its
+    status (its errors are above it in the build log), anything else as type: message."""
+    text = str(exc).strip() or "(no message)"
+    # setuptools' wording: "Command '['gcc', ...]' returned non-zero exit status 1." or
+    # "command 'gcc' failed with exit code 1" or "command 'gcc' failed: No such file ..."
+    m = re.match(r"""[Cc]ommand '\[?'?([^',\]]+)'?.*?"""
+                 r"""(?:(?:exit status|exit code)\s*(-?\d+)|failed:\s*([^\n]*))""", text, re.S)
+    if m and isinstance(exc, (CCompilerError, ExecError, PlatformError, OSError)):
+        what = "exit status %s" % m.group(2) if m.group(2) else m.group(3).rstrip(".")
+        return "the C compiler failed (%s: %s)" % (m.group(1), what)
+    if isinstance(exc, RuntimeError):
+        return text.splitlines()[0]
+    line = "%s: %s" % (type(exc).__name__, text.splitlines()[0])
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -147,7 +166,7 @@ class BuildExt(build_ext):
             # GSE_REQUIRE_EXTENSIONS=1: there a failed build is an error.
             if _flag("GSE_REQUIRE_EXTENSIONS"):
                 raise
-            self._fall_back("%s: %s" % (type(exc).__name__, str(exc).strip() or "(no message)"))
+            self._fall_back(_short_reason(exc))
             return
         self._write_manifest()
 

@@ -201,8 +201,9 @@ def _decide():
     elif st.manifest and st.manifest.get("skipped") and not st.manifest.get("deliberate"):
         # the compiler or Cython failed at install: say it until fixed, or until pure
         # Python is asked for (GSE_PURE_PYTHON=1, which does not read the manifest)
-        warnings.warn("gse: %s; running the pure-Python modules, about 10x slower "
-                      "(GSE_PURE_PYTHON=1 silences this)" % st.reason,
+        warnings.warn("gse: the compiled modules were not built at install (%s): running "
+                      "pure Python, about 10x slower; `gse info` says how to get them "
+                      "(GSE_PURE_PYTHON=1 silences this)" % st.manifest["skipped"],
                       RuntimeWarning, stacklevel=4)
 
 
