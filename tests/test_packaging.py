@@ -8,10 +8,11 @@ site-packages (pip, setuptools, Cython, rich, ...) through a `.pth` line, as a p
 and not as a site directory, so the `.pth` files there (an editable install of this very
 project) stay inactive; pip runs with --no-index --no-build-isolation --no-deps.
 
-Cost (2 cores): the sdist ~2 s; the GSE_NO_EXTENSIONS=1 wheel and the missing-Cython
-fallback ~10 s each, in both passes; the compiled install (~1.5-3 min) and the failing
-compiler (~40 s, Cython runs before the compiler fails) only in the compiled pass, where
-a compiler is expected.
+Cost on the project's two cores (measured at load average 4-8): the sdist 6 s; the
+GSE_NO_EXTENSIONS=1 wheel 26 s and the missing-Cython fallback 17 s, in both passes; the
+failing compiler 16 s (Cython runs before the compiler fails), in the compiled pass only,
+where a compiler is expected; the compiled install from the sdist into two environments
+5.3 min (1.5 min idle), marked slow (`pytest -m slow tests/test_packaging.py`).
 """
 
 import importlib.machinery
@@ -264,6 +265,7 @@ def test_a_failing_compiler_installs_pure_python_and_says_why(sdist, tmp_path):
 
 # -- the compiled build --------------------------------------------------------------------
 
+@pytest.mark.slow          # 1.5 min on two idle cores, 5.3 min at load average 8
 @compiled_pass_only
 @needs_setuptools
 @needs_cython
