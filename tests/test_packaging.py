@@ -8,11 +8,12 @@ site-packages (pip, setuptools, Cython, rich, ...) through a `.pth` line, as a p
 and not as a site directory, so the `.pth` files there (an editable install of this very
 project) stay inactive; pip runs with --no-index --no-build-isolation --no-deps.
 
-Cost on the project's two cores (measured at load average 4-8): the sdist 6 s; the
-GSE_NO_EXTENSIONS=1 wheel 26 s and the missing-Cython fallback 17 s, in both passes; the
-failing compiler 16 s (Cython runs before the compiler fails), in the compiled pass only,
-where a compiler is expected; the compiled install from the sdist into two environments
-5.3 min (1.5 min idle), marked slow (`pytest -m slow tests/test_packaging.py`).
+Cost on the project's two cores, measured with `pytest --durations` (at load average
+2-5, and 8): the sdist 0.6 s (6 s); the GSE_NO_EXTENSIONS=1 wheel 3 s (26 s) and the
+missing-Cython fallback 2 s (17 s), in both passes; the failing compiler 14 s (16 s;
+Cython runs before the compiler fails), in the compiled pass only, where a compiler is
+expected; the compiled install from the sdist into two environments 2.0 min (5.3 min),
+marked slow (`pytest -m slow tests/test_packaging.py`).
 """
 
 import importlib.machinery
@@ -167,6 +168,22 @@ def _reference_summary(tmp_path):
     return {k: v for k, v in d.items() if k not in WALL_KEYS}
 
 
+# -- what gse info says of an install without the compiled modules -------------------------
+
+def test_a_manifest_of_a_skipped_build_says_why_and_how_to_get_the_compiled_one(tmp_path):
+    root = str(tmp_path)
+    d = _build.compiled_dir(_build.MANIFEST_PACKAGE, root)
+    os.makedirs(d)
+    with open(os.path.join(d, _build.MANIFEST), "w") as f:
+        json.dump({"skipped": "the C compiler failed (gcc: exit status 1)"}, f)
+    build, reason, manifest = _build.decide(root, {})
+    assert build == "pure" and manifest["skipped"] in reason, reason
+    assert "pip install --force-reinstall" in reason     # an installed package: reinstall
+    open(os.path.join(root, "setup.py"), "w").close()
+    assert "build_ext --inplace" in _build.decide(root, {})[1]   # a source tree: rebuild
+    assert _build.decide(root, {"GSE_PURE_PYTHON": "1"})[1] == "GSE_PURE_PYTHON=1"
+
+
 # -- the sdist ---------------------------------------------------------------------------
 
 @needs_setuptools
@@ -265,7 +282,7 @@ def test_a_failing_compiler_installs_pure_python_and_says_why(sdist, tmp_path):
 
 # -- the compiled build --------------------------------------------------------------------
 
-@pytest.mark.slow          # 1.5 min on two idle cores, 5.3 min at load average 8
+@pytest.mark.slow          # 2.0 min on two cores at load average 3, 5.3 min at 8
 @compiled_pass_only
 @needs_setuptools
 @needs_cython
