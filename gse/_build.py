@@ -167,8 +167,12 @@ def decide(root=ROOT, env=None):
     except (OSError, ValueError) as exc:
         return "pure", "unreadable build manifest %s: %s" % (mpath, exc), None
     if "skipped" in manifest:   # setup.py installed pure Python (docs/install.md)
+        hint = rebuild_hint(root)
+        if manifest.get("deliberate"):
+            hint = hint.replace("install a C compiler and reinstall",
+                                "reinstall without GSE_NO_EXTENSIONS")
         return "pure", ("built without the compiled modules: %s; %s"
-                        % (manifest["skipped"], rebuild_hint(root))), manifest
+                        % (manifest["skipped"], hint)), manifest
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     for name in MODULES:
         pkg, _, mod = name.rpartition(".")

@@ -220,6 +220,7 @@ def test_a_wheel_built_without_extensions_installs_and_runs(sdist, tmp_path):
     version = _gse(py, "--version", cwd=away)
     assert "pure build (built without the compiled modules: GSE_NO_EXTENSIONS=1" in \
         version.stdout, version.stdout
+    assert "reinstall without GSE_NO_EXTENSIONS" in version.stdout
     assert "RuntimeWarning" not in version.stderr, version.stderr
     assert _check([py, "-m", "gse", "--version"], cwd=away).stdout == version.stdout
     info = _info(py, away)
