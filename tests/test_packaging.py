@@ -10,9 +10,9 @@ project) stay inactive; pip runs with --no-index --no-build-isolation --no-deps.
 
 Cost on the project's two cores, measured with `pytest --durations` (at load average
 2-5, and 8): the sdist 0.6 s (6 s); the GSE_NO_EXTENSIONS=1 wheel 3 s (26 s) and the
-missing-Cython fallback 2 s (17 s), in both passes; the failing compiler 14 s (16 s;
-Cython runs before the compiler fails), in the compiled pass only, where a compiler is
-expected; the compiled install from the sdist into two environments 2.0 min (5.3 min),
+missing-Cython fallback 2 s (17 s), in both passes; the failing compiler, twice (the
+fallback, then GSE_REQUIRE_EXTENSIONS=1's error) 30 s (Cython runs before the compiler
+fails), in the compiled pass only, where a compiler is expected; the compiled install from the sdist into two environments 2.0 min (5.3 min),
 marked slow (`pytest -m slow tests/test_packaging.py`).
 """
 
@@ -279,6 +279,14 @@ def test_a_failing_compiler_installs_pure_python_and_says_why(sdist, tmp_path):
     info = _info(py, away)
     assert info["build"] == "pure", info
     assert "the C compiler failed" in info["reason"], info["reason"]
+    # ./dev and gse._build.ensure() ask for the compiled build: there a failure is an error
+    strict = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                             "--no-deps", "--no-cache-dir", "--force-reinstall", src],
+                            cwd=str(away), env=_env(CC="/bin/false", GSE_REQUIRE_EXTENSIONS="1"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=900)
+    assert strict.returncode != 0, strict.stdout[-3000:]
+    assert "the compiled modules were NOT built" not in strict.stdout
 
 
 # -- the compiled build --------------------------------------------------------------------
