@@ -12,8 +12,9 @@ Cost on the project's two cores, measured with `pytest --durations` (at load ave
 2-5, and 8): the sdist 0.6 s (6 s); the GSE_NO_EXTENSIONS=1 wheel 3 s (26 s) and the
 missing-Cython fallback 2 s (17 s), in both passes; the failing compiler, twice (the
 fallback, then GSE_REQUIRE_EXTENSIONS=1's error) 30 s (Cython runs before the compiler
-fails), in the compiled pass only, where a compiler is expected; the compiled install from the sdist into two environments 2.0 min (5.3 min),
-marked slow (`pytest -m slow tests/test_packaging.py`).
+fails), in the compiled pass only, where a compiler is expected; the compiled install
+from the sdist into two environments 2.0 min (5.3 min), marked slow (`pytest -m slow
+tests/test_packaging.py`).
 """
 
 import importlib.machinery
