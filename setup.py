@@ -20,11 +20,14 @@ import datetime
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 STAGE = os.path.join("build", "cython-src")
@@ -101,6 +104,40 @@ def _drop_removed_extensions():
                     os.remove(os.path.join(dirpath, fn))
 
 
+def _short_reason(exc):
+    """One line for the manifest and `gse info`: a compiler's failure as the command and its
+    status (its errors are above it in the build log), anything else as type: message."""
+    text = str(exc).strip() or "(no message)"
+    # setuptools' wording: "Command '['gcc', ...]' returned non-zero exit status 1." or
+    # "command 'gcc' failed with exit code 1" or "command 'gcc' failed: No such file ..."
+    m = re.match(r"""[Cc]ommand '\[?'?([^',\]]+)'?.*?"""
+                 r"""(?:(?:exit status|exit code)\s*(-?\d+)|failed:\s*([^\n]*))""", text, re.S)
+    if m and isinstance(exc, (CCompilerError, ExecError, PlatformError, OSError)):
+        what = "exit status %s" % m.group(2) if m.group(2) else m.group(3).rstrip(".")
+        return "the C compiler failed (%s: %s)" % (m.group(1), what)
+    if isinstance(exc, RuntimeError):
+        return text.splitlines()[0]
+    line = "%s: %s" % (type(exc).__name__, text.splitlines()[0])
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+FALLBACK_MESSAGE = """
+======================================================================
+setup.py: WARNING: the compiled modules were NOT built:
+    %(why)s
+gse is installed as pure Python: the same results, about 10x slower.
+`gse info` says which build runs and why.  For the compiled build,
+install a C compiler and the Python headers (Debian/Ubuntu: apt-get
+install gcc python3-dev) and reinstall: pip install --force-reinstall
+--no-deps . (pip install -v shows this build's log; docs/install.md).
+======================================================================
+"""
+
+
 def _same(a, b):
     if not os.path.exists(b):
         return False
@@ -117,26 +154,57 @@ class BuildExt(build_ext):
             self.parallel = os.cpu_count() or 1
 
     def run(self):
-        if self.extensions:
-            try:
-                import Cython  # noqa: F401
-            except ImportError:
-                # No Cython (an old pip, or a build without the build requirements): install
-                # the pure-Python package, loudly; tests/test_compiled.py then fails unless
-                # GSE_PURE_PYTHON=1, so CI cannot mistake this for a compiled build.
-                print("setup.py: WARNING: Cython is not installed: no compiled modules were "
-                      "built (pip install 'cython>=3.0', then rebuild)", file=sys.stderr)
-                self.extensions = []
-                self.distribution.ext_modules = []
-                return
+        if not self.extensions:
+            super().run()
+            return
+        try:
             self._cythonize()
-        super().run()
-        if self.extensions:
-            self._write_manifest()
+            super().run()
+        except Exception as exc:     # noqa: BLE001 -- any failure: compiler, Cython, headers
+            # `pip install .` must not fail for want of a compiler: install pure Python,
+            # loudly, and record why (gse info says it).  ./dev and gse._build.ensure() set
+            # GSE_REQUIRE_EXTENSIONS=1: there a failed build is an error.
+            if _flag("GSE_REQUIRE_EXTENSIONS"):
+                raise
+            self._fall_back(_short_reason(exc))
+            return
+        self._write_manifest()
+
+    def _fall_back(self, why):
+        """Install without the compiled modules: drop what was built, write a manifest
+        that says why (``gse._build.decide`` reads it), print how to get the compiled
+        build."""
+        print(FALLBACK_MESSAGE % {"why": why}, file=sys.stderr)
+        for d in self._manifest_roots():
+            for pkg in B.PACKAGES:
+                cdir = B.compiled_dir(pkg, d)
+                if d == self.build_lib and os.path.isdir(cdir):
+                    for fn in os.listdir(cdir):        # a partial build: none of it
+                        if fn.endswith((".so", ".pyd")):
+                            os.remove(os.path.join(cdir, fn))
+            self._write_json(d, {"skipped": why, "python": sys.version.split()[0],
+                                 "built": _now()})
+        self.extensions = []
+        self.distribution.ext_modules = []
+
+    def _manifest_roots(self):
+        """Where the manifest goes: the build (then the wheel), and the tree in place."""
+        return [self.build_lib] + ([ROOT] if self.inplace else [])
+
+    def _write_json(self, root, manifest):
+        d = B.compiled_dir(B.MANIFEST_PACKAGE, root)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, B.MANIFEST), "w") as f:
+            f.write(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     def _cythonize(self):
-        from Cython import __version__ as cython_version
-        from Cython.Build import cythonize
+        try:
+            from Cython import __version__ as cython_version
+            from Cython.Build import cythonize
+        except ImportError:
+            raise RuntimeError("Cython is not installed (pip install 'cython>=3.0')") from None
+        if int(cython_version.split(".")[0]) < 3:
+            raise RuntimeError("Cython %s is too old: 3.0 or newer is needed" % cython_version)
         self._cython_version = cython_version
         sources = _stage()
         directives = {
@@ -177,25 +245,33 @@ class BuildExt(build_ext):
         manifest = {
             "cython": getattr(self, "_cython_version", "?"),
             "python": sys.version.split()[0],
-            "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "built": _now(),
             "modules": sorted(B.MODULES),
             "sources": B.source_digests(ROOT),
         }
-        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-        dirs = {B.compiled_dir(B.MANIFEST_PACKAGE, self.build_lib)}
-        if self.inplace:
-            dirs.add(B.compiled_dir(B.MANIFEST_PACKAGE, ROOT))
-        for d in dirs:
-            os.makedirs(d, exist_ok=True)
-            with open(os.path.join(d, B.MANIFEST), "w") as f:
-                f.write(text)
+        for root in self._manifest_roots():
+            self._write_json(root, manifest)
 
     def copy_extensions_to_source(self):
         for pkg in B.PACKAGES:
             os.makedirs(B.compiled_dir(pkg, ROOT), exist_ok=True)
         _drop_removed_extensions()
         super().copy_extensions_to_source()
-        self._write_manifest()       # editable installs build elsewhere, then copy
+
+
+class BuildPy(build_py):
+    """With ``GSE_NO_EXTENSIONS=1`` no extension is built (nor build_ext run): the manifest
+    says so, for ``gse info``."""
+
+    def run(self):
+        super().run()
+        if _flag("GSE_NO_EXTENSIONS") and not getattr(self, "editable_mode", False):
+            d = B.compiled_dir(B.MANIFEST_PACKAGE, self.build_lib)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, B.MANIFEST), "w") as f:
+                f.write(json.dumps({"skipped": "GSE_NO_EXTENSIONS=1 at build time",
+                                    "deliberate": True, "python": sys.version.split()[0],
+                                    "built": _now()}, indent=2, sort_keys=True) + "\n")
 
 
 def extensions():
@@ -210,4 +286,4 @@ def extensions():
     return exts
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt, "build_py": BuildPy})

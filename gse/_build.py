@@ -143,6 +143,15 @@ class _State:
 STATE = _State()
 
 
+def rebuild_hint(root=ROOT):
+    """How to get the compiled build: in a source tree, build in place; in an installed
+    package, reinstall from the sources with a compiler (docs/install.md)."""
+    if os.path.exists(os.path.join(root, "setup.py")):
+        return "rebuild: python setup.py build_ext --inplace"
+    return ("for the compiled build, install a C compiler and reinstall: pip install "
+            "--force-reinstall --no-deps SOURCE; see docs/install.md")
+
+
 def decide(root=ROOT, env=None):
     """(build, reason, manifest) for the tree at ``root`` under environment ``env``."""
     env = os.environ if env is None else env
@@ -150,32 +159,38 @@ def decide(root=ROOT, env=None):
         return "pure", "%s=%s" % (ENV_PURE, env.get(ENV_PURE)), None
     mpath = os.path.join(compiled_dir(MANIFEST_PACKAGE, root), MANIFEST)
     if not os.path.exists(mpath):
-        return "pure", ("no compiled build (%s missing; build with `python setup.py "
-                        "build_ext --inplace` or `pip install -e .`)"
-                        % os.path.relpath(mpath, root)), None
+        return "pure", ("no compiled build (%s missing; %s)"
+                        % (os.path.relpath(mpath, root), rebuild_hint(root))), None
     try:
         with open(mpath) as f:
             manifest = json.load(f)
     except (OSError, ValueError) as exc:
         return "pure", "unreadable build manifest %s: %s" % (mpath, exc), None
+    if "skipped" in manifest:   # setup.py installed pure Python (docs/install.md)
+        hint = rebuild_hint(root)
+        if manifest.get("deliberate"):
+            hint = hint.replace("install a C compiler and reinstall",
+                                "reinstall without GSE_NO_EXTENSIONS")
+        return "pure", ("built without the compiled modules: %s; %s"
+                        % (manifest["skipped"], hint)), manifest
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     for name in MODULES:
         pkg, _, mod = name.rpartition(".")
         if not os.path.exists(os.path.join(compiled_dir(pkg, root), mod + suffix)):
-            return "pure", ("compiled module %s missing for this Python (%s)"
-                            % (name, suffix)), manifest
+            return "pure", ("compiled module %s missing for this Python (%s; %s)"
+                            % (name, suffix, rebuild_hint(root))), manifest
     for rel, sha in sorted(manifest.get("sources", {}).items()):
         p = os.path.join(root, rel)
         if not os.path.exists(p):
             continue            # installed from a wheel: the build-time .pxd are not shipped
         if digest(p) != sha:
-            return "pure", ("compiled build is stale: %s changed since it was built "
-                            "(rebuild: python setup.py build_ext --inplace)" % rel), manifest
+            return "pure", ("compiled build is stale: %s changed since it was built (%s)"
+                            % (rel, rebuild_hint(root))), manifest
     for name in MODULES:        # a module added to MODULES since the build
         for rel in sources_of(name, root):
             if rel not in manifest.get("sources", {}):
-                return "pure", ("compiled build is stale: %s is not in it "
-                                "(rebuild: python setup.py build_ext --inplace)" % rel), manifest
+                return "pure", ("compiled build is stale: %s is not in it (%s)"
+                                % (rel, rebuild_hint(root))), manifest
     return "compiled", "Cython %s, %d modules" % (manifest.get("cython", "?"),
                                                   len(MODULES)), manifest
 
@@ -186,6 +201,13 @@ def _decide():
     st.build, st.reason, st.manifest = decide()
     if st.reason.startswith("compiled build is stale"):
         warnings.warn("gse: %s; running the pure-Python modules" % st.reason,
+                      RuntimeWarning, stacklevel=4)
+    elif st.manifest and st.manifest.get("skipped") and not st.manifest.get("deliberate"):
+        # the compiler or Cython failed at install: say it until fixed, or until pure
+        # Python is asked for (GSE_PURE_PYTHON=1, which does not read the manifest)
+        warnings.warn("gse: the compiled modules were not built at install (%s): running "
+                      "pure Python, about 10x slower; `gse info` says how to get them "
+                      "(GSE_PURE_PYTHON=1 silences this)" % st.manifest["skipped"],
                       RuntimeWarning, stacklevel=4)
 
 
@@ -232,7 +254,7 @@ def info():
     mods = loaded_from()
     return {"build": b, "reason": STATE.reason, "pure_requested": pure_requested(),
             "python": sys.version.split()[0],
-            "built_with": None if STATE.manifest is None else {
+            "built_with": None if not STATE.manifest or "skipped" in STATE.manifest else {
                 k: STATE.manifest.get(k) for k in ("cython", "python", "built")},
             "modules": mods,
             "consistent": all(v == b for v in mods.values())}
@@ -261,5 +283,6 @@ def ensure():
     if pure_requested() or build() == "compiled" or os.environ.get("GSE_NO_EXTENSIONS"):
         return 0
     print("gse: building the compiled modules in place (%s)" % STATE.reason, file=sys.stderr)
+    # a failed build is an error here, not setup.py's pure-Python fallback
     return subprocess.call([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-                           cwd=ROOT)
+                           cwd=ROOT, env=dict(os.environ, GSE_REQUIRE_EXTENSIONS="1"))
