@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """What ``--sample-us`` costs: the k=8 permutation with and without sampling.
 
-    python experiments/bench_timeseries.py                   # gse, roce, gse-fabric; 1 us
+    python experiments/bench_timeseries.py                   # gse, roce, gse-fabric; 1, 10 us
     python experiments/bench_timeseries.py --protocols roce --sample-us 1 10 --repeat 5
 
 Every run is its own process; with ``--repeat N`` the unsampled and sampled runs
-alternate N times and the fastest of each is shown (the machine is shared and noisy).
-``run s`` is the event loop with the sampler (the summary's ``wall_s``), ``overhead`` the
-sampled run's over the unsampled one's; ``write s`` the time to write the time series
-as Parquet afterwards (what the command adds after the run); ``total s`` the whole
-process.  ``same`` says whether the sampled run's per-message results equal the
-unsampled run's.  Figures are printed, never asserted.  Run it under
+alternate N times and the median of each is shown (the machine is shared and noisy).
+``run s`` is the event loop with the sampler (the summary's ``wall_s``), ``cpu s`` the CPU
+time of ``run_simulation`` (set-up, loop, sampler and the series' assembly), ``overhead``
+the sampled run's CPU over the unsampled one's (of the medians, and the median of each
+round's ratio); ``write s`` the time to write the time series as Parquet afterwards
+(what the command adds after the run).  ``same`` says whether every run's per-message
+results equal the unsampled run's.  Figures are printed, never asserted.  Run it under
 ``flock /tmp/gse-bench.lock`` on a shared machine.
 """
 
@@ -19,6 +20,7 @@ import hashlib
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,8 +41,10 @@ def child(protocol, sample_us, k, size, seed):
     from topologies import fat_tree
     topo = fat_tree(k)
     msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
+    c0 = time.process_time()
     res = run_simulation(topo, msgs, protocol, default_config(protocol), seed,
                          sample_ps=int(round(sample_us * PS_PER_US)))
+    cpu_s = time.process_time() - c0
     write_s = 0.0
     bins = 0
     if res.timeseries is not None:
@@ -50,7 +54,7 @@ def child(protocol, sample_us, k, size, seed):
             write_s = time.perf_counter() - w0
         bins = res.timeseries.nbins
     digest = hashlib.sha256(repr(res.per_message()).encode()).hexdigest()[:12]
-    print(json.dumps({"run_s": res.summary["wall_s"], "write_s": write_s, "bins": bins,
+    print(json.dumps({"run_s": res.summary["wall_s"], "cpu_s": cpu_s, "write_s": write_s, "bins": bins,
                       "events": res.summary["events"], "build": _build.build(),
                       "sim_us": res.summary["sim_time_us"], "digest": digest,
                       "total_s": time.perf_counter() - t0}))
@@ -66,7 +70,7 @@ def spawn(protocol, sample_us, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--protocols", default="gse,roce,gse-fabric")
-    ap.add_argument("--sample-us", type=float, nargs="+", default=[1.0])
+    ap.add_argument("--sample-us", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--size", type=int, default=2_000_000)
@@ -77,33 +81,40 @@ def main():
         p, s, k, size, seed = args.child
         child(p, float(s), int(k), int(size), int(seed))
         return 0
-    print("k=%d permutation of %d-byte messages, fastest of %d alternating processes"
-          % (args.k, args.size, args.repeat))
-    print("%-11s %8s %7s %8s %9s %8s %8s %5s %9s" % ("protocol", "sample", "bins", "run s",
-                                                 "overhead", "write s", "total s", "same",
-                                                 "build"))
+    print("k=%d permutation of %d-byte messages, %d rounds; each round runs the unsampled "
+          "and every sampled process in turn" % (args.k, args.size, args.repeat))
+    print("cpu s: CPU time of run_simulation (with the sampler and its result()), median; "
+          "overhead: median cpu s over the unsampled one's, and [median of the rounds' "
+          "ratios]")
+    print("%-11s %7s %7s %8s %8s %9s %9s %8s %5s %9s" % (
+        "protocol", "sample", "bins", "run s", "cpu s", "overhead", "[rounds]", "write s",
+        "same", "build"))
     totals = {}
     for protocol in args.protocols.split(","):
+        runs = {us: [] for us in [0.0] + args.sample_us}
+        for _ in range(args.repeat):
+            for us in runs:
+                runs[us].append(spawn(protocol, us, args))
+        base = runs[0.0]
+        bcpu = statistics.median(r["cpu_s"] for r in base)
+        print("%-11s %7s %7s %8.3f %8.3f %9s %9s %8s %5s %9s" % (
+            protocol, "-", "-", statistics.median(r["run_s"] for r in base), bcpu, "", "",
+            "-", "", base[0]["build"]))
         for us in args.sample_us:
-            base, samp = [], []
-            for _ in range(args.repeat):
-                base.append(spawn(protocol, 0, args))
-                samp.append(spawn(protocol, us, args))
-            b = min(base, key=lambda r: r["run_s"])
-            s = min(samp, key=lambda r: r["run_s"])
-            bt = min(r["total_s"] for r in base)
-            st = min(r["total_s"] for r in samp)
+            samp = runs[us]
+            scpu = statistics.median(r["cpu_s"] for r in samp)
+            paired = statistics.median(s["cpu_s"] / b["cpu_s"] for s, b in zip(samp, base))
             totals.setdefault(us, [0.0, 0.0])
-            totals[us][0] += b["run_s"]
-            totals[us][1] += s["run_s"]
-            print("%-11s %8s %7s %8.3f %9s %8s %8.3f %5s %9s" % (
-                protocol, "-", "-", b["run_s"], "", "-", bt, "", b["build"]))
-            print("%-11s %8g %7d %8.3f %+8.1f%% %8.3f %8.3f %5s %9s" % (
-                protocol, us, s["bins"], s["run_s"], 100 * (s["run_s"] / b["run_s"] - 1),
-                min(r["write_s"] for r in samp), st,
-                "yes" if s["digest"] == b["digest"] else "NO", s["build"]))
+            totals[us][0] += bcpu
+            totals[us][1] += scpu
+            same = all(r["digest"] == base[0]["digest"] for r in samp + base)
+            print("%-11s %7g %7d %8.3f %8.3f %+8.1f%% %+8.1f%% %8.3f %5s %9s" % (
+                protocol, us, samp[0]["bins"], statistics.median(r["run_s"] for r in samp),
+                scpu, 100 * (scpu / bcpu - 1), 100 * (paired - 1),
+                statistics.median(r["write_s"] for r in samp), "yes" if same else "NO",
+                samp[0]["build"]))
     for us, (b, s) in totals.items():
-        print("all protocols, sampled every %g us: run %.3f s -> %.3f s (%+.1f%%)"
+        print("all protocols, sampled every %g us: cpu %.3f s -> %.3f s (%+.1f%%)"
               % (us, b, s, 100 * (s / b - 1)))
     return 0
 
