@@ -43,7 +43,7 @@ class LinkPort(Handler):
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
                  "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver",
-                 "fault")
+                 "fault", "index", "watch")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -72,6 +72,8 @@ class LinkPort(Handler):
         self.wake_fn = event_target(self, self.wake)  # once, for the event queue
         self.deliver = None       # event target of peer.receive (set with peer)
         self.fault = None         # a PortFault when link failures may touch this port
+        self.index = -1           # its place in Network.ports
+        self.watch = None         # a sampler's list to join when it turns busy or paused
 
     def fire(self, a, b):
         self.wake(a, b)
@@ -122,6 +124,8 @@ class LinkPort(Handler):
                 self.queue.paused = True
                 self.paused_since = now
                 self.pauses_received += 1
+                if self.watch is not None:
+                    self.touch()
             if until > self.pause_until:
                 self.pause_until = until
                 self.eq.at(until, self.pause_expired, until, None)
@@ -151,9 +155,20 @@ class LinkPort(Handler):
             return self.paused_ps + now - self.paused_since
         return self.paused_ps
 
+    def touch(self):
+        """This idle port turns busy or paused: join the list of the sampler watching it
+        (``gse.runtimes.sim.sampler``), which then reads it at its next bin and leaves the
+        other idle ports unread.  Called, when ``watch`` is set, wherever ``busy_until`` or
+        ``paused_since`` is set (a run without sampling pays one ``None`` test there)."""
+        watch = self.watch
+        self.watch = None
+        watch.append(self)
+
     def transmit(self, pkt, now):
         done = now + linkrate.wire_time_ps(pkt.size, self.mbps)
         self.busy_until = done
+        if self.watch is not None:
+            self.touch()
         if self.rng is not None:
             r = self.rng.random()
             if r < self.loss:
@@ -377,6 +392,7 @@ class Network:
                     owner.nic = port
                 else:
                     owner.ports.append(port)
+                port.index = len(self.ports)
                 self.ports.append(port)
         for port in self.ports:
             peer, _ = topo.peer(port.node, port.port)
