@@ -297,13 +297,23 @@ class HostNode(Handler):
     agent is driven by ``driver`` (``gse.agents.driver``), whose callbacks take the
     agent's events."""
 
-    __slots__ = ("eq", "agent", "nic", "driver")
+    __slots__ = ("eq", "agent", "nic", "driver", "index", "watch")
 
     def __init__(self, eq, agent, on_delivered, on_completed):
         self.eq = eq
         self.agent = agent
         self.nic = None
         self.driver = HostDriver(self, agent, on_delivered, on_completed)
+        self.index = -1           # its place in Network.hosts
+        self.watch = None         # a sampler's list to join when a packet arrives
+
+    def touch(self):
+        """A packet arrives (what changes the receiver's accepted payload): join the list
+        of the sampler watching this host (``gse.runtimes.sim.sampler``), which reads
+        only the receivers of the hosts that joined."""
+        watch = self.watch
+        self.watch = None
+        watch.append(self)
 
     def fire(self, a, b):
         self.receive(a, b)
@@ -315,6 +325,8 @@ class HostNode(Handler):
             if not pkt.corrupt:
                 self.nic.on_pfc(pkt, now)
             return
+        if self.watch is not None:
+            self.touch()
         self.driver.receive(pkt, now)
 
     def start(self, msg, _b):
@@ -351,6 +363,7 @@ class Network:
             link = topo.links[node.ports[0]]
             agent = agent_factory(nid, random.Random("%s/host/%d" % (seed, nid)), link.gbps)
             hn = HostNode(eq, agent, self._delivered, partial(self._sent, nid))
+            hn.index = len(self.hosts)
             self.nodes[nid] = hn
             self.hosts.append(hn)
         for nid in topo.switches:

@@ -16,7 +16,9 @@ not paused) has nothing to report until it turns busy or paused, which only
 else); so the sampler hands such a port its ``watch`` list, the port joins it at that
 moment (``LinkPort.touch``), and a bin reads only the ports still busy at the previous
 bin's end and those that joined since: a few dozen of the 768 ports of a k=8 Fat-Tree in
-RoCE's long tail, instead of all of them every bin.
+RoCE's long tail, instead of all of them every bin.  Likewise a host's accepted payload
+changes only when a packet reaches it: a host node joins its ``watch`` list then
+(``HostNode.touch``), and a bin reads the receivers of those hosts alone.
 
 Compiled (``cython/gse/runtimes/sim/sampler.pxd``): a bin is C field reads written into
 ``array('q')`` blocks, one block per column per bin, and the dense table is built after
@@ -48,15 +50,18 @@ PREV = 6                           # what sample() keeps per port between bins
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
 @cython.wraparound(False)    # that a whole bin fits) or within prev and run_peak
-def sample(ports, receivers, since, now, out, pos, prev, run_peak, busy, watch):
+def sample(ports, hosts, receivers, since, now, out, pos, prev, run_peak, busy, watch,
+           host_watch):
     """One bin, from ``since`` to ``now``: a row for every port of ``ports`` with
-    anything to report, then every host's accepted payload, written into ``out`` from
+    anything to report, then every host's new accepted payload, written into ``out`` from
     ``pos``; returns the position after them.
 
     ``ports``: the ports that may have something to report (busy or paused at ``since``,
     or turned so since); every other port was idle for the whole bin.  Those still busy
     or paused at ``now`` go into ``busy`` (read again next bin); the others get ``watch``,
-    the list they join when they turn busy again (``LinkPort.touch``).
+    the list they join when they turn busy again (``LinkPort.touch``).  ``hosts``: the
+    host nodes that received a packet in the bin (``HostNode.touch``), the only ones whose
+    receivers are read (the others accepted nothing: 0); they get ``host_watch`` back.
 
     A row is the port's index and its ``NPORT`` values; a port whose values are all zero
     (idle, nothing queued, not paused) gets none, which keeps a long run's memory and
@@ -122,9 +127,13 @@ def sample(ports, receivers, since, now, out, pos, prev, run_peak, busy, watch):
             busy.append(port)
         else:
             port.watch = watch
-    base = len(prev) - len(receivers)
     m = len(receivers)
+    base = len(prev) - m
     for h in range(m):
+        out[k + h] = 0
+    for x in range(len(hosts)):
+        node = hosts[x]
+        h = node.index
         r = receivers[h]
         if isinstance(r, ReceiverSide):       # (compiled: a C field, not a getattr)
             gr = r
@@ -134,9 +143,10 @@ def sample(ports, receivers, since, now, out, pos, prev, run_peak, busy, watch):
             v = rr.payload_bytes
         else:
             v = r.payload_bytes
-        out[k] = v - prev[base + h]
+        out[k + h] = v - prev[base + h]
         prev[base + h] = v
-        k += 1
+        node.watch = host_watch
+    k += m
     return k
 
 
@@ -172,13 +182,15 @@ class Sampler:
         if bin_ps <= 0:
             raise ValueError("the sampling interval must be positive, got %r ps" % (bin_ps,))
         self.ports = list(net.ports)
-        for i, p in enumerate(self.ports):
-            if p.index != i:
-                raise ValueError("port %d of the network says it is port %d (net.ports "
-                                 "changed after the network was built?)" % (i, p.index))
-            if p.watch is not None:
-                raise ValueError("port %d is watched by another sampler: one sampler per "
-                                 "network at a time" % i)
+        self.hosts = list(net.hosts)
+        for what, items in (("port", self.ports), ("host", self.hosts)):
+            for i, p in enumerate(items):
+                if p.index != i:
+                    raise ValueError("%s %d of the network says it is %s %d (changed after "
+                                     "the network was built?)" % (what, i, what, p.index))
+                if p.watch is not None:
+                    raise ValueError("%s %d is watched by another sampler: one sampler per "
+                                     "network at a time" % (what, i))
         self.bin_ps = bin_ps
         self.next_stop = start_ps + bin_ps
         self.edges = [start_ps]
@@ -197,6 +209,8 @@ class Sampler:
         self.n = len(self.ports)
         self.busy: list[Any] = list(self.ports)   # the ports the next bin reads, with
         self.watch: list[Any] = []                # those that turn busy in the meantime
+        self.host_busy: list[Any] = list(self.hosts)   # the hosts to read (all at first),
+        self.host_watch: list[Any] = []           # and those a packet reaches meanwhile
         self.most = ROW * self.n + len(self.receivers)   # one bin at its largest
         self.chunks: list[array] = []
         self.pos = 0
@@ -212,6 +226,8 @@ class Sampler:
             return
         if now > self.edges[len(self.edges) - 1]:
             self._sample(now)             # the last, partial bin
+        for h in self.hosts:
+            h.watch = None
         for p, peak in zip(self.ports, self.run_peak):
             p.watch = None
             c = p.queue.counters
@@ -219,6 +235,8 @@ class Sampler:
                 c.peak_bytes = peak       # the run's peak, as the summary reports it
         self.busy = []
         self.watch = []
+        self.host_busy = []
+        self.host_watch = []
         self.next_stop = -1
         self.closed = True
 
@@ -234,8 +252,12 @@ class Sampler:
         ports = self.busy + watch if watch else self.busy
         del watch[:]                      # (the ports hold this very list)
         self.busy = []
-        self.pos = sample(ports, self.receivers, since, now, chunks[len(chunks) - 1],
-                          start, self.prev, self.run_peak, self.busy, watch)
+        host_watch = self.host_watch
+        hosts = self.host_busy + host_watch if host_watch else self.host_busy
+        del host_watch[:]
+        self.host_busy = []
+        self.pos = sample(ports, hosts, self.receivers, since, now, chunks[len(chunks) - 1],
+                          start, self.prev, self.run_peak, self.busy, watch, host_watch)
         self.spans[len(self.spans) - 1].extend((len(self.edges) - 1, start, self.pos))
         self.edges.append(now)
 

@@ -128,8 +128,12 @@ cdef class HostNode(Handler):
     cdef public HostAgent agent
     cdef public HostPort nic
     cdef public HostDriver driver
+    cdef public long long index
+    cdef public list watch
 
     cpdef fire(self, a, b)
+
+    cpdef touch(self)
 
     @cython.locals(now="long long", kind="long long")
     cpdef receive(self, Packet pkt, long long in_port)

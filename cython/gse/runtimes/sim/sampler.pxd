@@ -6,7 +6,7 @@
 import cython
 from gse.agents.receiver cimport ReceiverSide
 from gse.agents.roce_receiver cimport RoceReceiver
-from gse.runtimes.sim.network cimport LinkPort
+from gse.runtimes.sim.network cimport HostNode, LinkPort
 from switchmodel.queue cimport OutputQueue, PortCounters
 
 cdef Py_ssize_t NPORT
@@ -17,13 +17,14 @@ cdef Py_ssize_t PREV
 
 @cython.locals(n="Py_ssize_t", x="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t",
                h="Py_ssize_t", m="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t",
-               port=LinkPort, q=OutputQueue, c=PortCounters, gr=ReceiverSide,
+               port=LinkPort, node=HostNode, q=OutputQueue, c=PortCounters, gr=ReceiverSide,
                rr=RoceReceiver, o="long long", p="long long", v="long long",
                tx="long long", paused="long long", pps="long long", trims="long long",
                drops="long long", ecn="long long")
-cpdef Py_ssize_t sample(list ports, list receivers, long long since, long long now,
-                        long long[:] out, Py_ssize_t pos, long long[:] prev,
-                        long long[:] run_peak, list busy, list watch) except -1
+cpdef Py_ssize_t sample(list ports, list hosts, list receivers, long long since,
+                        long long now, long long[:] out, Py_ssize_t pos, long long[:] prev,
+                        long long[:] run_peak, list busy, list watch,
+                        list host_watch) except -1
 
 
 @cython.locals(s="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t", end="Py_ssize_t")
