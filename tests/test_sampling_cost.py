@@ -9,6 +9,7 @@ both PFC models), fail links and lose packets, and compare every value of every 
 They run on both builds (the compiled sampler is C; its hooks are in the compiled ports).
 """
 
+import pickle
 import random
 
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from gse.config import BASELINES, PS_PER_US, RoceConfig
 from gse.protocols import default_config
 from gse.runtimes.sim.observe import run_observed
-from gse.runtimes.sim.run import build_network
+from gse.metrics.timeseries import PORT_DYNAMIC
+from gse.runtimes.sim.run import build_network, run_simulation
 from gse.runtimes.sim.sampler import Sampler
 from gse.workloads.faults import FaultSchedule, parse_fault
 from gse.workloads.traffic import incast, permutation
@@ -165,3 +167,23 @@ def test_the_sampler_reads_fewer_ports_than_the_fabric_has_in_a_quiet_tail():
         sampler.at_stop(t * PS_PER_US)
     sampler.close(net.eq.now)
     assert 0 < max(read_later) < len(net.ports) // 2
+
+
+def test_the_columns_are_built_when_read_and_the_series_pickles():
+    res = run_simulation(TOPO, mixed(3), "roce", default_config("roce"), 1,
+                         sample_ps=PS_PER_US)
+    ts = res.timeseries
+    values = ts.port_values
+    assert list(values) == [name for name, _ in PORT_DYNAMIC] and len(values) == 8
+    assert list(ts.host_values) == ["rx_payload_bytes", "tx_bytes"]
+    assert values["tx_bytes"] is values["tx_bytes"]            # built once
+    assert len(values["queue_bytes"]) == ts.nbins * ts.nports
+    with pytest.raises(KeyError):
+        values["utilisation"]                                   # derived, not stored
+    back = pickle.loads(pickle.dumps(ts))
+    for name in values:
+        assert list(back.port_values[name]) == list(values[name])
+    for name in ts.host_values:
+        assert list(back.host_values[name]) == list(ts.host_values[name])
+    assert sum(ts.host_values["rx_payload_bytes"]) == sum(
+        h.agent.receiver.payload_bytes for h in res.network.hosts) > 0
