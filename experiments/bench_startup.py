@@ -19,10 +19,17 @@ run up to the moment the event loop would start:
 * ``before 1st event``: import + topology + traffic + config + run set-up (``network``
   is part of the run set-up's span, which starts when ``run_simulation`` is called).
 
+* ``cli sim``: what ``gse sim`` imports on top of that (``gse.cli.main``'s parser for
+  the ``sim`` command), not counted in ``before 1st event``.
+
 CPU time (``time.process_time``) of each step, the median over ``--repeat`` processes
-(protocols alternate between processes; the machine is shared and noisy).  With
-``--importtime N`` the N slowest modules of ``python -X importtime`` are printed too.
-Figures are printed, never asserted.
+(protocols alternate between processes; the machine is shared and noisy).  Modules are
+imported as from an installed package, from their cached bytecode: the children run
+with ``PYTHONDONTWRITEBYTECODE`` unset and a ``PYTHONPYCACHEPREFIX`` of their own, after
+one warm-up process (``--no-pyc``: compile every module from source, every time).
+``--root DIR`` measures the tree at DIR (another checkout, built or not) with this
+script.  With ``--importtime N`` the N slowest modules of ``python -X importtime`` are
+printed too.  Figures are printed, never asserted.
 """
 
 import argparse
@@ -31,15 +38,16 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def child(protocol, k, size, seed):
+def child(root, protocol, k, size, seed):
     t0 = time.process_time()
-    sys.path.insert(0, ROOT)
+    sys.path.insert(0, root)
     import random
 
     from gse import _build
@@ -81,7 +89,11 @@ def child(protocol, k, size, seed):
     t_call = time.process_time()
     sim_run.run_simulation(topo, msgs, protocol, cfg, seed, until_ps=0,
                            observers=[FirstEvent])
+    t_cli = time.process_time()
+    from gse.cli import main as cli
+    cli.build_parser(("gse.cli.sim",))
     print(json.dumps({
+        "cli sim": time.process_time() - t_cli,
         "build": _build.build(),
         "import": t_import - t0, "topology": t_topo - t_import, "next hops": t_hops - t_topo,
         "traffic": t_traffic - t_hops, "config": t_config - t_traffic,
@@ -91,21 +103,31 @@ def child(protocol, k, size, seed):
 
 
 COLUMNS = ("import", "topology", "next hops", "traffic", "config", "network", "run set-up",
-           "before 1st event")
+           "before 1st event", "cli sim")
+
+
+def child_env(args):
+    env = dict(os.environ)
+    if not args.no_pyc:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = args.pycache
+    return env
 
 
 def spawn(protocol, args):
-    out = subprocess.run([sys.executable, __file__, "--child", protocol, str(args.k),
-                          str(args.size), str(args.seed)],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, __file__, "--child", args.root, protocol,
+                          str(args.k), str(args.size), str(args.seed)],
+                         capture_output=True, text=True, check=True, cwd=args.root,
+                         env=child_env(args))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def importtime(n):
+def importtime(n, args):
     """The ``n`` modules whose own import time (``-X importtime``'s self column) is largest."""
     out = subprocess.run([sys.executable, "-X", "importtime", "-c",
                           "import gse.runtimes.sim.run"],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+                         capture_output=True, text=True, check=True, cwd=args.root,
+                         env=child_env(args))
     rows = []
     for line in out.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -128,25 +150,39 @@ def main():
     ap.add_argument("--size", type=int, default=2_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--importtime", type=int, default=0, metavar="N")
-    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--root", default=ROOT, help="the tree to measure (default: this one)")
+    ap.add_argument("--no-pyc", action="store_true",
+                    help="no cached bytecode: compile every module in every process")
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        p, k, size, seed = args.child
-        child(p, int(k), int(size), int(seed))
+        root, p, k, size, seed = args.child
+        child(root, p, int(k), int(size), int(seed))
         return 0
+    args.root = os.path.abspath(args.root)
+    with tempfile.TemporaryDirectory() as pycache:
+        args.pycache = pycache
+        return measure(args)
+
+
+def measure(args):
     protocols = args.protocols.split(",")
+    if not args.no_pyc:
+        spawn(protocols[0], args)         # writes the bytecode cache
     runs = {p: [] for p in protocols}
     for _ in range(args.repeat):
         for p in protocols:
             runs[p].append(spawn(p, args))
-    print("k=%d permutation of %d-byte messages: CPU ms before the first event, median of %d "
-          "processes (build: %s)" % (args.k, args.size, args.repeat, runs[protocols[0]][0]["build"]))
+    print("%s: k=%d permutation of %d-byte messages: CPU ms before the first event, median "
+          "of %d processes (build: %s, %s)"
+          % (args.root, args.k, args.size, args.repeat, runs[protocols[0]][0]["build"],
+             "no bytecode cache" if args.no_pyc else "cached bytecode"))
     print("%-11s" % "protocol" + "".join("%11s" % c[:10] for c in COLUMNS))
     for p in protocols:
         print("%-11s" % p + "".join("%11.1f" % (1000 * statistics.median(r[c] for r in runs[p]))
                                     for c in COLUMNS))
     if args.importtime:
-        importtime(args.importtime)
+        importtime(args.importtime, args)
     return 0
 
 

@@ -9,8 +9,10 @@ alternate N times and the median of each is shown (the machine is shared and noi
 ``run s`` is the event loop with the sampler (the summary's ``wall_s``), ``cpu s`` the CPU
 time of ``run_simulation`` (set-up, loop, sampler and the series' assembly), ``overhead``
 the sampled run's CPU over the unsampled one's (of the medians, and the median of each
-round's ratio); ``write s`` the time to write the time series as Parquet afterwards
-(what the command adds after the run).  ``same`` says whether every run's per-message
+round's ratio); ``table s`` the CPU time to build the whole dense table afterwards (its
+columns are built when first read: ``gse.runtimes.sim.sampler.DenseColumns``), ``write s``
+the time to write the time series as Parquet after that (what the command adds after
+the run).  ``same`` says whether every run's per-message
 results equal the unsampled run's.  Figures are printed, never asserted.  Run it under
 ``flock /tmp/gse-bench.lock`` on a shared machine.
 """
@@ -45,16 +47,23 @@ def child(protocol, sample_us, k, size, seed):
     res = run_simulation(topo, msgs, protocol, default_config(protocol), seed,
                          sample_ps=int(round(sample_us * PS_PER_US)))
     cpu_s = time.process_time() - c0
-    write_s = 0.0
+    write_s = table_s = 0.0
     bins = 0
     if res.timeseries is not None:
+        ts = res.timeseries
+        t1 = time.process_time()
+        for values in (ts.port_values, ts.host_values):
+            for name in values:
+                values[name]
+        table_s = time.process_time() - t1
         with tempfile.TemporaryDirectory() as d:
             w0 = time.perf_counter()
             res.timeseries.write(d, "parquet")
             write_s = time.perf_counter() - w0
         bins = res.timeseries.nbins
     digest = hashlib.sha256(repr(res.per_message()).encode()).hexdigest()[:12]
-    print(json.dumps({"run_s": res.summary["wall_s"], "cpu_s": cpu_s, "write_s": write_s, "bins": bins,
+    print(json.dumps({"run_s": res.summary["wall_s"], "cpu_s": cpu_s, "table_s": table_s,
+                      "write_s": write_s, "bins": bins,
                       "events": res.summary["events"], "build": _build.build(),
                       "sim_us": res.summary["sim_time_us"], "digest": digest,
                       "total_s": time.perf_counter() - t0}))
@@ -86,9 +95,9 @@ def main():
     print("cpu s: CPU time of run_simulation (with the sampler and its result()), median; "
           "overhead: median cpu s over the unsampled one's, and [median of the rounds' "
           "ratios]")
-    print("%-11s %7s %7s %8s %8s %9s %9s %8s %5s %9s" % (
-        "protocol", "sample", "bins", "run s", "cpu s", "overhead", "[rounds]", "write s",
-        "same", "build"))
+    print("%-11s %7s %7s %8s %8s %9s %9s %8s %8s %5s %9s" % (
+        "protocol", "sample", "bins", "run s", "cpu s", "overhead", "[rounds]", "table s",
+        "write s", "same", "build"))
     totals = {}
     for protocol in args.protocols.split(","):
         runs = {us: [] for us in [0.0] + args.sample_us}
@@ -97,9 +106,9 @@ def main():
                 runs[us].append(spawn(protocol, us, args))
         base = runs[0.0]
         bcpu = statistics.median(r["cpu_s"] for r in base)
-        print("%-11s %7s %7s %8.3f %8.3f %9s %9s %8s %5s %9s" % (
+        print("%-11s %7s %7s %8.3f %8.3f %9s %9s %8s %8s %5s %9s" % (
             protocol, "-", "-", statistics.median(r["run_s"] for r in base), bcpu, "", "",
-            "-", "", base[0]["build"]))
+            "-", "-", "", base[0]["build"]))
         for us in args.sample_us:
             samp = runs[us]
             scpu = statistics.median(r["cpu_s"] for r in samp)
@@ -108,9 +117,10 @@ def main():
             totals[us][0] += bcpu
             totals[us][1] += scpu
             same = all(r["digest"] == base[0]["digest"] for r in samp + base)
-            print("%-11s %7g %7d %8.3f %8.3f %+8.1f%% %+8.1f%% %8.3f %5s %9s" % (
+            print("%-11s %7g %7d %8.3f %8.3f %+8.1f%% %+8.1f%% %8.3f %8.3f %5s %9s" % (
                 protocol, us, samp[0]["bins"], statistics.median(r["run_s"] for r in samp),
                 scpu, 100 * (scpu / bcpu - 1), 100 * (paired - 1),
+                statistics.median(r["table_s"] for r in samp),
                 statistics.median(r["write_s"] for r in samp), "yes" if same else "NO",
                 samp[0]["build"]))
     for us, (b, s) in totals.items():
