@@ -12,9 +12,10 @@ the sampled run's CPU over the unsampled one's (of the medians, and the median o
 round's ratio); ``table s`` the CPU time to build the whole dense table afterwards (its
 columns are built when first read: ``gse.runtimes.sim.sampler.DenseColumns``), ``write s``
 the time to write the time series as Parquet after that (what the command adds after
-the run).  ``same`` says whether every run's per-message
-results equal the unsampled run's.  Figures are printed, never asserted.  Run it under
-``flock /tmp/gse-bench.lock`` on a shared machine.
+the run).  ``same`` says whether every run's per-message results equal the unsampled
+run's.  ``--root DIR`` measures the tree at DIR (another checkout) with this script.
+Figures are printed, never asserted.  Run it under ``flock /tmp/gse-bench.lock`` on a
+shared machine.
 """
 
 import argparse
@@ -32,9 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def child(protocol, sample_us, k, size, seed):
+def child(root, protocol, sample_us, k, size, seed):
     t0 = time.perf_counter()
-    sys.path.insert(0, ROOT)
+    sys.path.insert(0, root)
     from gse import _build
     from gse.config import PS_PER_US
     from gse.protocols import default_config
@@ -70,9 +71,9 @@ def child(protocol, sample_us, k, size, seed):
 
 
 def spawn(protocol, sample_us, args):
-    out = subprocess.run([sys.executable, __file__, "--child", protocol, str(sample_us),
-                          str(args.k), str(args.size), str(args.seed)],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, __file__, "--child", args.root, protocol,
+                          str(sample_us), str(args.k), str(args.size), str(args.seed)],
+                         capture_output=True, text=True, check=True, cwd=args.root)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -84,14 +85,17 @@ def main():
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--size", type=int, default=2_000_000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--root", default=ROOT, help="the tree to measure (default: this one)")
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        p, s, k, size, seed = args.child
-        child(p, float(s), int(k), int(size), int(seed))
+        root, p, s, k, size, seed = args.child
+        child(root, p, float(s), int(k), int(size), int(seed))
         return 0
-    print("k=%d permutation of %d-byte messages, %d rounds; each round runs the unsampled "
-          "and every sampled process in turn" % (args.k, args.size, args.repeat))
+    args.root = os.path.abspath(args.root)
+    print("%s: k=%d permutation of %d-byte messages, %d rounds; each round runs the "
+          "unsampled and every sampled process in turn"
+          % (args.root, args.k, args.size, args.repeat))
     print("cpu s: CPU time of run_simulation (with the sampler and its result()), median; "
           "overhead: median cpu s over the unsampled one's, and [median of the rounds' "
           "ratios]")
