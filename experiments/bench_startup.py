@@ -91,7 +91,10 @@ def child(root, protocol, k, size, seed):
                            observers=[FirstEvent])
     t_cli = time.process_time()
     from gse.cli import main as cli
-    cli.build_parser(("gse.cli.sim",))
+    try:
+        cli.build_parser(("gse.cli.sim",))
+    except TypeError:           # a tree from before issue 30: gse sim loaded every command
+        cli.build_parser()
     print(json.dumps({
         "cli sim": time.process_time() - t_cli,
         "build": _build.build(),
