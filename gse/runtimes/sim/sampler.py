@@ -243,7 +243,7 @@ class Sampler:
     def _sample(self, now):
         chunks = self.chunks
         if not chunks or len(chunks[len(chunks) - 1]) - self.pos < self.most:
-            chunks.append(array("q", bytes(8 * max(CHUNK, self.most))))
+            chunks.append(array("q", [0]) * max(CHUNK, self.most))   # (one write, not two)
             self.spans.append(array("q"))
             self.pos = 0
         start = self.pos
