@@ -13,7 +13,9 @@ round's ratio); ``table s`` the CPU time to build the whole dense table afterwar
 columns are built when first read: ``gse.runtimes.sim.sampler.DenseColumns``), ``write s``
 the time to write the time series as Parquet after that (what the command adds after
 the run).  ``same`` says whether every run's per-message results equal the unsampled
-run's.  ``--root DIR`` measures the tree at DIR (another checkout) with this script.
+run's.  ``--in-process`` runs every round of a protocol in one process instead (the
+same memory layout for all: steadier ratios; CPU of ``run_simulation`` only).  ``--root
+DIR`` measures the tree at DIR (another checkout) with this script.
 Figures are printed, never asserted.  Run it under ``flock /tmp/gse-bench.lock`` on a
 shared machine.
 """
@@ -70,6 +72,33 @@ def child(root, protocol, sample_us, k, size, seed):
                       "total_s": time.perf_counter() - t0}))
 
 
+def in_process(root, protocol, samples, k, size, seed, rounds):
+    """One process, ``rounds`` rounds of the unsampled run and every sampled one in turn
+    (the same memory layout for all: steadier ratios than across processes)."""
+    sys.path.insert(0, root)
+    from gse.config import PS_PER_US
+    from gse.protocols import default_config
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads import traffic
+    from topologies import fat_tree
+    topo = fat_tree(k)
+    msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
+    cpu = {us: [] for us in [0.0] + samples}
+    for _ in range(rounds):
+        for us in cpu:
+            c0 = time.process_time()
+            run_simulation(topo, msgs, protocol, default_config(protocol), seed,
+                           sample_ps=int(round(us * PS_PER_US)))
+            cpu[us].append(time.process_time() - c0)
+    base = cpu[0.0]
+    for us in samples:
+        paired = statistics.median(s / b for s, b in zip(cpu[us], base))
+        print("%-11s %7g  cpu %.3f s against %.3f s unsampled: %+.1f%% [rounds %+.1f%%]" % (
+            protocol, us, statistics.median(cpu[us]), statistics.median(base),
+            100 * (statistics.median(cpu[us]) / statistics.median(base) - 1),
+            100 * (paired - 1)))
+
+
 def spawn(protocol, sample_us, args):
     out = subprocess.run([sys.executable, __file__, "--child", args.root, protocol,
                           str(sample_us), str(args.k), str(args.size), str(args.seed)],
@@ -86,13 +115,30 @@ def main():
     ap.add_argument("--size", type=int, default=2_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--root", default=ROOT, help="the tree to measure (default: this one)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="all rounds in one process per protocol (CPU of run_simulation)")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--in-process-child", nargs=7, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.in_process_child:
+        root, p, us, k, size, seed, rounds = args.in_process_child
+        in_process(root, p, [float(x) for x in us.split(",")], int(k), int(size), int(seed),
+                   int(rounds))
+        return 0
     if args.child:
         root, p, s, k, size, seed = args.child
         child(root, p, float(s), int(k), int(size), int(seed))
         return 0
     args.root = os.path.abspath(args.root)
+    if args.in_process:
+        print("%s: k=%d permutation of %d-byte messages, %d rounds in one process per "
+              "protocol" % (args.root, args.k, args.size, args.repeat))
+        for protocol in args.protocols.split(","):
+            subprocess.run([sys.executable, __file__, "--in-process-child", args.root,
+                            protocol, ",".join(map(str, args.sample_us)), str(args.k),
+                            str(args.size), str(args.seed), str(args.repeat)],
+                           check=True, cwd=args.root)
+        return 0
     print("%s: k=%d permutation of %d-byte messages, %d rounds; each round runs the "
           "unsampled and every sampled process in turn"
           % (args.root, args.k, args.size, args.repeat))
