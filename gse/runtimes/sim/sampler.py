@@ -20,9 +20,10 @@ RoCE's long tail, instead of all of them every bin.  Likewise a host's accepted 
 changes only when a packet reaches it: a host node joins its ``watch`` list then
 (``HostNode.touch``), and a bin reads the receivers of those hosts alone.
 
-Compiled (``cython/gse/runtimes/sim/sampler.pxd``): a bin is C field reads written into
-``array('q')`` blocks, one block per column per bin, and the dense table is built after
-the run by C loops, without numpy (whose import alone cost more than sampling a run).
+Compiled (``cython/gse/runtimes/sim/sampler.pxd``): a bin is C field reads written as
+rows into ``array('q')`` chunks, and the dense table is built from them by C loops, each
+column when it is first read (``DenseColumns``), without numpy (whose import alone cost
+more than sampling a run).
 What the values mean and the tables they become: ``gse.metrics.timeseries`` and
 docs/timeseries.md.
 """
