@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """What ``--sample-us`` costs: the k=8 permutation with and without sampling.
 
-    python experiments/bench_timeseries.py                   # gse, roce, gse-fabric; 1 us
+    python experiments/bench_timeseries.py                   # gse, roce, gse-fabric; 1, 10 us
     python experiments/bench_timeseries.py --protocols roce --sample-us 1 10 --repeat 5
 
 Every run is its own process; with ``--repeat N`` the unsampled and sampled runs
-alternate N times and the fastest of each is shown (the machine is shared and noisy).
-``run s`` is the event loop with the sampler (the summary's ``wall_s``), ``overhead`` the
-sampled run's over the unsampled one's; ``write s`` the time to write the time series
-as Parquet afterwards (what the command adds after the run); ``total s`` the whole
-process.  ``same`` says whether the sampled run's per-message results equal the
-unsampled run's.  Figures are printed, never asserted.  Run it under
-``flock /tmp/gse-bench.lock`` on a shared machine.
+alternate N times and the median of each is shown (the machine is shared and noisy).
+``run s`` is the event loop with the sampler (the summary's ``wall_s``), ``cpu s`` the CPU
+time of ``run_simulation`` (set-up, loop, sampler and the series' assembly), ``overhead``
+the sampled run's CPU over the unsampled one's (of the medians, and the median of each
+round's ratio); ``table s`` the CPU time to build the whole dense table afterwards (its
+columns are built when first read: ``gse.runtimes.sim.sampler.DenseColumns``), ``write s``
+the time to write the time series as Parquet after that (what the command adds after
+the run).  ``same`` says whether every run's per-message results equal the unsampled
+run's.  ``--in-process`` runs every round of a protocol in one process instead (the
+same memory layout for all: steadier ratios; CPU of ``run_simulation`` only).  ``--root
+DIR`` measures the tree at DIR (another checkout) with this script.
+Figures are printed, never asserted.  Run it under ``flock /tmp/gse-bench.lock`` on a
+shared machine.
 """
 
 import argparse
@@ -19,6 +25,7 @@ import hashlib
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,9 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def child(protocol, sample_us, k, size, seed):
+def child(root, protocol, sample_us, k, size, seed):
     t0 = time.perf_counter()
-    sys.path.insert(0, ROOT)
+    sys.path.insert(0, root)
     from gse import _build
     from gse.config import PS_PER_US
     from gse.protocols import default_config
@@ -39,71 +46,135 @@ def child(protocol, sample_us, k, size, seed):
     from topologies import fat_tree
     topo = fat_tree(k)
     msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
+    c0 = time.process_time()
     res = run_simulation(topo, msgs, protocol, default_config(protocol), seed,
                          sample_ps=int(round(sample_us * PS_PER_US)))
-    write_s = 0.0
+    cpu_s = time.process_time() - c0
+    write_s = table_s = 0.0
     bins = 0
     if res.timeseries is not None:
+        ts = res.timeseries
+        t1 = time.process_time()
+        for values in (ts.port_values, ts.host_values):
+            for name in values:
+                values[name]
+        table_s = time.process_time() - t1
         with tempfile.TemporaryDirectory() as d:
             w0 = time.perf_counter()
             res.timeseries.write(d, "parquet")
             write_s = time.perf_counter() - w0
         bins = res.timeseries.nbins
     digest = hashlib.sha256(repr(res.per_message()).encode()).hexdigest()[:12]
-    print(json.dumps({"run_s": res.summary["wall_s"], "write_s": write_s, "bins": bins,
+    print(json.dumps({"run_s": res.summary["wall_s"], "cpu_s": cpu_s, "table_s": table_s,
+                      "write_s": write_s, "bins": bins,
                       "events": res.summary["events"], "build": _build.build(),
                       "sim_us": res.summary["sim_time_us"], "digest": digest,
                       "total_s": time.perf_counter() - t0}))
 
 
+def in_process(root, protocol, samples, k, size, seed, rounds):
+    """One process, ``rounds`` rounds of the unsampled run and every sampled one in turn
+    (the same memory layout for all: steadier ratios than across processes)."""
+    sys.path.insert(0, root)
+    from gse.config import PS_PER_US
+    from gse.protocols import default_config
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads import traffic
+    from topologies import fat_tree
+    topo = fat_tree(k)
+    msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
+    cpu = {us: [] for us in [0.0] + samples}
+    for _ in range(rounds):
+        for us in cpu:
+            c0 = time.process_time()
+            run_simulation(topo, msgs, protocol, default_config(protocol), seed,
+                           sample_ps=int(round(us * PS_PER_US)))
+            cpu[us].append(time.process_time() - c0)
+    base = cpu[0.0]
+    for us in samples:
+        paired = statistics.median(s / b for s, b in zip(cpu[us], base))
+        print("%-11s %7g  cpu %.3f s against %.3f s unsampled: %+.1f%% [rounds %+.1f%%]" % (
+            protocol, us, statistics.median(cpu[us]), statistics.median(base),
+            100 * (statistics.median(cpu[us]) / statistics.median(base) - 1),
+            100 * (paired - 1)))
+
+
 def spawn(protocol, sample_us, args):
-    out = subprocess.run([sys.executable, __file__, "--child", protocol, str(sample_us),
-                          str(args.k), str(args.size), str(args.seed)],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, __file__, "--child", args.root, protocol,
+                          str(sample_us), str(args.k), str(args.size), str(args.seed)],
+                         capture_output=True, text=True, check=True, cwd=args.root)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--protocols", default="gse,roce,gse-fabric")
-    ap.add_argument("--sample-us", type=float, nargs="+", default=[1.0])
+    ap.add_argument("--sample-us", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--size", type=int, default=2_000_000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--root", default=ROOT, help="the tree to measure (default: this one)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="all rounds in one process per protocol (CPU of run_simulation)")
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--in-process-child", nargs=7, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
-        p, s, k, size, seed = args.child
-        child(p, float(s), int(k), int(size), int(seed))
+    if args.in_process_child:
+        root, p, us, k, size, seed, rounds = args.in_process_child
+        in_process(root, p, [float(x) for x in us.split(",")], int(k), int(size), int(seed),
+                   int(rounds))
         return 0
-    print("k=%d permutation of %d-byte messages, fastest of %d alternating processes"
-          % (args.k, args.size, args.repeat))
-    print("%-11s %8s %7s %8s %9s %8s %8s %5s %9s" % ("protocol", "sample", "bins", "run s",
-                                                 "overhead", "write s", "total s", "same",
-                                                 "build"))
+    if args.child:
+        root, p, s, k, size, seed = args.child
+        child(root, p, float(s), int(k), int(size), int(seed))
+        return 0
+    args.root = os.path.abspath(args.root)
+    if args.in_process:
+        print("%s: k=%d permutation of %d-byte messages, %d rounds in one process per "
+              "protocol" % (args.root, args.k, args.size, args.repeat))
+        for protocol in args.protocols.split(","):
+            subprocess.run([sys.executable, __file__, "--in-process-child", args.root,
+                            protocol, ",".join(map(str, args.sample_us)), str(args.k),
+                            str(args.size), str(args.seed), str(args.repeat)],
+                           check=True, cwd=args.root)
+        return 0
+    print("%s: k=%d permutation of %d-byte messages, %d rounds; each round runs the "
+          "unsampled and every sampled process in turn"
+          % (args.root, args.k, args.size, args.repeat))
+    print("cpu s: CPU time of run_simulation (with the sampler and its result()), median; "
+          "overhead: median cpu s over the unsampled one's, and [median of the rounds' "
+          "ratios]")
+    print("%-11s %7s %7s %8s %8s %9s %9s %8s %8s %5s %9s" % (
+        "protocol", "sample", "bins", "run s", "cpu s", "overhead", "[rounds]", "table s",
+        "write s", "same", "build"))
     totals = {}
     for protocol in args.protocols.split(","):
+        runs = {us: [] for us in [0.0] + args.sample_us}
+        for _ in range(args.repeat):
+            for us in runs:
+                runs[us].append(spawn(protocol, us, args))
+        base = runs[0.0]
+        bcpu = statistics.median(r["cpu_s"] for r in base)
+        print("%-11s %7s %7s %8.3f %8.3f %9s %9s %8s %8s %5s %9s" % (
+            protocol, "-", "-", statistics.median(r["run_s"] for r in base), bcpu, "", "",
+            "-", "-", "", base[0]["build"]))
         for us in args.sample_us:
-            base, samp = [], []
-            for _ in range(args.repeat):
-                base.append(spawn(protocol, 0, args))
-                samp.append(spawn(protocol, us, args))
-            b = min(base, key=lambda r: r["run_s"])
-            s = min(samp, key=lambda r: r["run_s"])
-            bt = min(r["total_s"] for r in base)
-            st = min(r["total_s"] for r in samp)
+            samp = runs[us]
+            scpu = statistics.median(r["cpu_s"] for r in samp)
+            paired = statistics.median(s["cpu_s"] / b["cpu_s"] for s, b in zip(samp, base))
             totals.setdefault(us, [0.0, 0.0])
-            totals[us][0] += b["run_s"]
-            totals[us][1] += s["run_s"]
-            print("%-11s %8s %7s %8.3f %9s %8s %8.3f %5s %9s" % (
-                protocol, "-", "-", b["run_s"], "", "-", bt, "", b["build"]))
-            print("%-11s %8g %7d %8.3f %+8.1f%% %8.3f %8.3f %5s %9s" % (
-                protocol, us, s["bins"], s["run_s"], 100 * (s["run_s"] / b["run_s"] - 1),
-                min(r["write_s"] for r in samp), st,
-                "yes" if s["digest"] == b["digest"] else "NO", s["build"]))
+            totals[us][0] += bcpu
+            totals[us][1] += scpu
+            same = all(r["digest"] == base[0]["digest"] for r in samp + base)
+            print("%-11s %7g %7d %8.3f %8.3f %+8.1f%% %+8.1f%% %8.3f %8.3f %5s %9s" % (
+                protocol, us, samp[0]["bins"], statistics.median(r["run_s"] for r in samp),
+                scpu, 100 * (scpu / bcpu - 1), 100 * (paired - 1),
+                statistics.median(r["table_s"] for r in samp),
+                statistics.median(r["write_s"] for r in samp), "yes" if same else "NO",
+                samp[0]["build"]))
     for us, (b, s) in totals.items():
-        print("all protocols, sampled every %g us: run %.3f s -> %.3f s (%+.1f%%)"
+        print("all protocols, sampled every %g us: cpu %.3f s -> %.3f s (%+.1f%%)"
               % (us, b, s, 100 * (s / b - 1)))
     return 0
 

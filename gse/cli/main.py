@@ -11,7 +11,9 @@
     gse info           which build (compiled or pure) is active (gse.cli.info)
     gse sweep ...      a grid of simulations on Dask            (gse.cli.sweep)
 
-Each command module has ``add_commands(subparsers) -> {name: handler}``.
+Each command module has ``add_commands(subparsers) -> {name: handler}``.  A command line
+naming a command imports that command's module alone (``COMMAND_MODULES``), not all of
+them: ``gse sim`` does not load the UDP runtime, the trace readers or Dask's runner.
 """
 
 import argparse
@@ -24,22 +26,42 @@ from gse.config import ConfigError
 COMMANDS = ("gse.cli.sim", "gse.cli.compare", "gse.cli.replay", "gse.cli.run",
             "gse.cli.agent", "gse.cli.traffic", "gse.cli.topo", "gse.cli.plot",
             "gse.cli.info", "gse.cli.sweep")
+# command name -> the module that adds it (tests/test_startup.py checks it against COMMANDS)
+COMMAND_MODULES = {"sim": "gse.cli.sim", "compare": "gse.cli.compare",
+                   "replay": "gse.cli.replay", "run": "gse.cli.run",
+                   "agent-configs": "gse.cli.run", "agent": "gse.cli.agent",
+                   "traffic": "gse.cli.traffic", "topo": "gse.cli.topo",
+                   "plot": "gse.cli.plot", "info": "gse.cli.info", "sweep": "gse.cli.sweep"}
 
 
-def build_parser():
+def command_of(argv):
+    """The command ``argv`` names: its first word that is not an option, unless ``-h``,
+    ``--help`` or ``--version`` comes first (then None: every command is loaded, for the
+    whole help); None too for a word that names no command (argparse then says so)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMAND_MODULES else None
+        if word in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
+def build_parser(modules=COMMANDS):
     parser = argparse.ArgumentParser(prog="gse", description="GSE vs RoCEv2+PFC: simulate, "
                                      "run over UDP or Mininet, replay training traces")
     parser.add_argument("--version", action="version",
                         version="gse %s, %s" % (__version__, _build.describe()))
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {}
-    for name in COMMANDS:
+    for name in modules:
         handlers.update(importlib.import_module(name).add_commands(sub))
     return parser, handlers
 
 
 def main(argv=None):
-    parser, handlers = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    command = command_of(words)
+    parser, handlers = build_parser((COMMAND_MODULES[command],) if command else COMMANDS)
     args = parser.parse_args(argv)
     try:
         return handlers[args.command](args)

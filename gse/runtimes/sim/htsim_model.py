@@ -86,6 +86,8 @@ def _hold(port, pkt, now):
         port.queue.paused = True
         port.paused_since = now
         port.pauses_received += 1
+        if port.watch is not None:
+            port.touch()
     return False
 
 
@@ -104,6 +106,8 @@ class HtsimSwitchPort(LinkPort):
 
     def begin(self, pkt, now):
         self.busy_until = now + wire_time_ps(pkt.size, self.mbps)
+        if self.watch is not None:
+            self.touch()
         self.tx_pkt = pkt
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)
@@ -149,6 +153,8 @@ class HtsimHostPort(HostPort):
             return
         self.queue.count_unqueued(pkt)
         self.busy_until = now + wire_time_ps(pkt.size, self.mbps)
+        if self.watch is not None:
+            self.touch()
         self.tx_pkt = pkt
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)

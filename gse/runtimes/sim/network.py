@@ -43,7 +43,7 @@ class LinkPort(Handler):
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
                  "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver",
-                 "fault")
+                 "fault", "index", "watch")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -72,6 +72,8 @@ class LinkPort(Handler):
         self.wake_fn = event_target(self, self.wake)  # once, for the event queue
         self.deliver = None       # event target of peer.receive (set with peer)
         self.fault = None         # a PortFault when link failures may touch this port
+        self.index = -1           # its place in Network.ports
+        self.watch = None         # a sampler's list to join when it turns busy or paused
 
     def fire(self, a, b):
         self.wake(a, b)
@@ -122,6 +124,8 @@ class LinkPort(Handler):
                 self.queue.paused = True
                 self.paused_since = now
                 self.pauses_received += 1
+                if self.watch is not None:
+                    self.touch()
             if until > self.pause_until:
                 self.pause_until = until
                 self.eq.at(until, self.pause_expired, until, None)
@@ -151,9 +155,20 @@ class LinkPort(Handler):
             return self.paused_ps + now - self.paused_since
         return self.paused_ps
 
+    def touch(self):
+        """This idle port turns busy or paused: join the list of the sampler watching it
+        (``gse.runtimes.sim.sampler``), which then reads it at its next bin and leaves the
+        other idle ports unread.  Called, when ``watch`` is set, wherever ``busy_until`` or
+        ``paused_since`` is set (a run without sampling pays one ``None`` test there)."""
+        watch = self.watch
+        self.watch = None
+        watch.append(self)
+
     def transmit(self, pkt, now):
         done = now + linkrate.wire_time_ps(pkt.size, self.mbps)
         self.busy_until = done
+        if self.watch is not None:
+            self.touch()
         if self.rng is not None:
             r = self.rng.random()
             if r < self.loss:
@@ -282,13 +297,23 @@ class HostNode(Handler):
     agent is driven by ``driver`` (``gse.agents.driver``), whose callbacks take the
     agent's events."""
 
-    __slots__ = ("eq", "agent", "nic", "driver")
+    __slots__ = ("eq", "agent", "nic", "driver", "index", "watch")
 
     def __init__(self, eq, agent, on_delivered, on_completed):
         self.eq = eq
         self.agent = agent
         self.nic = None
         self.driver = HostDriver(self, agent, on_delivered, on_completed)
+        self.index = -1           # its place in Network.hosts
+        self.watch = None         # a sampler's list to join when a packet arrives
+
+    def touch(self):
+        """A packet arrives (what changes the receiver's accepted payload): join the list
+        of the sampler watching this host (``gse.runtimes.sim.sampler``), which reads
+        only the receivers of the hosts that joined."""
+        watch = self.watch
+        self.watch = None
+        watch.append(self)
 
     def fire(self, a, b):
         self.receive(a, b)
@@ -300,6 +325,8 @@ class HostNode(Handler):
             if not pkt.corrupt:
                 self.nic.on_pfc(pkt, now)
             return
+        if self.watch is not None:
+            self.touch()
         self.driver.receive(pkt, now)
 
     def start(self, msg, _b):
@@ -336,6 +363,7 @@ class Network:
             link = topo.links[node.ports[0]]
             agent = agent_factory(nid, random.Random("%s/host/%d" % (seed, nid)), link.gbps)
             hn = HostNode(eq, agent, self._delivered, partial(self._sent, nid))
+            hn.index = len(self.hosts)
             self.nodes[nid] = hn
             self.hosts.append(hn)
         for nid in topo.switches:
@@ -377,6 +405,7 @@ class Network:
                     owner.nic = port
                 else:
                     owner.ports.append(port)
+                port.index = len(self.ports)
                 self.ports.append(port)
         for port in self.ports:
             peer, _ = topo.peer(port.node, port.port)

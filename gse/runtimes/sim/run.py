@@ -3,6 +3,10 @@
 The single entry point that the command line, the experiments and the tests share, so
 that what a test asserts is what a user measures.  ``host_factory`` and ``build_network``
 are the pieces other drivers (trace replay, other runtimes) reuse.
+
+What only some runs use (the htsim-PFC fabric, the gse-fabric switches, failures,
+triggers, pinned routes, the time series) is imported when a run asks for it, not with
+this module: a plain run starts sooner (``experiments/bench_startup.py``).
 """
 
 import time
@@ -11,14 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from gse.metrics.records import MessageRecord, RunResult, ideal_ps, summarize
 from gse.protocols import default_config, host_factory, pfc_config, queue_config
-from gse.runtimes.sim import htsim_model
-from gse.runtimes.sim.fabric_nodes import fabric_summary, switch_factory
-from gse.runtimes.sim.faults import FaultInjector
 from gse.runtimes.sim.network import Network
 from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
-from gse.runtimes.sim.routes import pin_routes
-from gse.runtimes.sim.sampler import Sampler
-from gse.runtimes.sim.triggers import TriggerRun
 from gse.wire.packet import HEADER_BYTES
 
 if TYPE_CHECKING:
@@ -33,13 +31,18 @@ if TYPE_CHECKING:
 
 def build_network(topo: "Topology", protocol: str, config: "Config", seed: int,
                   loss_rate: float = 0.0, corrupt_rate: float = 0.0) -> Network:
-    switches = switch_factory(topo, config) if protocol == "gse-fabric" else None
+    switches = None
+    if protocol == "gse-fabric":
+        from gse.runtimes.sim.fabric_nodes import switch_factory
+        switches = switch_factory(topo, config)
     pfc = pfc_config(protocol, config)
-    htsim = pfc is not None and pfc.model == "htsim"
-    net = Network(topo, host_factory(protocol, config), queue_config(protocol, config),
-                  config.forwarding, seed, loss_rate, corrupt_rate, pfc, switch_node=switches,
-                  classes=htsim_model.CLASSES if htsim else None)
-    return htsim_model.attach(net) if htsim else net
+    parts = (topo, host_factory(protocol, config), queue_config(protocol, config),
+             config.forwarding, seed, loss_rate, corrupt_rate, pfc)
+    if pfc is None or pfc.model != "htsim":
+        return Network(*parts, switch_node=switches)
+    from gse.runtimes.sim import htsim_model
+    return htsim_model.attach(Network(*parts, switch_node=switches,
+                                      classes=htsim_model.CLASSES))
 
 
 def pfc_summary(net: Network) -> dict[str, Any]:
@@ -106,22 +109,30 @@ def run_simulation(topo: "Topology", messages: Sequence["Message"], protocol: st
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
     net = build_network(topo, protocol, cfg, seed, loss_rate, corrupt_rate)
     if routes:
+        from gse.runtimes.sim.routes import pin_routes
         pin_routes(net, list(messages) + held, routes)
     if trace_rates:
         for h in net.hosts:
             if hasattr(h.agent, "rate_log"):
                 h.agent.rate_log = {}
-    injector = FaultInjector(net, faults, detect_ps, seed) if faults else None
+    injector = None
+    if faults:
+        from gse.runtimes.sim.faults import FaultInjector
+        injector = FaultInjector(net, faults, detect_ps, seed)
     net.faults = injector
     cache: dict[tuple[int, int], tuple[int, int]] = {}
     records = [MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))
                for m in messages]
     trig = None
     if triggers is not None and (triggers.triggers or held):
+        from gse.runtimes.sim.triggers import TriggerRun
         trig = TriggerRun(net, triggers, lambda m: records.append(
             MessageRecord(m, ideal_ps(topo, m.src, m.dst, m.size, cfg.mtu, cache))))
     net.schedule(messages)
-    sampler = Sampler(net, sample_ps) if sample_ps > 0 else None
+    sampler = None
+    if sample_ps > 0:
+        from gse.runtimes.sim.sampler import Sampler
+        sampler = Sampler(net, sample_ps)
     make_dog = Watchdog.factory(stall_ps, cfg, faults, detect_ps)
     dog = make_dog(net) if make_dog else None
     watching = [sampler, dog] + [make(net) for make in observers]
@@ -150,6 +161,7 @@ def run_simulation(topo: "Topology", messages: Sequence["Message"], protocol: st
         summary["failures"]["detect_us"] = None if detect_ps < 0 else detect_ps / 1e6
         summary["drops"] += sum(summary["failures"]["drops"].values())
     if protocol == "gse-fabric":
+        from gse.runtimes.sim.fabric_nodes import fabric_summary
         fabric_summary(net, summary)
     mark_end(summary, end, dog)
     result = RunResult(summary, records, net)

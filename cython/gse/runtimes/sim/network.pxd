@@ -45,6 +45,8 @@ cdef class LinkPort(Handler):
     cdef public object wake_fn
     cdef public object deliver
     cdef public object fault
+    cdef public long long index
+    cdef public list watch
 
     cpdef fire(self, a, b)
 
@@ -66,6 +68,8 @@ cdef class LinkPort(Handler):
     cpdef restart(self, long long now)
 
     cpdef long long paused_total_ps(self, long long now) except? -1
+
+    cpdef touch(self)
 
     @cython.locals(done="long long", r="double")
     cpdef transmit(self, Packet pkt, long long now)
@@ -124,8 +128,12 @@ cdef class HostNode(Handler):
     cdef public HostAgent agent
     cdef public HostPort nic
     cdef public HostDriver driver
+    cdef public long long index
+    cdef public list watch
 
     cpdef fire(self, a, b)
+
+    cpdef touch(self)
 
     @cython.locals(now="long long", kind="long long")
     cpdef receive(self, Packet pkt, long long in_port)

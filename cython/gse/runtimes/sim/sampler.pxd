@@ -1,9 +1,12 @@
-# Augments gse/runtimes/sim/sampler.py.  The per-bin read of every port is C field reads
-# (ports, queues and counters are extension types) written through a typed memoryview into
-# the current storage chunk (no bounds checks: sample()'s directives); the Sampler class
-# stays a Python class.
+# Augments gse/runtimes/sim/sampler.py.  The per-bin read of the ports is C field reads
+# (ports, queues, counters and the receivers' payload are extension types) written through
+# a typed memoryview into the current storage chunk (no bounds checks: sample()'s
+# directives), and the dense table after the run is C loops; the Sampler class stays a
+# Python class.
 import cython
-from gse.runtimes.sim.network cimport LinkPort
+from gse.agents.receiver cimport ReceiverSide
+from gse.agents.roce_receiver cimport RoceReceiver
+from gse.runtimes.sim.network cimport HostNode, LinkPort
 from switchmodel.queue cimport OutputQueue, PortCounters
 
 cdef Py_ssize_t NPORT
@@ -12,11 +15,23 @@ cdef Py_ssize_t CHUNK
 cdef Py_ssize_t PREV
 
 
-@cython.locals(n="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t", h="Py_ssize_t",
-               m="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t", port=LinkPort,
-               q=OutputQueue, c=PortCounters, o="long long", p="long long", v="long long",
+@cython.locals(n="Py_ssize_t", x="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t",
+               h="Py_ssize_t", m="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t",
+               port=LinkPort, node=HostNode, q=OutputQueue, c=PortCounters, gr=ReceiverSide,
+               rr=RoceReceiver, o="long long", p="long long", v="long long",
                tx="long long", paused="long long", pps="long long", trims="long long",
                drops="long long", ecn="long long")
-cpdef Py_ssize_t sample(list ports, list receivers, long long since, long long now,
-                        long long[:] out,
-                        Py_ssize_t pos, long long[:] prev, long long[:] run_peak) except -1
+cpdef Py_ssize_t sample(list ports, list hosts, list receivers, long long since,
+                        long long now, long long[:] out, Py_ssize_t pos, long long[:] prev,
+                        long long[:] run_peak, list busy, list watch,
+                        list host_watch) except -1
+
+
+@cython.locals(s="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t", end="Py_ssize_t")
+cpdef scatter(long long[:] chunk, long long[:] spans, Py_ssize_t m, Py_ssize_t n,
+              Py_ssize_t f, long long[:] col)
+
+
+@cython.locals(m="Py_ssize_t", b="Py_ssize_t", h="Py_ssize_t")
+cpdef gather(long long[:] col, Py_ssize_t n, Py_ssize_t nb, long long[:] index,
+             long long[:] out)

@@ -1,0 +1,189 @@
+"""The sampler reads only what changed (issue 30): its series equal a reading of everything.
+
+``gse.runtimes.sim.sampler`` reads, per bin, the ports that were busy or paused at the
+bin's start or turned so during it (they join its list, ``LinkPort.touch``) and the
+receivers of the hosts a packet reached (``HostNode.touch``), and builds the dense table
+after the run without numpy.  These tests run it beside a reference observer that reads
+every counter of every port and every receiver at every stop, on runs that pause (PFC,
+both PFC models), fail links and lose packets, and compare every value of every bin.
+They run on both builds (the compiled sampler is C; its hooks are in the compiled ports).
+"""
+
+import pickle
+import random
+
+import pytest
+
+from gse.config import BASELINES, PS_PER_US, RoceConfig
+from gse.protocols import default_config
+from gse.runtimes.sim.observe import run_observed
+from gse.metrics.timeseries import PORT_DYNAMIC
+from gse.runtimes.sim.run import build_network, run_simulation
+from gse.runtimes.sim.sampler import Sampler
+from gse.workloads.faults import FaultSchedule, parse_fault
+from gse.workloads.traffic import incast, permutation
+from topologies import fat_tree
+
+TOPO = fat_tree(4)
+N = len(TOPO.hosts)
+
+
+class Everything:
+    """Reads every port's and every host's totals at every stop: the reference."""
+
+    def __init__(self, net, bin_ps):
+        self.net = net
+        self.bin_ps = bin_ps
+        self.next_stop = bin_ps
+        self.ports, self.hosts = [], []
+        self.last = self.totals(0)
+
+    def totals(self, now):
+        ports = [(p.queue.data_bytes + p.queue.control_bytes, p.queue.counters.tx_bytes,
+                  p.queue.counters.trims, p.queue.counters.drops,
+                  p.queue.counters.ecn_marks, p.paused_total_ps(now), int(p.queue.paused))
+                 for p in self.net.ports]
+        hosts = [h.agent.receiver.payload_bytes for h in self.net.hosts]
+        return ports, hosts
+
+    def at_stop(self, now):
+        ports, hosts = self.totals(now)
+        last_ports, last_hosts = self.last
+        self.ports.append([(c[0], c[1] - p[1], c[2] - p[2], c[3] - p[3], c[4] - p[4],
+                            c[5] - p[5], c[6]) for c, p in zip(ports, last_ports)])
+        self.hosts.append([c - p for c, p in zip(hosts, last_hosts)])
+        self.last = ports, hosts
+        self.next_stop = now + self.bin_ps
+
+    def close(self, now):
+        if self.ports and now > self.next_stop - self.bin_ps:
+            self.at_stop(now)
+        self.next_stop = -1
+
+
+def sampled_and_reference(protocol, cfg, msgs, bin_ps, seed=3, faults=None, loss=0.0):
+    net = build_network(TOPO, protocol, cfg, seed, loss_rate=loss)
+    if faults is not None:
+        from gse.runtimes.sim.faults import FaultInjector
+        net.faults = FaultInjector(net, faults, 0, seed)
+    net.schedule(msgs)
+    sampler = Sampler(net, bin_ps)
+    ref = Everything(net, bin_ps)
+    run_observed(net, -1, [sampler, ref])
+    return net, sampler.result(), ref
+
+
+def assert_same(ts, ref):
+    assert ts.nbins == len(ref.ports) == len(ref.hosts) > 5
+    n, m = ts.nports, ts.nhosts
+    v = ts.port_values
+    names = ("queue_bytes", "tx_bytes", "trims", "drops", "ecn_marks", "paused_ps", "paused")
+    for b, row in enumerate(ref.ports):
+        for i, want in enumerate(row):
+            k = b * n + i
+            assert tuple(int(v[name][k]) for name in names) == want, (b, i)
+            assert v["queue_peak_bytes"][k] >= want[0]
+    rx = ts.host_values["rx_payload_bytes"]
+    tx = ts.host_values["tx_bytes"]
+    nic = [ts.port_index(h, 0) for h in range(m)]
+    for b, row in enumerate(ref.hosts):
+        assert [int(x) for x in rx[b * m:(b + 1) * m]] == row, b
+        assert [int(x) for x in tx[b * m:(b + 1) * m]] == [
+            int(v["tx_bytes"][b * n + nic[h]]) for h in range(m)], b
+
+
+def mixed(seed):
+    msgs = incast(N, 8, 300_000, random.Random(seed)) + permutation(
+        N, 200_000, random.Random(seed + 1))
+    for i, m in enumerate(msgs):
+        m.msg_id = i
+    return msgs
+
+
+@pytest.mark.parametrize("protocol,bin_us", [("gse", 1), ("roce", 1), ("gse-fabric", 3),
+                                             ("roce", 13)])
+def test_every_value_of_every_bin_equals_a_full_reading(protocol, bin_us):
+    _, ts, ref = sampled_and_reference(protocol, default_config(protocol), mixed(4),
+                                       int(bin_us * PS_PER_US))
+    assert_same(ts, ref)
+
+
+def test_the_htsim_pfc_model_is_sampled_as_fully_read():
+    """Its ports set busy_until and pause in code of their own (htsim_model)."""
+    cfg = RoceConfig(**BASELINES["htsim"])
+    net, ts, ref = sampled_and_reference("roce", cfg, mixed(6), 2 * PS_PER_US)
+    assert sum(p.pauses_received for p in net.ports) > 0       # it did pause
+    assert_same(ts, ref)
+
+
+def test_pfc_pauses_are_sampled_as_fully_read():
+    cfg = default_config("roce")
+    msgs = incast(N, 12, 400_000, random.Random(9))
+    net, ts, ref = sampled_and_reference("roce", cfg, msgs, PS_PER_US // 2)
+    assert sum(p.pauses_received for p in net.ports) > 0
+    assert any(ts.port_values["paused"])
+    assert_same(ts, ref)
+
+
+def test_lost_packets_and_a_failed_link_are_sampled_as_fully_read():
+    faults = FaultSchedule([parse_fault("link:agg0_0-core0@20us,restore=60us", TOPO)])
+    net, ts, ref = sampled_and_reference("gse", default_config("gse"), mixed(11),
+                                         PS_PER_US, faults=faults, loss=0.01)
+    assert sum(p.wire_drops for p in net.ports) > 0
+    assert_same(ts, ref)
+
+
+def test_a_network_has_one_sampler_at_a_time_and_is_left_unwatched():
+    net = build_network(TOPO, "gse", default_config("gse"), 1)
+    net.schedule(mixed(2))
+    sampler = Sampler(net, PS_PER_US)
+    run_observed(net, 30 * PS_PER_US, [sampler])
+    assert sampler.closed
+    assert all(p.watch is None for p in net.ports)
+    assert all(h.watch is None for h in net.hosts)
+    net.ports[3].watch = []                     # as an open sampler leaves it
+    with pytest.raises(ValueError, match="port 3 is watched by another sampler"):
+        Sampler(net, PS_PER_US)
+    net.ports[3].watch = None
+    net.ports[3].index = 7
+    with pytest.raises(ValueError, match="port 3 of the network says it is port 7"):
+        Sampler(net, PS_PER_US)
+
+
+def test_the_sampler_reads_fewer_ports_than_the_fabric_has_in_a_quiet_tail():
+    """One long flow in a k=4 fabric: after the first bin, only the ports its packets and
+    its ACKs take (sprayed over the paths) are read, not the 48 ports (what makes sampling
+    cheap)."""
+    msgs = permutation(N, 2_000_000, random.Random(1))[:1]
+    net = build_network(TOPO, "gse", default_config("gse"), 1)
+    net.schedule(msgs)
+    sampler = Sampler(net, PS_PER_US)
+    run_observed(net, 20 * PS_PER_US, [])
+    sampler.at_stop(20 * PS_PER_US)
+    read_later = []
+    for t in range(21, 60):
+        net.run(t * PS_PER_US)
+        read_later.append(len(sampler.busy) + len(sampler.watch))
+        sampler.at_stop(t * PS_PER_US)
+    sampler.close(net.eq.now)
+    assert 0 < max(read_later) < len(net.ports) // 2
+
+
+def test_the_columns_are_built_when_read_and_the_series_pickles():
+    res = run_simulation(TOPO, mixed(3), "roce", default_config("roce"), 1,
+                         sample_ps=PS_PER_US)
+    ts = res.timeseries
+    values = ts.port_values
+    assert list(values) == [name for name, _ in PORT_DYNAMIC] and len(values) == 8
+    assert list(ts.host_values) == ["rx_payload_bytes", "tx_bytes"]
+    assert values["tx_bytes"] is values["tx_bytes"]            # built once
+    assert len(values["queue_bytes"]) == ts.nbins * ts.nports
+    with pytest.raises(KeyError):
+        values["utilisation"]                                   # derived, not stored
+    back = pickle.loads(pickle.dumps(ts))
+    for name in values:
+        assert list(back.port_values[name]) == list(values[name])
+    for name in ts.host_values:
+        assert list(back.host_values[name]) == list(ts.host_values[name])
+    assert sum(ts.host_values["rx_payload_bytes"]) == sum(
+        h.agent.receiver.payload_bytes for h in res.network.hosts) > 0

@@ -1,0 +1,92 @@
+"""Start-up (issue 30): a run imports what it uses, ``gse <command>`` that command alone.
+
+``gse.runtimes.sim.run`` imports the time series, failures, triggers, pinned routes, the
+htsim-PFC fabric and the gse-fabric switches only when a run asks for them, and
+``gse.cli.main`` imports only the module of the command it is given.  These tests check
+the table that maps commands to modules, and which modules a plain run and ``gse sim``
+leave unloaded (in fresh interpreters).  Timings: experiments/bench_startup.py.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gse.cli import main as cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ONLY_WHEN_ASKED = ("gse.runtimes.sim.sampler", "gse.metrics.timeseries",
+                   "gse.runtimes.sim.faults", "gse.workloads.faults",
+                   "gse.runtimes.sim.triggers", "gse.runtimes.sim.routes",
+                   "gse.runtimes.sim.htsim_model", "gse.runtimes.sim.fabric_nodes")
+
+
+def loaded_after(code):
+    """The project's modules loaded in a fresh interpreter after running ``code``."""
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json\nprint(json.dumps("
+                          "sorted(m for m in sys.modules if m.split('.')[0] in "
+                          "('gse', 'switchmodel', 'topologies'))))"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_every_command_is_mapped_to_the_module_that_adds_it():
+    seen = {}
+    for module in cli.COMMANDS:
+        sub = argparse.ArgumentParser().add_subparsers()
+        for name in importlib.import_module(module).add_commands(sub):
+            seen[name] = module
+    assert seen == cli.COMMAND_MODULES
+
+
+@pytest.mark.parametrize("argv,command", [
+    (["sim", "--k", "4"], "sim"), (["agent-configs", "x"], "agent-configs"),
+    (["--version"], None), (["-h", "sim"], None), (["--help"], None), ([], None),
+    (["simulate"], None), (["sim", "--help"], "sim")])
+def test_the_command_is_read_from_the_command_line(argv, command):
+    assert cli.command_of(argv) == command
+
+
+def test_an_unknown_command_is_still_refused_with_the_list_of_commands(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["simulate"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'simulate'" in err and "replay" in err and "sweep" in err
+
+
+def test_a_plain_run_loads_none_of_what_only_some_runs_use():
+    loaded = loaded_after(
+        "import random\n"
+        "from gse.runtimes.sim.run import run_simulation\n"
+        "from gse.workloads.traffic import permutation\n"
+        "from topologies import fat_tree\n"
+        "t = fat_tree(4)\n"
+        "r = run_simulation(t, permutation(16, 20000, random.Random(1)), 'gse')\n"
+        "assert r.summary['lost'] == 0\n")
+    assert "gse.runtimes.sim.network" in loaded
+    assert loaded.isdisjoint(ONLY_WHEN_ASKED), sorted(loaded & set(ONLY_WHEN_ASKED))
+
+
+def test_a_sampled_run_loads_the_sampler():
+    loaded = loaded_after(
+        "import random\n"
+        "from gse.runtimes.sim.run import run_simulation\n"
+        "from gse.workloads.traffic import permutation\n"
+        "from topologies import fat_tree\n"
+        "r = run_simulation(fat_tree(4), permutation(16, 20000, random.Random(1)), 'roce',\n"
+        "                   sample_ps=10**6)\n"
+        "assert r.timeseries.nbins > 0\n")
+    assert {"gse.runtimes.sim.sampler", "gse.metrics.timeseries"} <= loaded
+
+
+def test_gse_sim_loads_no_other_command():
+    loaded = loaded_after("from gse.cli.main import main\n"
+                          "assert main(['sim', '--k', '4', '--size', '20000']) == 0\n")
+    others = {m for m in cli.COMMANDS if m != "gse.cli.sim"}
+    assert "gse.cli.sim" in loaded and loaded.isdisjoint(others)
+    assert not any(m.startswith(("gse.runtimes.udp", "gse.workloads.traces"))
+                   for m in loaded)
