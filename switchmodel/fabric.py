@@ -170,6 +170,8 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         self.suspects = {}        # dst leaf -> {path key: suspected until}
         self.ack_due = {}         # (src leaf, host) -> in-order packets not yet ACKed
         self.retx_bytes = 0
+        self.ctrl_rr = 0          # the path walk of control packets that are steered
+        self.echo = {}            # src leaf -> (path entropy, time) of its latest DATA here
         self.downlinks = {h: Downlink(h, p, host_gbps[h], cfg.grant_rate_fraction,
                                       cfg.log_grants) for h, p in host_ports.items()}
         self.voqs = {}            # dst host -> Voq (live only while it holds packets)
@@ -227,6 +229,11 @@ class FabricLeaf(LeafReorder, LeafRecovery):
             else:
                 self.stray += 1
             return
+        if self.recovery and in_port in self.port_host and 0 <= pkt.dst < len(self.leaf_of):
+            port = self._steer(pkt, self.leaf_of[pkt.dst], now)   # a host's ACK or NAK
+            if port >= 0:
+                self.out.append((port, pkt))
+                return
         port = self.switch.route(pkt)
         if port < 0:
             self.unroutable += 1
@@ -540,6 +547,11 @@ class FabricLeaf(LeafReorder, LeafRecovery):
     # -- helpers --------------------------------------------------------------------------
 
     def _route(self, pkt):
+        if self.recovery:
+            port = self._steer(pkt, pkt.dst, pkt.ts)
+            if port >= 0:
+                self.out.append((port, pkt))
+                return
         port = self.switch.route(pkt)
         if port < 0:
             self.unroutable += 1

@@ -58,7 +58,10 @@ class LeafReorder:
         if not self.reorder_at_leaf:
             self._deliver(pkt)
             return
-        key = (self.leaf_of[pkt.src], pkt.dst)
+        src_leaf = self.leaf_of[pkt.src]
+        if self.recovery:
+            self.echo[src_leaf] = (pkt.entropy, now)   # a path that works, for replies
+        key = (src_leaf, pkt.dst)
         rb = self.reorders.get(key)
         expected = rb.expected if rb is not None else self.rtails.get(key, 1)
         seq = unwrap32(pkt.aux, expected)

@@ -232,6 +232,32 @@ class LeafRecovery:
         buf.deadline = now + self.cfg.leaf_rto_ps * buf.backoff
         self._arm_retx(buf)
 
+    def _steer(self, pkt, dst_leaf, now):
+        """The port for a control packet toward ``dst_leaf`` (a leaf's GRANT, ACK, NACK,
+        REQUEST, or a host's ACK or NAK): back along the path of the latest DATA that came
+        from that leaf, which worked a moment ago (the fabrics supported are symmetric: a
+        path's reverse has the same uplink index and spine choice), with the entropy that
+        makes the spines follow it; else, if this leaf suspects paths toward that leaf (its
+        own DATA lost there), the next path of its walk that it does not suspect; -1
+        otherwise (then the switch routes it)."""
+        if not self.leaf_paths:
+            return -1
+        seen = self.echo.get(dst_leaf)
+        if seen is None or now - seen[1] > self.cfg.leaf_rto_ps:
+            if dst_leaf not in self.suspects:
+                return -1
+            port, entropy, self.ctrl_rr = self._next_path(pkt.dst, dst_leaf, self.ctrl_rr, now)
+            if port >= 0:
+                pkt.entropy = entropy
+            return port
+        entropy = seen[0]
+        hops = self.switch.next_hops[pkt.dst]
+        n = len(hops)
+        if n == 0:
+            return -1
+        pkt.entropy = entropy
+        return hops[(entropy & 0xFF) % n]
+
     # -- destination side: acknowledge, ask again -----------------------------------------
 
     def _delivered_in_order(self, key, expected, count, now):
