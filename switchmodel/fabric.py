@@ -199,6 +199,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         self.leaf_resends = self.leaf_timeouts = self.leaf_acks = self.leaf_nacks = 0
         self.nacks_received = self.stale_acks = self.stale_nacks = self.bad_acks = 0
         self.retx_peak = self.retx_unbuffered = self.paths_suspected = self.all_suspected = 0
+        self.paths_cleared = 0
 
     # -- runtime interface ----------------------------------------------------------------
 
@@ -283,6 +284,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
                 "bad_acks": self.bad_acks, "retx_peak_bytes": self.retx_peak,
                 "retx_unbuffered": self.retx_unbuffered,
                 "paths_suspected": self.paths_suspected, "all_suspected": self.all_suspected,
+                "paths_cleared": self.paths_cleared,
                 "sent_buffers_live": len(self.sent_bufs)}
 
     # -- source side ----------------------------------------------------------------------

@@ -39,12 +39,13 @@ MAX_RETX_BACKOFF = 16
 class Sent:
     """A packet the source leaf sprayed and keeps until the destination leaf has it."""
 
-    __slots__ = ("pkt", "host_entropy", "port", "path", "time")
+    __slots__ = ("pkt", "host_entropy", "port", "entropy", "path", "time")
 
-    def __init__(self, pkt, host_entropy, port, path, time):
+    def __init__(self, pkt, host_entropy, port, entropy, path, time):
         self.pkt = pkt
         self.host_entropy = host_entropy
         self.port = port
+        self.entropy = entropy    # the path's entropy (what the spines follow)
         self.path = path          # (uplink port, spine choice): what to suspect on loss
         self.time = time
 
@@ -82,7 +83,8 @@ class LeafRecovery:
         buf = self.sent_bufs.get(voq.dst)
         if buf is None:
             buf = self.sent_bufs[voq.dst] = SentBuffer(voq.dst, voq.dst_leaf, seq, voq.rr)
-        buf.sent[seq] = Sent(pkt, pkt.sack_base, port, self._path_key(port, entropy), now)
+        buf.sent[seq] = Sent(pkt, pkt.sack_base, port, entropy,
+                             self._path_key(port, entropy), now)
         buf.bytes += pkt.size
         self.retx_bytes += pkt.size
         if self.retx_bytes > self.retx_peak:
@@ -98,21 +100,31 @@ class LeafRecovery:
         paths = self.suspects.get(dst_leaf)
         if paths is None:
             return False
-        until = paths.get(key)
-        if until is None:
+        entry = paths.get(key)
+        if entry is None:
             return False
-        if until <= now:
+        if entry[0] <= now:
             del paths[key]
             if not paths:
                 del self.suspects[dst_leaf]
             return False
         return True
 
-    def _suspect(self, dst_leaf, key, now):
+    def _suspect(self, dst_leaf, key, lost_at, now):
+        """Suspect a path that lost a packet sent at ``lost_at``: until
+        ``path_suspect_ps`` from now, or until a packet sent on it later is acknowledged
+        (the loss was a late packet or a passing drop, not a dead link)."""
         paths = self.suspects.setdefault(dst_leaf, {})
-        if key not in paths or paths[key] <= now:
+        old = paths.get(key)
+        if old is None or old[0] <= now:
             self.paths_suspected += 1
-        paths[key] = now + self.cfg.path_suspect_ps
+        paths[key] = (now + self.cfg.path_suspect_ps, lost_at)
+
+    def _cleared(self, paths, s):
+        entry = paths.get(s.path)
+        if entry is not None and s.time > entry[1]:
+            del paths[s.path]
+            self.paths_cleared += 1
 
     def _next_path(self, dst, dst_leaf, rr, now, avoid=-1):
         """(port, entropy, rr) of the next path of the walk ``rr`` toward ``dst`` that is
@@ -142,10 +154,16 @@ class LeafRecovery:
         self.all_suspected += 1
         return first[0], first[1], rr
 
-    def _resend(self, buf, seq, now):
+    def _resend(self, buf, seq, now, good=None):
+        """Resend ``seq`` on another path: one of ``good`` (paths that just delivered, from
+        a NACK), else the next unsuspected one of the buffer's walk."""
         s = buf.sent[seq]
-        self._suspect(buf.dst_leaf, s.path, now)
-        port, entropy, buf.rr = self._next_path(buf.dst, buf.dst_leaf, buf.rr, now, s.path)
+        self._suspect(buf.dst_leaf, s.path, s.time, now)
+        if good:
+            port, entropy = good[self.leaf_resends % len(good)]
+        else:
+            port, entropy, buf.rr = self._next_path(buf.dst, buf.dst_leaf, buf.rr, now,
+                                                    s.path)
         if port < 0:
             self.unroutable += 1
             return
@@ -156,6 +174,7 @@ class LeafRecovery:
         pkt.payload = old.payload
         s.pkt = pkt
         s.port = port
+        s.entropy = entropy
         s.path = self._path_key(port, entropy)
         s.time = now
         self.leaf_resends += 1
@@ -172,12 +191,23 @@ class LeafRecovery:
         if self.sent_bufs.get(buf.dst) is not buf:
             return
         bits = pkt.sack_bits
-        seq = first
-        while bits:
-            if bits & 1 and seq in buf.sent:
-                self._resend(buf, seq, now)
-            bits >>= 1
-            seq += 1
+        span = min(pkt.credit, NACK_SPAN)  # the window the bitmap covers: bit 0 = received
+        sent = buf.sent
+        paths = self.suspects.get(buf.dst_leaf)
+        good = []
+        missing = []
+        for i in range(span):
+            s = sent.get(first + i)
+            if s is None:
+                continue
+            if bits >> i & 1:
+                missing.append(first + i)
+            else:                        # it got through: its path works (recycled for
+                good.append((s.port, s.entropy))   # the resends, as REPS recycles)
+                if paths:
+                    self._cleared(paths, s)
+        for seq in missing:
+            self._resend(buf, seq, now, good)
 
     def _ack_pkt(self, pkt, now):
         buf = self.sent_bufs.get(pkt.msg_id)
@@ -196,11 +226,16 @@ class LeafRecovery:
         if upto <= buf.lo:
             return
         sent = buf.sent
+        paths = self.suspects.get(buf.dst_leaf)
         for seq in range(buf.lo, upto):
             s = sent.pop(seq, None)
             if s is not None:
                 buf.bytes -= s.pkt.size
                 self.retx_bytes -= s.pkt.size
+                if paths:                # it got through: its path is not dead
+                    self._cleared(paths, s)
+        if paths is not None and not paths:
+            del self.suspects[buf.dst_leaf]
         buf.lo = upto
         buf.backoff = 1
         if not sent:
@@ -292,11 +327,10 @@ class LeafRecovery:
         for i in range(NACK_SPAN):
             if rb.expected + i not in held:
                 bits |= 1 << i
-        top = max(held)
-        if top - rb.expected < NACK_SPAN:
-            bits &= (1 << (top - rb.expected)) - 1   # only holes below the highest held
+        span = min(max(held) - rb.expected, NACK_SPAN)   # the holes below the highest held
+        bits &= (1 << span) - 1
         self.leaf_nacks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=src_leaf, msg_id=host,
-                                psn=rb.expected & MASK32, sack_bits=bits,
+                                psn=rb.expected & MASK32, sack_bits=bits, credit=span,
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
