@@ -160,6 +160,8 @@ class LeafRecovery:
         s = buf.sent[seq]
         self._suspect(buf.dst_leaf, s.path, s.time, now)
         if good:
+            good = [g for g in good if self._path_key(g[0], g[1]) != s.path]
+        if good:
             port, entropy = good[self.leaf_resends % len(good)]
         else:
             port, entropy, buf.rr = self._next_path(buf.dst, buf.dst_leaf, buf.rr, now,
