@@ -6,9 +6,9 @@ every path; with ``reorder="leaf"`` the destination leaf hands them to the host 
 holding early ones in a ``Reorder`` buffer.  With ``leaf_recovery`` a hole is NACKed to
 the source leaf once ``leaf_nack_timeout_ps`` old (and again, with backoff) and skipped only
 after ``leaf_repair_timeout_ps`` (``switchmodel.fabric_recovery``); without it a hole older
-than ``reorder_timeout_ps`` is skipped (the host's go-back-N resends what was lost).  What the leaf holds
-is bounded: at most ``reorder_buffer_bytes`` in all (beyond, a packet is dropped and
-counted in ``reorder_drops``; the hole it leaves is skipped like a loss), and only pairs
+than ``reorder_timeout_ps`` is skipped (the host's go-back-N resends what was lost).  What
+the leaf holds is bounded: at most ``reorder_buffer_bytes`` in all (beyond, a packet is dropped and
+counted in ``reorder_drops``; the hole it leaves is repaired or skipped like a loss), and only pairs
 whose source is a leaf of the fabric.  ``LeafReorder`` is the part of
 ``switchmodel.fabric.FabricLeaf`` that does this.
 """
