@@ -63,6 +63,8 @@ MASK32 = 0xFFFFFFFF
 T_PACER = 0
 T_REQUEST = 1
 MAX_BACKOFF = 16
+RECOVERY_MAX_BACKOFF = 2  # with leaf recovery, a REQUEST lost to a dead path is re-sent
+                          # on a working one: no reason to wait long
 CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth of time
 
 
@@ -171,6 +173,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         self.ack_due = {}         # (src leaf, host) -> in-order packets not yet ACKed
         self.retx_bytes = 0
         self.ctrl_rr = 0          # the path walk of control packets that are steered
+        self.proven = {}          # dst leaf -> (port, entropy, time) of its latest ACKed path
         self.echo = {}            # src leaf -> (path entropy, time) of its latest DATA here
         self.downlinks = {h: Downlink(h, p, host_gbps[h], cfg.grant_rate_fraction,
                                       cfg.log_grants) for h, p in host_ports.items()}
@@ -362,7 +365,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         voq.req_total = voq.enq_total
         self.rerequests += 1
         self._send_request(voq, now, True)
-        if voq.req_backoff < MAX_BACKOFF:
+        if voq.req_backoff < (RECOVERY_MAX_BACKOFF if self.recovery else MAX_BACKOFF):
             voq.req_backoff *= 2
         voq.req_deadline = now + self.cfg.request_timeout_ps * voq.req_backoff
         self._arm_request(voq)

@@ -229,13 +229,17 @@ class LeafRecovery:
             return
         sent = buf.sent
         paths = self.suspects.get(buf.dst_leaf)
+        last = None
         for seq in range(buf.lo, upto):
             s = sent.pop(seq, None)
             if s is not None:
                 buf.bytes -= s.pkt.size
                 self.retx_bytes -= s.pkt.size
+                last = s
                 if paths:                # it got through: its path is not dead
                     self._cleared(paths, s)
+        if last is not None and last.port >= 0:
+            self.proven[buf.dst_leaf] = (last.port, last.entropy, now)
         if paths is not None and not paths:
             del self.suspects[buf.dst_leaf]
         buf.lo = upto
@@ -274,13 +278,18 @@ class LeafRecovery:
         REQUEST, or a host's ACK or NAK): back along the path of the latest DATA that came
         from that leaf, which worked a moment ago (the fabrics supported are symmetric: a
         path's reverse has the same uplink index and spine choice), with the entropy that
-        makes the spines follow it; else, if this leaf suspects paths toward that leaf (its
+        makes the spines follow it; else along the path of the latest packet that leaf
+        acknowledged; else, if this leaf suspects paths toward that leaf (its
         own DATA lost there), the next path of its walk that it does not suspect; -1
         otherwise (then the switch routes it)."""
         if not self.leaf_paths:
             return -1
         seen = self.echo.get(dst_leaf)
         if seen is None or now - seen[1] > self.cfg.leaf_rto_ps:
+            proven = self.proven.get(dst_leaf)
+            if proven is not None and now - proven[2] <= self.cfg.leaf_rto_ps:
+                pkt.entropy = proven[1]  # the path of the latest packet it acknowledged
+                return proven[0]
             if dst_leaf not in self.suspects:
                 return -1
             port, entropy, self.ctrl_rr = self._next_path(pkt.dst, dst_leaf, self.ctrl_rr, now)
