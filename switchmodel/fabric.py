@@ -222,7 +222,10 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         elif pkt.dst == self.node:
             if pkt.corrupt:
                 self.bad_frames += 1
-            elif kind == REQUEST:
+                return
+            if self.recovery and 0 <= pkt.src < len(self.switch.next_hops):
+                self.echo[pkt.src] = (pkt.entropy, now)   # its path works: answer on it
+            if kind == REQUEST:
                 self._request_pkt(pkt, now)
             elif kind == GRANT:
                 self._grant_pkt(pkt, now)

@@ -134,6 +134,7 @@ class LeafRecovery:
         if n == 0:
             return -1, 0, rr
         first = None
+        start = rr
         tries = n * self.spine_fanout if self.leaf_paths else n
         for _ in range(tries):
             rr += 1
@@ -151,8 +152,8 @@ class LeafRecovery:
             key = self._path_key(port, entropy)
             if key != avoid and not self._suspected(dst_leaf, key, now):
                 return port, entropy, rr
-        self.all_suspected += 1
-        return first[0], first[1], rr
+        self.all_suspected += 1          # every path suspected: walk on one step at a time
+        return first[0], first[1], start + 1   # (a full lap would pick the same one again)
 
     def _resend(self, buf, seq, now, good=None):
         """Resend ``seq`` on another path: one of ``good`` (paths that just delivered, from
@@ -279,9 +280,10 @@ class LeafRecovery:
         from that leaf, which worked a moment ago (the fabrics supported are symmetric: a
         path's reverse has the same uplink index and spine choice), with the entropy that
         makes the spines follow it; else along the path of the latest packet that leaf
-        acknowledged; else, if this leaf suspects paths toward that leaf (its
-        own DATA lost there), the next path of its walk that it does not suspect; -1
-        otherwise (then the switch routes it)."""
+        acknowledged; else the next path of its walk that it does not suspect (its own
+        DATA lost there).  Leaf control thus always names its path in the entropy, and the
+        far leaf answers along the same path reversed; -1 when nothing is routed (then the
+        switch decides)."""
         if not self.leaf_paths:
             return -1
         seen = self.echo.get(dst_leaf)
@@ -290,8 +292,6 @@ class LeafRecovery:
             if proven is not None and now - proven[2] <= self.cfg.leaf_rto_ps:
                 pkt.entropy = proven[1]  # the path of the latest packet it acknowledged
                 return proven[0]
-            if dst_leaf not in self.suspects:
-                return -1
             port, entropy, self.ctrl_rr = self._next_path(pkt.dst, dst_leaf, self.ctrl_rr, now)
             if port >= 0:
                 pkt.entropy = entropy
