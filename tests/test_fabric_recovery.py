@@ -120,6 +120,15 @@ def test_the_buffer_is_freed_by_a_delayed_ack_and_new_sprays_avoid_the_suspected
     assert [port for port, _ in sent] == [UP[1]] * 4        # every new container avoids it
 
 
+def test_with_every_path_suspected_the_spray_still_walks_every_path():
+    s, d = leaf(S), leaf(D)
+    for port in UP:
+        s._suspect(D, port * 256, 0, 0)
+    sent = granted_burst(s, d, 8)
+    assert sorted(port for port, _ in sent) == [2] * 4 + [3] * 4
+    assert s.all_suspected >= len(sent)             # (REQUESTs walk the same paths)
+
+
 def test_lying_duplicate_and_stale_acks_change_nothing_they_should_not():
     s, d = leaf(S), leaf(D)
     sent = granted_burst(s, d, 4)
