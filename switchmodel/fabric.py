@@ -26,8 +26,12 @@ cumulative credit of the VOQ, so a lost or duplicated GRANT is repaired by the n
 and a starved source's re-REQUEST (``F_RETX``, carrying the credit it has seen) makes the
 pacer repeat the total.  Fabric data is put back in VOQ order before it goes down to the
 host (``reorder="leaf"``), or forwarded as it comes for a host that reorders itself
-(``reorder="host"``).  A hole older than ``reorder_timeout_ps`` is declared lost and
-skipped: the host's go-back-N (NAK, RTO) resends it end to end.
+(``reorder="host"``).  With ``leaf_recovery`` (the default, with ``reorder="leaf"``) the
+leaves repair fabric losses themselves: the source leaf keeps what it sprayed until the
+destination leaf acknowledges it, the destination leaf NACKs holes, the source resends on
+another path and steers away from paths that lost packets (``switchmodel.fabric_recovery``).
+A hole that no repair fills (or, without recovery, one older than ``reorder_timeout_ps``)
+is skipped: the host's go-back-N (NAK, RTO) resends it end to end.
 
 Traffic between two hosts of the same leaf is scheduled by the same pacer (the request and
 the grant are function calls), so the pacer sees every byte headed to its port.
@@ -46,10 +50,11 @@ from collections import deque
 from heapq import heappop, heappush
 
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import (DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, PAUSE, PRIO_CONTROL, REQUEST,
-                             RESUME, make_packet)
+from gse.wire.packet import (ACK, DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, NACK, PAUSE,
+                             PRIO_CONTROL, REQUEST, RESUME, make_packet)
 from switchmodel.fabric_config import FabricConfig
-from switchmodel.fabric_order import NEVER, LeafReorder, unwrap32
+from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
+from switchmodel.fabric_recovery import T_RETX, LeafRecovery
 from switchmodel.switch import Switch, mix32
 
 __all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32"]
@@ -58,6 +63,8 @@ MASK32 = 0xFFFFFFFF
 T_PACER = 0
 T_REQUEST = 1
 MAX_BACKOFF = 16
+RECOVERY_MAX_BACKOFF = 2  # with leaf recovery, a REQUEST lost to a dead path is re-sent
+                          # on a working one: no reason to wait long
 CATCHUP_GRANTS = 4     # a late pacer makes up at most this many grants' worth of time
 
 
@@ -141,10 +148,14 @@ class Downlink:
         self.log = [] if log else None   # (time, bytes) of every grant of new credit
 
 
-class FabricLeaf(LeafReorder):
-    """One leaf's fabric scheduling (see the module docstring)."""
+class FabricLeaf(LeafReorder, LeafRecovery):
+    """One leaf's fabric scheduling (see the module docstring).
 
-    def __init__(self, node, cfg, switch, host_ports, host_gbps, leaf_of):
+    ``spine_fanout``: how many uplinks a spine picks among by byte 1 of the entropy (the
+    k/2 of a Fat-Tree's aggregation switch; 1 if unknown), so that a path the leaf suspects
+    is one the spine really takes (``switchmodel.fabric_plan.spine_fanout``)."""
+
+    def __init__(self, node, cfg, switch, host_ports, host_gbps, leaf_of, spine_fanout=1):
         self.node = node
         self.cfg = cfg
         self.switch = switch              # routes everything the fabric does not touch
@@ -154,6 +165,16 @@ class FabricLeaf(LeafReorder):
         self.reorder_at_leaf = cfg.reorder == "leaf"
         self.container = cfg.container_packets if cfg.spray == "container" else 1
         self.leaf_paths = cfg.paths == "leaf"
+        self.recovery = bool(cfg.leaf_recovery) and self.reorder_at_leaf
+        self.first_hole_ps = cfg.leaf_nack_timeout_ps if self.recovery else cfg.reorder_timeout_ps
+        self.spine_fanout = max(1, min(256, int(spine_fanout))) if self.leaf_paths else 1
+        self.sent_bufs = {}       # dst host -> SentBuffer (live while it holds packets)
+        self.suspects = {}        # dst leaf -> {path key: suspected until}
+        self.ack_due = {}         # (src leaf, host) -> in-order packets not yet ACKed
+        self.retx_bytes = 0
+        self.ctrl_rr = 0          # the path walk of control packets that are steered
+        self.proven = {}          # dst leaf -> (port, entropy, time) of its latest ACKed path
+        self.echo = {}            # src leaf -> (path entropy, time) of its latest DATA here
         self.downlinks = {h: Downlink(h, p, host_gbps[h], cfg.grant_rate_fraction,
                                       cfg.log_grants) for h, p in host_ports.items()}
         self.voqs = {}            # dst host -> Voq (live only while it holds packets)
@@ -178,6 +199,10 @@ class FabricLeaf(LeafReorder):
         self.stale_grants = self.hole_skips = self.skipped = self.late = 0
         self.duplicates = self.pauses_sent = self.bad_frames = self.stray = 0
         self.unroutable = self.reorder_drops = 0
+        self.leaf_resends = self.leaf_timeouts = self.leaf_acks = self.leaf_nacks = 0
+        self.nacks_received = self.stale_acks = self.stale_nacks = self.bad_acks = 0
+        self.retx_peak = self.retx_unbuffered = self.paths_suspected = self.all_suspected = 0
+        self.paths_cleared = 0
 
     # -- runtime interface ----------------------------------------------------------------
 
@@ -197,13 +222,25 @@ class FabricLeaf(LeafReorder):
         elif pkt.dst == self.node:
             if pkt.corrupt:
                 self.bad_frames += 1
-            elif kind == REQUEST:
+                return
+            if self.recovery and 0 <= pkt.src < len(self.switch.next_hops):
+                self.echo[pkt.src] = (pkt.entropy, now)   # its path works: answer on it
+            if kind == REQUEST:
                 self._request_pkt(pkt, now)
             elif kind == GRANT:
                 self._grant_pkt(pkt, now)
+            elif kind == ACK and self.recovery:
+                self._ack_pkt(pkt, now)
+            elif kind == NACK and self.recovery:
+                self._nack_pkt(pkt, now)
             else:
                 self.stray += 1
             return
+        if self.recovery and in_port in self.port_host and 0 <= pkt.dst < len(self.leaf_of):
+            port = self._steer(pkt, self.leaf_of[pkt.dst], now)   # a host's ACK or NAK
+            if port >= 0:
+                self.out.append((port, pkt))
+                return
         port = self.switch.route(pkt)
         if port < 0:
             self.unroutable += 1
@@ -222,12 +259,17 @@ class FabricLeaf(LeafReorder):
                     self._grant(obj, now, obj.next_time)
             elif kind == T_REQUEST:
                 self._request_timer(obj, now)
-            else:
+            elif kind == T_HOLE:
                 self._hole_timer(obj, now)
+            elif kind == T_RETX:
+                self._retx_timer(obj, now)
+            else:
+                self._ack_timer(obj, now)
 
     def idle(self):
         """No VOQ, no pending demand, no held packet: every per-destination queue freed."""
         return (not self.voqs and not self.demands and not self.reorders
+                and not self.sent_bufs and self.retx_bytes == 0
                 and self.voq_bytes == 0 and self.reorder_bytes == 0
                 and not any(dl.active for dl in self.downlinks.values()))
 
@@ -241,7 +283,15 @@ class FabricLeaf(LeafReorder):
                 "late_packets": self.late, "duplicates": self.duplicates,
                 "host_pauses": self.pauses_sent, "bad_frames": self.bad_frames,
                 "stray": self.stray, "unroutable": self.unroutable,
-                "reorder_drops": self.reorder_drops}
+                "reorder_drops": self.reorder_drops, "leaf_resends": self.leaf_resends,
+                "leaf_timeouts": self.leaf_timeouts, "leaf_acks": self.leaf_acks,
+                "leaf_nacks": self.leaf_nacks, "nacks_received": self.nacks_received,
+                "stale_acks": self.stale_acks, "stale_nacks": self.stale_nacks,
+                "bad_acks": self.bad_acks, "retx_peak_bytes": self.retx_peak,
+                "retx_unbuffered": self.retx_unbuffered,
+                "paths_suspected": self.paths_suspected, "all_suspected": self.all_suspected,
+                "paths_cleared": self.paths_cleared,
+                "sent_buffers_live": len(self.sent_bufs)}
 
     # -- source side ----------------------------------------------------------------------
 
@@ -318,7 +368,7 @@ class FabricLeaf(LeafReorder):
         voq.req_total = voq.enq_total
         self.rerequests += 1
         self._send_request(voq, now, True)
-        if voq.req_backoff < MAX_BACKOFF:
+        if voq.req_backoff < (RECOVERY_MAX_BACKOFF if self.recovery else MAX_BACKOFF):
             voq.req_backoff *= 2
         voq.req_deadline = now + self.cfg.request_timeout_ps * voq.req_backoff
         self._arm_request(voq)
@@ -370,23 +420,36 @@ class FabricLeaf(LeafReorder):
             pkt.aux = voq.seq & MASK32
             pkt.sack_base = pkt.entropy
             if voq.cont_left <= 0:        # a new container: the next path
-                hops = self.switch.next_hops[voq.dst]
-                n = len(hops)
-                if n == 0:                # cut off from dst: a counted drop (its seq is a
-                    self.unroutable += 1  # hole the far leaf skips; the host resends)
-                    self.switch.unreachable += 1
-                    continue
-                voq.rr += 1               # each VOQ over every uplink in turn
-                up = voq.rr % n
-                voq.cont_port = hops[up]
-                if self.leaf_paths:       # ... and byte 1 over the spine's uplinks
-                    voq.cont_entropy = up | (((voq.rr // n) & 0xFF) << 8)
+                if self.recovery:         # ... that is not suspected
+                    port, entropy, voq.rr = self._next_path(voq.dst, voq.dst_leaf, voq.rr,
+                                                            now)
+                    if port < 0:          # cut off from dst: kept, resent when routed
+                        self.unroutable += 1
+                        self.switch.unreachable += 1
+                        self._keep(voq, pkt, voq.seq, -1, 0, now)
+                        continue
+                    voq.cont_port = port
+                    voq.cont_entropy = entropy
                 else:
-                    self.entropy = (self.entropy + 1) & 0xFFFF
-                    voq.cont_entropy = self.entropy
+                    hops = self.switch.next_hops[voq.dst]
+                    n = len(hops)
+                    if n == 0:            # cut off from dst: a counted drop (its seq is a
+                        self.unroutable += 1   # hole the far leaf skips; the host resends)
+                        self.switch.unreachable += 1
+                        continue
+                    voq.rr += 1           # each VOQ over every uplink in turn
+                    up = voq.rr % n
+                    voq.cont_port = hops[up]
+                    if self.leaf_paths:   # ... and byte 1 over the spine's uplinks
+                        voq.cont_entropy = up | (((voq.rr // n) & 0xFF) << 8)
+                    else:
+                        self.entropy = (self.entropy + 1) & 0xFFFF
+                        voq.cont_entropy = self.entropy
                 voq.cont_left = self.container
             voq.cont_left -= 1
             pkt.entropy = voq.cont_entropy
+            if self.recovery:
+                self._keep(voq, pkt, voq.seq, voq.cont_port, voq.cont_entropy, now)
             out.append((voq.cont_port, pkt))
         if not pkts:
             del self.voqs[voq.dst]
@@ -492,6 +555,11 @@ class FabricLeaf(LeafReorder):
     # -- helpers --------------------------------------------------------------------------
 
     def _route(self, pkt):
+        if self.recovery:
+            port = self._steer(pkt, pkt.dst, pkt.ts)
+            if port >= 0:
+                self.out.append((port, pkt))
+                return
         port = self.switch.route(pkt)
         if port < 0:
             self.unroutable += 1

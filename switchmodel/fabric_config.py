@@ -21,6 +21,9 @@ class FabricConfig(_Config):
         "grant_rate_fraction", "request_bytes", "request_timeout_ps", "voq_buffer_bytes",
         "paths", "host_xoff_bytes", "host_xon_bytes", "pause_quanta", "log_grants",
         "reorder_buffer_bytes",
+        # loss recovery between the leaves (switchmodel.fabric_recovery)
+        "leaf_recovery", "leaf_ack_packets", "leaf_ack_delay_ps", "leaf_nack_timeout_ps",
+        "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes", "path_suspect_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -56,6 +59,20 @@ class FabricConfig(_Config):
         # packets a leaf holds for reordering, in all (beyond: dropped and counted; the
         # hole timer then skips past them and the host resends)
         self.reorder_buffer_bytes = 32 * 1024 * 1024
+        # the leaves repair fabric losses (with reorder="leaf"): the source leaf keeps what
+        # it sprayed until the destination leaf ACKs it, resends what is NACKed or times out
+        self.leaf_recovery = True
+        self.leaf_ack_packets = 8                       # ACK a pair every 8 in-order packets
+        self.leaf_ack_delay_ps = 4 * PS_PER_US          # ... or this long after the last one
+        # NACK a hole this old (then again with backoff): above the path skew of a loaded
+        # fabric; a NACK that was not needed costs one duplicate packet
+        self.leaf_nack_timeout_ps = 12 * PS_PER_US
+        # resend what is unacknowledged this long (a lost tail, NACK or ACK): a few RTTs
+        self.leaf_rto_ps = 60 * PS_PER_US
+        # skip a hole no repair filled (the source leaf failed): below the host's RTO
+        self.leaf_repair_timeout_ps = 500 * PS_PER_US
+        self.leaf_retx_buffer_bytes = 32 * 1024 * 1024  # sent-but-unACKed memory per leaf
+        self.path_suspect_ps = 500 * PS_PER_US          # avoid a path that lost a packet
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming, no ECN
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -69,7 +86,14 @@ class FabricConfig(_Config):
                         "container_packets", "grant_bytes", "request_bytes",
                         "request_timeout_ps", "voq_buffer_bytes", "queue_bytes",
                         "control_queue_bytes", "leaf_queue_bytes", "max_inbound_per_peer",
-                        "max_inbound", "max_finished", "reorder_buffer_bytes"))
+                        "max_inbound", "max_finished", "reorder_buffer_bytes",
+                        "leaf_ack_packets", "leaf_ack_delay_ps", "leaf_nack_timeout_ps",
+                        "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes",
+                        "path_suspect_ps"))
+        if self.leaf_recovery and self.leaf_repair_timeout_ps >= self.rto_ps:
+            raise ConfigError("leaf_repair_timeout_ps (%d) must be below the host's rto_ps "
+                              "(%d): a hole must be skipped before the host gives up"
+                              % (self.leaf_repair_timeout_ps, self.rto_ps))
         if self.reorder not in ("leaf", "host"):
             raise ConfigError("reorder must be 'leaf' or 'host', got %r" % self.reorder)
         if self.spray not in ("packet", "container"):

@@ -3,10 +3,12 @@
 Packets of one (source leaf, destination host) pair carry their VOQ's sequence number
 (``aux``, a 32-bit serial number widened against the expected one) and arrive sprayed over
 every path; with ``reorder="leaf"`` the destination leaf hands them to the host in order,
-holding early ones in a ``Reorder`` buffer, and skips a hole older than
-``reorder_timeout_ps`` (the host's go-back-N resends what was lost).  What the leaf holds
-is bounded: at most ``reorder_buffer_bytes`` in all (beyond, a packet is dropped and
-counted in ``reorder_drops``; the hole it leaves is skipped like a loss), and only pairs
+holding early ones in a ``Reorder`` buffer.  With ``leaf_recovery`` a hole is NACKed to
+the source leaf once ``leaf_nack_timeout_ps`` old (and again, with backoff) and skipped only
+after ``leaf_repair_timeout_ps`` (``switchmodel.fabric_recovery``); without it a hole older
+than ``reorder_timeout_ps`` is skipped (the host's go-back-N resends what was lost).  What
+the leaf holds is bounded: at most ``reorder_buffer_bytes`` in all (beyond, a packet is dropped and
+counted in ``reorder_drops``; the hole it leaves is repaired or skipped like a loss), and only pairs
 whose source is a leaf of the fabric.  ``LeafReorder`` is the part of
 ``switchmodel.fabric.FabricLeaf`` that does this.
 """
@@ -14,6 +16,7 @@ whose source is a leaf of the fabric.  ``LeafReorder`` is the part of
 MASK32 = 0xFFFFFFFF
 NEVER = -1
 T_HOLE = 2
+MAX_NACK_BACKOFF = 8
 
 
 def unwrap32(wire, ref):
@@ -27,7 +30,8 @@ def unwrap32(wire, ref):
 class Reorder:
     """Destination side: fabric packets of one (source leaf, host) pair held for order."""
 
-    __slots__ = ("key", "expected", "held", "bytes", "deadline", "armed")
+    __slots__ = ("key", "expected", "held", "bytes", "deadline", "armed", "since",
+                 "backoff")
 
     def __init__(self, key, expected):
         self.key = key
@@ -36,6 +40,8 @@ class Reorder:
         self.bytes = 0
         self.deadline = NEVER
         self.armed = NEVER
+        self.since = NEVER        # when the current hole was first seen (or last narrowed)
+        self.backoff = 1          # NACK backoff
 
 
 class LeafReorder:
@@ -52,7 +58,10 @@ class LeafReorder:
         if not self.reorder_at_leaf:
             self._deliver(pkt)
             return
-        key = (self.leaf_of[pkt.src], pkt.dst)
+        src_leaf = self.leaf_of[pkt.src]
+        if self.recovery:
+            self.echo[src_leaf] = (pkt.entropy, now)   # a path that works, for replies
+        key = (src_leaf, pkt.dst)
         rb = self.reorders.get(key)
         expected = rb.expected if rb is not None else self.rtails.get(key, 1)
         seq = unwrap32(pkt.aux, expected)
@@ -60,9 +69,12 @@ class LeafReorder:
             self._deliver(pkt)
             if rb is None:
                 self.rtails[key] = expected + 1
+                count = 1
             else:
                 rb.expected = expected + 1
-                self._release(rb, now)
+                count = 1 + self._release(rb, now)
+            if self.recovery:
+                self._delivered_in_order(key, expected + count, count, now)
         elif seq > expected:
             if rb is None:
                 rb = self.reorders[key] = Reorder(key, expected)
@@ -79,15 +91,21 @@ class LeafReorder:
             if self.reorder_bytes > self.reorder_peak:
                 self.reorder_peak = self.reorder_bytes
             if rb.deadline == NEVER:
-                rb.deadline = now + self.cfg.reorder_timeout_ps
+                rb.since = now
+                rb.deadline = now + self.first_hole_ps
                 self._arm_hole(rb)
+        elif self.recovery:
+            self.duplicates += 1         # a repair that crossed the original (or an ACK
+            self._send_leaf_ack(key, expected, now)   # lost): acknowledged again at once
         else:
             self.late += 1               # after its hole was skipped: the host decides
             self._deliver(pkt)
 
     def _release(self, rb, now):
+        """Hand down what follows ``rb.expected`` in order; the count of packets."""
         held = rb.held
         expected = rb.expected
+        start = expected
         while expected in held:
             pkt = held.pop(expected)
             rb.bytes -= pkt.size
@@ -98,9 +116,12 @@ class LeafReorder:
         if not held:
             del self.reorders[rb.key]
             self.rtails[rb.key] = expected
-        else:
-            rb.deadline = now + self.cfg.reorder_timeout_ps
+        elif expected > start or rb.since == NEVER:
+            rb.since = now               # the hole narrowed: its age starts again
+            rb.backoff = 1
+            rb.deadline = now + self.first_hole_ps
             self._arm_hole(rb)
+        return expected - start
 
     def _arm_hole(self, rb):
         if rb.armed == NEVER:
@@ -114,11 +135,23 @@ class LeafReorder:
         if now < rb.deadline:
             self._arm_hole(rb)
             return
+        if self.recovery:
+            give_up = rb.since + self.cfg.leaf_repair_timeout_ps
+            if now < give_up:            # ask the source leaf again; skip only at give_up
+                self._send_leaf_nack(rb, now)
+                if rb.backoff < MAX_NACK_BACKOFF:
+                    rb.backoff *= 2
+                rb.deadline = min(now + self.cfg.leaf_nack_timeout_ps * rb.backoff, give_up)
+                self._arm_hole(rb)
+                return
         first = min(rb.held)
         self.hole_skips += 1
         self.skipped += first - rb.expected
         rb.expected = first
-        self._release(rb, now)
+        rb.since = NEVER
+        count = self._release(rb, now)
+        if self.recovery:
+            self._delivered_in_order(rb.key, rb.expected, count, now)
 
     def _deliver(self, pkt):
         pkt.entropy = pkt.sack_base      # the host sees its own header again

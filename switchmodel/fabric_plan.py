@@ -63,3 +63,22 @@ def leaf_ports(topo, leaf):
             host_ports[peer] = port
             host_gbps[peer] = topo.links[li].gbps
     return host_ports, host_gbps
+
+
+def spine_fanout(topo, leaf, tables):
+    """How many next hops the switches above ``leaf`` choose among by byte 1 of the
+    entropy (``FabricSpine``): the most any of its uplink neighbours has toward a host of
+    the fabric (k/2 on a k-ary Fat-Tree, 1 on a leaf-spine).  ``tables``: the switches'
+    next-hop tables (``extended_routes``)."""
+    n_hosts = len(topo.hosts)
+    fanout = 1
+    for port in range(len(topo.nodes[leaf].ports)):
+        peer, _ = topo.peer(leaf, port)
+        if topo.nodes[peer].kind == "host" or peer not in tables:
+            continue
+        row = tables[peer]
+        for h in range(n_hosts):
+            hops = row[h]
+            if hops is not None and len(hops) > fanout:
+                fanout = len(hops)
+    return fanout

@@ -34,6 +34,9 @@ def table(local):
 
 
 def leaf(node, **kw):
+    """A leaf without the leaf-to-leaf loss recovery unless asked (these tests follow the
+    scheduling alone; tests/test_fabric_recovery.py follows the recovery)."""
+    kw.setdefault("leaf_recovery", False)
     cfg = FabricConfig(**kw)
     hosts = (0, 1) if node == S else (2, 3)
     sw = Switch(node, "leaf%d" % node, table(node), 0x1234 + node, "spray")

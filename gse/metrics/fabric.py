@@ -4,10 +4,12 @@
 ``switchmodel.fabric.FabricLeaf.counters()`` (read from the agent in the simulation and
 the in-process UDP runtime, or from the counters files ``gse agent`` processes write)
 and adds to the summary what ``gse sim`` reports for ``gse-fabric``: VOQ and
-reorder-buffer peaks as tiers ``edge_voq`` and ``edge_reorder`` of
+reorder-buffer peaks and the peak of the sent-but-unacknowledged buffer of the leaves' loss
+recovery as tiers ``edge_voq``, ``edge_reorder`` and ``edge_retx`` of
 ``peak_queue_bytes`` (the largest of one leaf), VOQ overflow drops and the leaves' own
 unroutable packets into ``drops``, PAUSEs sent to hosts into ``pfc_pauses``, and the
-summed counters under ``fabric``.
+summed counters under ``fabric`` (among them the leaves' recovery: ``leaf_resends``,
+``leaf_nacks``, ``leaf_acks``, ``leaf_timeouts``, ``retx_peak_bytes``).
 """
 
 from collections.abc import Iterable
@@ -19,17 +21,20 @@ __all__ = ["fold_fabric_counters"]
 def fold_fabric_counters(leaf_counters: Iterable[dict[str, int]],
                          summary: dict[str, Any]) -> dict[str, Any]:
     totals: dict[str, int] = {}
-    voq_peak = reorder_peak = 0
+    voq_peak = reorder_peak = retx_peak = 0
     for counters in leaf_counters:
         for k, v in counters.items():
             totals[k] = totals.get(k, 0) + v
         voq_peak = max(voq_peak, counters.get("voq_peak_bytes", 0))
         reorder_peak = max(reorder_peak, counters.get("reorder_peak_bytes", 0))
+        retx_peak = max(retx_peak, counters.get("retx_peak_bytes", 0))
     totals["voq_peak_bytes"] = voq_peak            # the largest of one leaf, not the sum
     totals["reorder_peak_bytes"] = reorder_peak
+    totals["retx_peak_bytes"] = retx_peak
     peak = summary.setdefault("peak_queue_bytes", {})
     peak["edge_voq"] = voq_peak
     peak["edge_reorder"] = reorder_peak
+    peak["edge_retx"] = retx_peak
     drops = totals.get("voq_drops", 0)
     unroutable = totals.get("unroutable", 0)     # (the leaves count their own)
     summary["unroutable"] = summary.get("unroutable", 0) + unroutable

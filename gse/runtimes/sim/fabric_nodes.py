@@ -21,7 +21,7 @@ from gse.metrics.fabric import fold_fabric_counters
 from gse.runtimes.sim.network import SwitchNode
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.fabric import FabricLeaf, FabricSpine
-from switchmodel.fabric_plan import attachments, extended_routes, leaf_ports
+from switchmodel.fabric_plan import attachments, extended_routes, leaf_ports, spine_fanout
 from switchmodel.queue import QueueConfig
 
 
@@ -116,7 +116,8 @@ def switch_factory(topo, cfg):
                 switch = FabricSpine(nid, switch.name, tables[nid], switch.salt, "spray")
             return SwitchNode(eq, switch, topo.switch_latency_ps)
         host_ports, host_gbps = leaf_ports(topo, nid)
-        agent = FabricLeaf(nid, cfg, switch, host_ports, host_gbps, leaf_of)
+        agent = FabricLeaf(nid, cfg, switch, host_ports, host_gbps, leaf_of,
+                           spine_fanout(topo, nid, tables))
         node = LeafNode(eq, switch, agent, topo.switch_latency_ps)
         node.ports = LeafPorts(deep)
         return node

@@ -64,6 +64,13 @@ UDP_TIMERS = {
     # fabric mode: a hole at the destination leaf is skipped after this (sprayed packets
     # through busy processes are milliseconds apart, as for reorder_window_ps)
     "reorder_timeout_ps": 10_000 * PS_PER_US,
+    # ... and the leaves' own loss recovery, on the same scale: NACK a hole after 10 ms, resend
+    # the unacknowledged after 20 ms, give a hole up at 25 ms (below the hosts' 30 ms RTO)
+    "leaf_ack_delay_ps": 2_000 * PS_PER_US,
+    "leaf_nack_timeout_ps": 10_000 * PS_PER_US,
+    "leaf_rto_ps": 20_000 * PS_PER_US,
+    "leaf_repair_timeout_ps": 25_000 * PS_PER_US,
+    "path_suspect_ps": 100_000 * PS_PER_US,
 }
 
 # Fewer control datagrams per data packet over real sockets, where the protocol allows:
