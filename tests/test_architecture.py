@@ -75,7 +75,30 @@ BROKEN = {
                               "sits on sweeps"),
     "metrics-import-the-api": ("gse/metrics/records.py", "import gse.api.runner  # noqa",
                                "do not import"),
+    "a-runtime-imports-the-replay-driver": ("gse/runtimes/sim/run.py",
+                                            "import gse.workloads.replay  # noqa",
+                                            "The layers:"),
+    "metrics-import-a-runtime": ("gse/metrics/report.py", "import gse.runtimes.sim.run  # noqa",
+                                 "The layers:"),
+    "the-wire-imports-an-agent": ("gse/wire/packet.py", "import gse.agents.sender  # noqa",
+                                  "The layers:"),
 }
+
+
+def test_every_workloads_module_has_its_layer():
+    """The layers contract names gse.workloads' modules one by one (data below the
+    runtimes, drivers above): a new module must be placed, not left out of every layer."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib: Python 3.11 or newer")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["id"] == "layers")["layers"]
+    placed = {m.strip() for layer in layers for m in layer.split(":")}
+    pkg = os.path.join(ROOT, "gse", "workloads")
+    names = {"gse.workloads." + (fn[:-3] if fn.endswith(".py") else fn)
+             for fn in os.listdir(pkg)
+             if (fn.endswith(".py") and fn != "__init__.py")
+             or os.path.isfile(os.path.join(pkg, fn, "__init__.py"))}
+    assert names and not names - placed, sorted(names - placed)
 
 
 @needs_importlinter

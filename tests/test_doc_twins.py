@@ -27,14 +27,9 @@ DEV_ALIASES = {"compare": ["gse", "compare"], "sim": ["gse", "sim"], "gse": ["gs
 # mininet`), scripts that are Python already (`python experiments/...`), installers
 # (`pip`, `apt-get`) and viewers (`tshark`).
 
-# Twins pending (issue 29): these commands have no Scenario yet -- trace replay and the
-# UDP/Mininet runtimes come to gse.run with the next step of the issue; each is removed
-# from here when its twin lands in docs/api.md (the test fails if one is both).
-TWINS_PENDING = {
-    "gse replay traces/dp_step_64r.jsonl --topology spine-leaf-rail --servers 8 --compare",
-    "gse replay resnet_2gpu_et.json.gz --topology fat-tree --k 4",
-    "gse run --runtime udp --wire uet --traffic incast --senders 4",
-}
+# Twins pending: a README command whose API does not exist yet would be listed here
+# (none today); the test fails if one is both listed and twinned in docs/api.md.
+TWINS_PENDING: set[str] = set()
 
 
 def _blocks(path, langs):

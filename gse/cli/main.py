@@ -18,6 +18,8 @@ them: ``gse sim`` does not load the UDP runtime, the trace readers or Dask's run
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 from gse import __version__, _build
@@ -65,6 +67,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         return handlers[args.command](args)
+    except BrokenPipeError:
+        # the reader went away (`gse info | head -2`): not an error of ours, so no message;
+        # stdout goes to /dev/null so that the interpreter's final flush cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except (ConfigError, ValueError, OSError, RuntimeError) as exc:
         print("gse: error: %s" % exc, file=sys.stderr)
         return 2
