@@ -49,6 +49,7 @@ ROOT = os.path.dirname(HERE)
 
 DEFAULT_CMS = ("perm_128n_128c_2MB.cm", "perm_1024n_1024c_0u_2000000b.cm")
 BINARY = {"gse": "htsim_uec", "roce": "htsim_roce"}
+GNU_TIME = "/usr/bin/time"
 # htsim's flow completion line, UEC (``Flow Uec_3_7 flowId 1 uecSrc 0 finished at 198.2
 # ...``) and RoCE (``Flow Roce_3_7 3169 finished at 178.7 total bytes 482``): source and
 # destination are in the name, the time (us from the run's start) after "finished at".
@@ -169,25 +170,40 @@ def fct_stats(values):
 
 # -- running ----------------------------------------------------------------------------
 
-def timed(cmd, cwd, stdout_path, env=None):
-    """Run ``cmd``; (wall s, CPU s user+sys, peak RSS MiB, exit status) of that child."""
+def timed(cmd, cwd, stdout_path, env=None, gnu_time=GNU_TIME):
+    """Run ``cmd``; (wall s, CPU s user+sys, peak RSS MiB, exit status) of that child.
+
+    The command runs under GNU time, which reports its peak RSS: a child forked straight
+    from this Python would carry this Python's own peak into its ``ru_maxrss`` (Linux
+    keeps the larger of the pre-exec and post-exec high-water marks), inflating htsim's
+    figure by this process's size.  CPU comes from ``os.wait4`` (GNU time's own share is
+    a millisecond), wall from this process's clock."""
+    stats = stdout_path + ".rss"
     with open(stdout_path, "w") as out, open(stdout_path + ".err", "w") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen([gnu_time, "-o", stats, "-f", "%M"] + list(cmd), cwd=cwd,
+                                stdout=out, stderr=err, env=env)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, proc.returncode
+    with open(stats) as f:
+        last = f.read().strip().splitlines()[-1:]
+    try:
+        rss_kib = int(last[0])
+    except (IndexError, ValueError):
+        raise BenchError("%s wrote no peak RSS for %s (in %s)" % (gnu_time, cmd[0], stats)
+                         ) from None
+    return wall, ru.ru_utime + ru.ru_stime, rss_kib / 1024, proc.returncode
 
 
-def run_htsim(exe, protocol, cm, nodes, flows, work):
+def run_htsim(exe, protocol, cm, nodes, flows, work, gnu_time):
     if protocol == "gse":
         cmd = [exe, "-tm", cm]
     else:
         cmd = [exe, "-nodes", str(nodes), "-tm", cm, "-strat", "ecmp_host", "-paths", "1",
                "-mtu", "4150"]
     out = os.path.join(work, "htsim.out")
-    wall, cpu, rss, rc = timed(cmd, work, out)
+    wall, cpu, rss, rc = timed(cmd, work, out, gnu_time=gnu_time)
     if rc != 0:
         raise BenchError("%s exited with %d (stderr in %s.err)" % (" ".join(cmd), rc, out))
     with open(out, errors="replace") as f:
@@ -206,11 +222,11 @@ def project_command(python, protocol, cm, k, work):
     return cmd
 
 
-def run_project(python, protocol, cm, k, work):
+def run_project(python, protocol, cm, k, work, gnu_time):
     cmd = project_command(python, protocol, cm, k, work)
     out = os.path.join(work, "gse.out")
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    wall, cpu, rss, rc = timed(cmd, ROOT, out, env)
+    wall, cpu, rss, rc = timed(cmd, ROOT, out, env, gnu_time)
     if rc != 0:
         raise BenchError("%s exited with %d (stderr in %s.err)" % (" ".join(cmd), rc, out))
     with open(os.path.join(work, "summary.json")) as f:
@@ -219,6 +235,20 @@ def run_project(python, protocol, cm, k, work):
         fcts = project_fcts(f.read())
     return {"wall_s": wall, "cpu_s": cpu, "rss_mib": rss, "fcts": fcts, "unknown": 0,
             "events": summary["events"], "loop_s": summary["wall_s"]}
+
+
+def check_gnu_time(path):
+    """``path`` must be GNU time (``-o FILE -f %M`` writing the peak RSS in KiB)."""
+    with tempfile.TemporaryDirectory(prefix="bench_htsim_") as work:
+        stats = os.path.join(work, "rss")
+        try:
+            subprocess.run([path, "-o", stats, "-f", "%M", "true"], capture_output=True,
+                           check=True)
+            with open(stats) as f:
+                int(f.read().split()[-1])
+        except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+            raise BenchError("GNU time not usable at %s (it reports each run's peak RSS; "
+                             "install it or give --time PATH)" % path) from None
 
 
 def project_build(python):
@@ -236,8 +266,8 @@ def bench_matrix(args, exe, cm):
     with tempfile.TemporaryDirectory(prefix="bench_htsim_") as work:
         for i in range(args.rounds):
             load = os.getloadavg()[0]
-            theirs = run_htsim(exe, args.protocol, cm, nodes, flows, work)
-            ours = run_project(args.python, args.protocol, cm, k, work)
+            theirs = run_htsim(exe, args.protocol, cm, nodes, flows, work, args.time)
+            ours = run_project(args.python, args.protocol, cm, k, work, args.time)
             rounds.append({"round": i + 1, "load_1min": load, "htsim": theirs,
                            "project": ours})
             print("  %s round %d (load %.1f): htsim %.2f s CPU, %.0f MiB; project %.2f s "
@@ -358,6 +388,8 @@ def parse_args(argv=None):
                     help="interpreter running this project (default: this one)")
     ap.add_argument("--htsim-commit", help="the htsim commit built, if --htsim-dir is not a "
                     "git checkout")
+    ap.add_argument("--time", default=GNU_TIME,
+                    help="GNU time, which reports each run's peak RSS (default: %(default)s)")
     ap.add_argument("--json", help="also write every figure as JSON")
     args = ap.parse_args(argv)
     if args.rounds < 1:
@@ -368,6 +400,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:
+        check_gnu_time(args.time)
         exe = binary(args, args.protocol)
         cms = [cm_path(args, name) for name in args.cm]
         for cm in cms:

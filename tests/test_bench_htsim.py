@@ -96,6 +96,8 @@ def test_missing_binary_or_matrix_is_named(tmp_path, capsys):
     assert bench_htsim.main(["--roce", str(exe), "--protocol", "roce",
                              "--cm", str(tmp_path / "none.cm")]) == 2
     assert "connection matrix not found: %s" % (tmp_path / "none.cm") in capsys.readouterr().err
+    assert bench_htsim.main(["--roce", str(exe), "--time", str(tmp_path / "no-time")]) == 2
+    assert "GNU time not usable at %s" % (tmp_path / "no-time") in capsys.readouterr().err
 
 
 def _round(i, cpu_h, cpu_p, fcts_p):
