@@ -30,7 +30,7 @@ import itertools
 import json
 
 from gse.api.scenario import Scenario, ScenarioError
-from gse.sweep.spec import SpecError, label_of, parse_spec, read_json
+from gse.sweep.spec import Spec, SpecError, label_of, parse_spec, read_json
 
 
 def compact_json(value):
@@ -81,17 +81,11 @@ def set_path(data, path, value, where):
     inner[rest] = value
 
 
-class ScenarioSpec:
-    """A Scenario grid: ``name``, ``base`` (a Scenario's full dict), ``grid``
-    [(field path, values)]; ``runs()`` gives ``ScenarioRun`` objects."""
+class ScenarioSpec(Spec):
+    """A Scenario grid: a ``Spec`` whose ``base`` is a Scenario's full dict and whose
+    ``grid`` keys are field paths; ``runs()`` gives ``ScenarioRun`` objects."""
 
     label = staticmethod(scenario_label)
-
-    def __init__(self, name, base, grid, path="<sweep>"):
-        self.name = name
-        self.base = base
-        self.grid = grid
-        self.path = path
 
     def runs(self):
         out = []
