@@ -73,6 +73,14 @@ UDP_TIMERS = {
     "path_suspect_ps": 100_000 * PS_PER_US,
 }
 
+# Fabric mode's loss recovery between the leaves (switchmodel/fabric_recovery.py) stays off
+# over real sockets until it is validated there (issue 28, part 2): in Mininet its resends
+# and leaf ACKs overflowed spine queues (160 queue drops in a k=4 permutation that has none
+# without it), and UDP leaves still tell a spine's uplinks apart by uplink only.  The
+# leaves then skip a hole after reorder_timeout_ps and the hosts' go-back-N repairs it, as
+# before recovery existed.  ``--set leaf_recovery=1`` turns it on.
+UDP_FABRIC = {"leaf_recovery": False}
+
 # Fewer control datagrams per data packet over real sockets, where the protocol allows:
 # every datagram costs a process a system call and a wake-up per hop whatever its size (a
 # 64-byte ACK about what a 4 KB DATA packet does), so a GSE receiver coalesces ACKs over
@@ -92,10 +100,11 @@ UDP_COALESCING = {
 
 def udp_profile(config: "Config", keep: Collection[str] = (),
                 coalesce: bool = True) -> "Config":
-    """Set the real-time protocol timers (``UDP_TIMERS``) and, with ``coalesce``, the
-    coalescing of control packets (``UDP_COALESCING``) on ``config`` in place, except the
-    names in ``keep`` (what the user set explicitly).  Returns ``config``."""
-    values = dict(UDP_TIMERS)
+    """Set the real-time protocol timers (``UDP_TIMERS``, with fabric mode's ``UDP_FABRIC``)
+    and, with ``coalesce``, the coalescing of control packets (``UDP_COALESCING``) on
+    ``config`` in place, except the names in ``keep`` (what the user set explicitly).
+    Returns ``config``."""
+    values = dict(UDP_TIMERS, **UDP_FABRIC)
     if coalesce and "ack_delay_ps" in config.__slots__:    # (GSE: see UDP_COALESCING)
         values.update(UDP_COALESCING)
     for name, value in values.items():
