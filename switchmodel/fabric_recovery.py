@@ -26,7 +26,8 @@ destination's side of the timers lives in ``switchmodel.fabric_order``.  Wire me
 docs/wire-format.md, "Fabric mode".
 """
 
-from gse.wire.packet import ACK, DATA, NACK, PRIO_CONTROL, make_packet, new_packet
+from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, NACK, PRIO_CONTROL, make_packet,
+                             new_packet)
 from switchmodel.fabric_order import NEVER, unwrap32
 
 MASK32 = 0xFFFFFFFF
@@ -147,10 +148,11 @@ class LeafRecovery:
                 entropy = self.entropy
             if first is None:
                 first = (port, entropy)
-            if not self.suspects:
+            if not self.suspects and not self.hot:
                 return port, entropy, rr
             key = self._path_key(port, entropy)
-            if key != avoid and not self._suspected(dst_leaf, key, now):
+            if key != avoid and not self._suspected(dst_leaf, key, now) \
+                    and not (self.hot and self._is_hot(dst_leaf, key, now)):
                 return port, entropy, rr
         self.all_suspected += 1          # every path suspected: walk on one step at a time
         return first[0], first[1], start + 1   # (a full lap would pick the same one again)
@@ -171,8 +173,10 @@ class LeafRecovery:
             self.unroutable += 1
             return
         old = s.pkt
+        flags = old.flags & ~F_ECN_CE
+        flags = flags | F_ECT if self.ecn else flags & ~F_ECT
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
-                         old.payload_len, old.flags, old.msg_len, old.credit, seq & MASK32,
+                         old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
                          s.host_entropy, old.sack_bits, old.ts, old.prio)
         pkt.payload = old.payload
         s.pkt = pkt
@@ -213,6 +217,8 @@ class LeafRecovery:
             self._resend(buf, seq, now, good)
 
     def _ack_pkt(self, pkt, now):
+        if pkt.sack_bits and self.hot_ps and 0 <= pkt.src < len(self.switch.next_hops):
+            self._hot_paths(pkt.src, pkt.msg_id, pkt.sack_bits, now)   # paths that marked
         buf = self.sent_bufs.get(pkt.msg_id)
         if buf is None or buf.dst_leaf != pkt.src:
             self.stale_acks += 1
@@ -328,8 +334,8 @@ class LeafRecovery:
         self.leaf_acks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=ACK, src=self.node, dst=src_leaf, msg_id=host,
-                                psn=expected & MASK32, entropy=self.entropy, ts=now,
-                                prio=PRIO_CONTROL))
+                                psn=expected & MASK32, sack_bits=self._hot_echo(key),
+                                entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):
         src_leaf, host = rb.key

@@ -23,7 +23,7 @@ from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS, 
 from gse.wire import WIRE_PROFILES, uet
 from gse.wire.codec import SEC_TAG, SEC_TRAILER
 from gse.wire.packet import HEADER_BYTES
-from switchmodel.fabric_plan import attachments, leaf_routes
+from switchmodel.fabric_plan import attachments, extended_routes, leaf_routes, spine_fanout
 from switchmodel.queue import QueueConfig
 from switchmodel.switch import tier_salt
 
@@ -71,6 +71,10 @@ UDP_TIMERS = {
     "leaf_rto_ps": 20_000 * PS_PER_US,
     "leaf_repair_timeout_ps": 25_000 * PS_PER_US,
     "path_suspect_ps": 100_000 * PS_PER_US,
+    # ... and their congestion response: a pacer's step is about one such RTT, a path that
+    # marked CE is avoided for two
+    "pacer_window_ps": 2_000 * PS_PER_US,
+    "path_hot_ps": 4_000 * PS_PER_US,
 }
 
 # Fabric mode's loss recovery between the leaves (switchmodel/fabric_recovery.py) stays off
@@ -251,6 +255,7 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
     fabric = protocol == "gse-fabric"
     if fabric:
         leaf_of, leaves = attachments(topo)
+        tables = extended_routes(topo, leaf_of, leaves)
         deep = QueueConfig(cfg.leaf_queue_bytes, cfg.leaf_queue_bytes)
         leaf_queue = {name: getattr(deep, name) for name in deep.__slots__}
     port_faults, route_updates = _fault_timelines(topo, faults, detect_ps, link_faults)
@@ -320,6 +325,9 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
                                     sorted(leaf_routes(topo, nid, leaf_of, leaves).items())]}
                 if leaf:                  # a leaf's egress queues draw on its deep buffer
                     conf["queue"] = leaf_queue
+                    # the spines' choices, as the simulation's leaves count them, so that
+                    # a dead spine uplink is a path of its own, not its whole uplink
+                    conf["fabric"]["spine_fanout"] = spine_fanout(topo, nid, tables)
             if nid in route_updates:
                 conf["route_updates"] = route_updates[nid]
         out.append(check_node_config(conf, "node %s" % node.name))

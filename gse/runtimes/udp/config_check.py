@@ -382,6 +382,10 @@ def _check_fabric(fabric, n_ports, n_hosts, where):
                                           for x in leaf_of):
         raise ConfigError("%s: field 'leaf_of' must name a switch (%d..%d) for each of the "
                           "%d hosts, got %r" % (where, n_hosts, nodes - 1, n_hosts, leaf_of))
+    fanout = fabric.get("spine_fanout", 1)
+    if not isinstance(fanout, int) or isinstance(fanout, bool) or not 1 <= fanout <= 256:
+        raise ConfigError("%s: field 'spine_fanout' must be an integer 1..256, got %r"
+                          % (where, fanout))
     for i, item in enumerate(_need(fabric, "leaf_routes", list, where)):
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int)
                 or not n_hosts <= item[0] < nodes or not isinstance(item[1], list) or not item[1]

@@ -1,0 +1,120 @@
+"""Fabric mode: the leaves' response to congestion inside the fabric.
+
+The grant pacers make a downlink's arrivals match its rate, which is enough while the
+fabric has full bisection: the spine and core queues stay small (36 KB at most in the
+k=8 permutation).  A failure removes capacity (a quarter of the core links leaves 75% of
+it, unevenly between aggregation switches), and pacers that still grant every downlink's
+full rate then overfill the surviving links: their 1-BDP queues drop, and the leaves'
+recovery resends what they drop, adding load.  Plain hosts have no congestion control,
+so the leaves need one, and they have what it takes:
+
+* **ECN from the spines to the leaves.**  The DATA the source leaf sprays is ECN-capable
+  (``F_ECT``: the plain host's RoCE sender sets it, the leaf makes sure); spine and core
+  queues mark it CE above ``ecn_bytes`` (step marking, as DCTCP's switches); the
+  destination leaf clears CE before the packet goes down, so the host never sees it.
+* **The destination's pacer slows down** (DCTCP-like, per downlink): every
+  ``pacer_window_ps`` (about one leaf-to-leaf round trip) with marked arrivals, its rate
+  falls by half the marked share of them, down to ``pacer_min_fraction`` of the line
+  rate; each window without a mark it rises by ``pacer_increase`` (the windows with no
+  arrival count too), up to the line rate.  Grants then match what the fabric carries.
+* **The source avoids hot paths** (the echo): the destination leaf notes which paths the
+  marked packets took (a 64-bit map of the uplink index, byte 0 of the path entropy, and
+  the spine's choice, byte 1, each modulo 8) and sends it in its next leaf ACK of that
+  pair (``sack_bits``, unused by ACKs); the source leaf then skips those paths toward that
+  leaf for ``path_hot_ps``, as it skips suspected ones.  This moves load from the links a
+  failure overloaded to the others, which pacing alone cannot do: each pacer sprays over
+  every path, so the most loaded link would otherwise set every flow's rate.
+
+Without a failure, nothing marks (the queues stay below ``ecn_bytes``) and nothing changes.
+``LeafCongestion`` is the part of ``switchmodel.fabric.FabricLeaf`` that does this.
+"""
+
+from gse.wire.packet import F_ECN_CE
+
+CLEAR = ~F_ECN_CE
+
+
+class LeafCongestion:
+    """The pacers' congestion response and the hot-path echo, mixed into ``FabricLeaf``."""
+
+    __slots__ = ()
+
+    def _ecn_arrival(self, pkt, src_leaf, now):
+        """A fabric DATA packet reached its destination leaf: count it for its downlink's
+        window (and its path if marked); clear CE before it goes down (ECT is the host's
+        own: a plain host marks its DATA ECN-capable, as any RoCE NIC)."""
+        flags = pkt.flags
+        pkt.flags = flags & CLEAR
+        dl = self.downlinks[pkt.dst]
+        if now >= dl.win_end:
+            self._pacer_window(dl, now)
+        dl.rx += 1
+        if flags & F_ECN_CE:
+            dl.ce += 1
+            self.ce_received += 1
+            if self.hot_ps:
+                e = pkt.entropy
+                key = (src_leaf, pkt.dst)
+                self.hot_bits[key] = (self.hot_bits.get(key, 0)
+                                      | 1 << ((e & 7) * 8 + ((e >> 8) & 7)))
+
+    def _pacer_window(self, dl, now):
+        """Close the downlink's window(s) up to ``now``: slow by half the marked share, or
+        speed up by ``pacer_increase`` per clean window."""
+        cfg = self.cfg
+        window = cfg.pacer_window_ps
+        scale = dl.scale
+        if dl.ce:
+            scale *= 1.0 - 0.5 * dl.ce / dl.rx
+            if scale < cfg.pacer_min_fraction:
+                scale = cfg.pacer_min_fraction
+            self.pacer_cuts += 1
+        elif scale < 1.0:
+            clean = 1 + (now - dl.win_end) // window if dl.win_end >= 0 else 1
+            scale = min(1.0, scale + cfg.pacer_increase * clean)
+        if scale != dl.scale:
+            dl.scale = scale
+            dl.rate = max(1, int(dl.mbps * scale))
+            if scale < self.pacer_low:
+                self.pacer_low = scale
+        dl.rx = dl.ce = 0
+        dl.win_end = now + window
+
+    def _hot_echo(self, key):
+        """The path map to send in the pair's next leaf ACK (and forget)."""
+        return self.hot_bits.pop(key, 0) if self.hot_bits else 0
+
+    def _hot_paths(self, dst_leaf, host, bits, now):
+        """The destination leaf says these paths marked CE: avoid them for ``path_hot_ps``."""
+        hops = self.switch.next_hops[host] if 0 <= host < len(self.switch.next_hops) else ()
+        n = len(hops)
+        if n == 0:
+            return
+        paths = self.hot.setdefault(dst_leaf, {})
+        until = now + self.hot_ps
+        fanout = self.spine_fanout
+        i = 0
+        while bits:
+            if bits & 1:
+                up = i >> 3
+                if up < n:
+                    key = hops[up] * 256 + (i & 7) % fanout
+                    if key not in paths or paths[key] <= now:
+                        self.paths_hot += 1
+                    paths[key] = until
+            bits >>= 1
+            i += 1
+
+    def _is_hot(self, dst_leaf, key, now):
+        paths = self.hot.get(dst_leaf)
+        if paths is None:
+            return False
+        until = paths.get(key)
+        if until is None:
+            return False
+        if until <= now:
+            del paths[key]
+            if not paths:
+                del self.hot[dst_leaf]
+            return False
+        return True
