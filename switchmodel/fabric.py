@@ -50,8 +50,8 @@ from collections import deque
 from heapq import heappop, heappush
 
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import (ACK, DATA, F_ECT, F_LAST, F_RETX, F_TRIMMED, GRANT, NACK,
-                             PAUSE, PRIO_CONTROL, REQUEST, RESUME, make_packet)
+from gse.wire.packet import (ACK, DATA, F_ECT, F_LAST, F_RETX, F_TRIMMED, GRANT,
+                             HEADER_BYTES, NACK, PAUSE, PRIO_CONTROL, REQUEST, RESUME, make_packet)
 from switchmodel.fabric_config import FabricConfig
 from switchmodel.fabric_congestion import LeafCongestion
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
@@ -175,9 +175,16 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.first_hole_ps = cfg.leaf_nack_timeout_ps if self.recovery else cfg.reorder_timeout_ps
         self.spine_fanout = max(1, min(256, int(spine_fanout))) if self.leaf_paths else 1
         self.ecn = cfg.ecn_bytes > 0      # spray DATA ECN-capable, pace by the marks
-        self.hot_ps = cfg.path_hot_ps if self.ecn and self.recovery and self.leaf_paths else 0
+        self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
+        self.hot_per_mark = cfg.path_hot_per_mark
+        self.mtu_wire = cfg.mtu + HEADER_BYTES   # a repair's size, for the pacer
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
         self.hot = {}             # dst leaf -> {path key: avoided until}
+        # dst host -> how many next hops the switch beyond each uplink (in the order of
+        # next_hops[dst]) has toward it, where not all spine_fanout: told by the control
+        # plane after a failure (set_widths), so that spraying weighs each uplink by the
+        # live paths beyond it (unequal-cost multipath), as routing with link bandwidth does
+        self.widths = {}
         self.sent_bufs = {}       # dst host -> SentBuffer (live while it holds packets)
         self.suspects = {}        # dst leaf -> {path key: suspected until}
         self.ack_due = {}         # (src leaf, host) -> in-order packets not yet ACKed
@@ -213,7 +220,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.nacks_received = self.stale_acks = self.stale_nacks = self.bad_acks = 0
         self.retx_peak = self.retx_unbuffered = self.paths_suspected = self.all_suspected = 0
         self.paths_cleared = 0
-        self.ce_received = self.pacer_cuts = self.paths_hot = 0
+        self.ce_received = self.pacer_cuts = self.paths_hot = self.repair_charges = 0
         self.pacer_low = 1.0
 
     # -- runtime interface ----------------------------------------------------------------
@@ -305,7 +312,14 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                 "paths_cleared": self.paths_cleared,
                 "sent_buffers_live": len(self.sent_bufs), "ce_received": self.ce_received,
                 "pacer_cuts": self.pacer_cuts, "pacer_low_pct": int(self.pacer_low * 100),
-                "paths_hot": self.paths_hot}
+                "paths_hot": self.paths_hot, "repair_charges": self.repair_charges}
+
+    def set_widths(self, widths):
+        """The live paths beyond each uplink, per destination host (``widths``: ``{host:
+        tuple}``, see ``switchmodel.fabric_plan.uplink_widths``); only with leaf recovery
+        and ``paths="leaf"`` (the sprayer that reads them)."""
+        if self.recovery and self.leaf_paths:
+            self.widths = widths
 
     # -- source side ----------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ class FabricConfig(_Config):
         "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes", "path_suspect_ps",
         # congestion inside the fabric (switchmodel.fabric_congestion)
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
-        "path_hot_ps",
+        "path_hot_skips", "path_hot_per_mark",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -82,8 +82,12 @@ class FabricConfig(_Config):
         self.ecn_bytes = 64 * 1024
         self.pacer_window_ps = 8 * PS_PER_US    # one leaf-to-leaf RTT: the pacer's step
         self.pacer_increase = 1.0 / 16          # ... up by this fraction per clean window
-        self.pacer_min_fraction = 0.25          # ... down (by half the marked share) to this
-        self.path_hot_ps = 16 * PS_PER_US       # avoid a path that marked CE (0: never)
+        self.pacer_min_fraction = 0.4           # ... down (by half the marked share) to this
+        # the source leaf skips an uplink a turn per CE mark it caused, up to this many
+        # owed (0: never, the default: with the widths a route update tells the leaves, it
+        # made no difference, see docs/fabric-mode.md)
+        self.path_hot_skips = 0
+        self.path_hot_per_mark = 1
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -113,8 +117,8 @@ class FabricConfig(_Config):
             raise ConfigError("forwarding must be 'spray' or 'ecmp', got %r" % self.forwarding)
         if self.paths not in ("leaf", "hash"):
             raise ConfigError("paths must be 'leaf' or 'hash', got %r" % self.paths)
-        if self.ecn_bytes < 0 or self.path_hot_ps < 0:
-            raise ConfigError("ecn_bytes and path_hot_ps must be >= 0")
+        if self.ecn_bytes < 0 or self.path_hot_skips < 0:
+            raise ConfigError("ecn_bytes and path_hot_skips must be >= 0")
         if not 0 < self.pacer_min_fraction <= 1 or not 0 < self.pacer_increase <= 1:
             raise ConfigError("pacer_min_fraction and pacer_increase must be in (0, 1]")
         self._positive(("pacer_window_ps",))

@@ -29,6 +29,7 @@ Without a failure, nothing marks (the queues stay below ``ecn_bytes``) and nothi
 ``LeafCongestion`` is the part of ``switchmodel.fabric.FabricLeaf`` that does this.
 """
 
+from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import F_ECN_CE
 
 CLEAR = ~F_ECN_CE
@@ -53,10 +54,15 @@ class LeafCongestion:
             dl.ce += 1
             self.ce_received += 1
             if self.hot_ps:
-                e = pkt.entropy
                 key = (src_leaf, pkt.dst)
-                self.hot_bits[key] = (self.hot_bits.get(key, 0)
-                                      | 1 << ((e & 7) * 8 + ((e >> 8) & 7)))
+                bits = self.hot_bits.get(key, 0)
+                shift = (pkt.entropy & 15) * 4      # a 4-bit count per uplink
+                if (bits >> shift) & 15 < 15:
+                    self.hot_bits[key] = bits + (1 << shift)
+                if not bits:                        # the pair's first mark since its last
+                    rb = self.reorders.get(key)     # ACK: echoed at once, not after the
+                    self._send_leaf_ack(key, rb.expected if rb is not None   # next 8
+                                        else self.rtails.get(key, 1), now)  # in order
 
     def _pacer_window(self, dl, now):
         """Close the downlink's window(s) up to ``now``: slow by half the marked share, or
@@ -80,41 +86,54 @@ class LeafCongestion:
         dl.rx = dl.ce = 0
         dl.win_end = now + window
 
+    def _charge_repairs(self, host, packets, now):
+        """A NACK asks for ``packets`` full packets again: they come on top of what the
+        pacer granted, so its next grant waits their wire time (repairs are paced like
+        new data, not a burst on a fabric that just lost capacity)."""
+        dl = self.downlinks[host]
+        start = dl.next_time if dl.next_time > now else now
+        dl.next_time = start + wire_time_ps(packets * self.mtu_wire, dl.rate)
+        self.repair_charges += packets
+        if dl.armed:                             # the armed timer would find it early
+            self._push(dl.next_time, 0, dl)      # (T_PACER)
+
     def _hot_echo(self, key):
         """The path map to send in the pair's next leaf ACK (and forget)."""
         return self.hot_bits.pop(key, 0) if self.hot_bits else 0
 
     def _hot_paths(self, dst_leaf, host, bits, now):
-        """The destination leaf says these paths marked CE: avoid them for ``path_hot_ps``."""
+        """The destination leaf says these uplinks' paths marked CE: avoid them toward
+        ``dst_leaf`` for ``path_hot_ps``."""
         hops = self.switch.next_hops[host] if 0 <= host < len(self.switch.next_hops) else ()
         n = len(hops)
         if n == 0:
             return
-        paths = self.hot.setdefault(dst_leaf, {})
-        until = now + self.hot_ps
-        fanout = self.spine_fanout
-        i = 0
-        while bits:
-            if bits & 1:
-                up = i >> 3
-                if up < n:
-                    key = hops[up] * 256 + (i & 7) % fanout
-                    if key not in paths or paths[key] <= now:
-                        self.paths_hot += 1
-                    paths[key] = until
-            bits >>= 1
-            i += 1
+        ports = self.hot.setdefault(dst_leaf, {})
+        cap = self.hot_ps
+        up = 0
+        while bits and up < n:
+            count = bits & 15
+            if count:
+                port = hops[up]
+                ports[port] = min(cap, ports.get(port, 0) + count * self.hot_per_mark)
+                self.paths_hot += count
+            bits >>= 4
+            up += 1
+        if not ports:
+            del self.hot[dst_leaf]
 
-    def _is_hot(self, dst_leaf, key, now):
-        paths = self.hot.get(dst_leaf)
-        if paths is None:
+    def _is_hot(self, dst_leaf, port, now):
+        """Skip ``port`` this turn if it owes a skip (and pay one)."""
+        ports = self.hot.get(dst_leaf)
+        if ports is None:
             return False
-        until = paths.get(key)
-        if until is None:
+        owed = ports.get(port)
+        if not owed:
             return False
-        if until <= now:
-            del paths[key]
-            if not paths:
+        if owed == 1:
+            del ports[port]
+            if not ports:
                 del self.hot[dst_leaf]
-            return False
+        else:
+            ports[port] = owed - 1
         return True

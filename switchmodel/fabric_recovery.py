@@ -136,12 +136,21 @@ class LeafRecovery:
             return -1, 0, rr
         first = None
         start = rr
-        tries = n * self.spine_fanout if self.leaf_paths else n
+        fanout = self.spine_fanout
+        tries = n * fanout if self.leaf_paths else n
+        widths = self.widths.get(dst) if self.widths else None
+        if widths is not None and len(widths) != n:
+            widths = None                # (stale: the leaf's own row changed since)
         for _ in range(tries):
             rr += 1
             up = rr % n
             port = hops[up]
-            if self.leaf_paths:
+            if widths is not None:       # one slot per live path beyond the uplink
+                choice = (rr // n) % fanout
+                if choice >= widths[up]:
+                    continue
+                entropy = up | (choice << 8)
+            elif self.leaf_paths:
                 entropy = up | (((rr // n) & 0xFF) << 8)
             else:
                 self.entropy = (self.entropy + 1) & 0xFFFF
@@ -152,8 +161,10 @@ class LeafRecovery:
                 return port, entropy, rr
             key = self._path_key(port, entropy)
             if key != avoid and not self._suspected(dst_leaf, key, now) \
-                    and not (self.hot and self._is_hot(dst_leaf, key, now)):
+                    and not (self.hot and self._is_hot(dst_leaf, port, now)):
                 return port, entropy, rr
+        if first is None:                # no live path beyond any uplink (widths all 0)
+            return -1, 0, rr
         self.all_suspected += 1          # every path suspected: walk on one step at a time
         return first[0], first[1], start + 1   # (a full lap would pick the same one again)
 
@@ -346,6 +357,8 @@ class LeafRecovery:
                 bits |= 1 << i
         span = min(max(held) - rb.expected, NACK_SPAN)   # the holes below the highest held
         bits &= (1 << span) - 1
+        if self.ecn:
+            self._charge_repairs(host, bin(bits).count("1"), now)
         self.leaf_nacks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=src_leaf, msg_id=host,

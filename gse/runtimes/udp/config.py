@@ -71,10 +71,8 @@ UDP_TIMERS = {
     "leaf_rto_ps": 20_000 * PS_PER_US,
     "leaf_repair_timeout_ps": 25_000 * PS_PER_US,
     "path_suspect_ps": 100_000 * PS_PER_US,
-    # ... and their congestion response: a pacer's step is about one such RTT, a path that
-    # marked CE is avoided for two
+    # ... and their congestion response: a pacer's step is about one such RTT
     "pacer_window_ps": 2_000 * PS_PER_US,
-    "path_hot_ps": 4_000 * PS_PER_US,
 }
 
 # Fabric mode's loss recovery between the leaves (switchmodel/fabric_recovery.py) stays off
