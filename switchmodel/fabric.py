@@ -180,11 +180,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.mtu_wire = cfg.mtu + HEADER_BYTES   # a repair's size, for the pacer
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
         self.hot = {}             # dst leaf -> {path key: avoided until}
-        # dst host -> how many next hops the switch beyond each uplink (in the order of
-        # next_hops[dst]) has toward it, where not all spine_fanout: told by the control
-        # plane after a failure (set_widths), so that spraying weighs each uplink by the
-        # live paths beyond it (unequal-cost multipath), as routing with link bandwidth does
-        self.widths = {}
+        self.widths = {}          # dst host -> live paths beyond each uplink (set_widths)
         self.sent_bufs = {}       # dst host -> SentBuffer (live while it holds packets)
         self.suspects = {}        # dst leaf -> {path key: suspected until}
         self.ack_due = {}         # (src leaf, host) -> in-order packets not yet ACKed
@@ -313,13 +309,6 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                 "sent_buffers_live": len(self.sent_bufs), "ce_received": self.ce_received,
                 "pacer_cuts": self.pacer_cuts, "pacer_low_pct": int(self.pacer_low * 100),
                 "paths_hot": self.paths_hot, "repair_charges": self.repair_charges}
-
-    def set_widths(self, widths):
-        """The live paths beyond each uplink, per destination host (``widths``: ``{host:
-        tuple}``, see ``switchmodel.fabric_plan.uplink_widths``); only with leaf recovery
-        and ``paths="leaf"`` (the sprayer that reads them)."""
-        if self.recovery and self.leaf_paths:
-            self.widths = widths
 
     # -- source side ----------------------------------------------------------------------
 

@@ -3,30 +3,37 @@
 The grant pacers make a downlink's arrivals match its rate, which is enough while the
 fabric has full bisection: the spine and core queues stay small (36 KB at most in the
 k=8 permutation).  A failure removes capacity (a quarter of the core links leaves 75% of
-it, unevenly between aggregation switches), and pacers that still grant every downlink's
-full rate then overfill the surviving links: their 1-BDP queues drop, and the leaves'
-recovery resends what they drop, adding load.  Plain hosts have no congestion control,
-so the leaves need one, and they have what it takes:
+it, unevenly: an aggregation switch may keep one core link of four), and pacers that
+still grant every downlink's full rate, spraying evenly over uplinks whose paths beyond
+differ, overfill the surviving links: their 1-BDP queues drop, and the leaves' recovery
+resends what they drop, adding load.  Plain hosts have no congestion control, so the
+leaves need one, in three parts:
 
-* **ECN from the spines to the leaves.**  The DATA the source leaf sprays is ECN-capable
-  (``F_ECT``: the plain host's RoCE sender sets it, the leaf makes sure); spine and core
-  queues mark it CE above ``ecn_bytes`` (step marking, as DCTCP's switches); the
-  destination leaf clears CE before the packet goes down, so the host never sees it.
-* **The destination's pacer slows down** (DCTCP-like, per downlink): every
-  ``pacer_window_ps`` (about one leaf-to-leaf round trip) with marked arrivals, its rate
-  falls by half the marked share of them, down to ``pacer_min_fraction`` of the line
-  rate; each window without a mark it rises by ``pacer_increase`` (the windows with no
-  arrival count too), up to the line rate.  Grants then match what the fabric carries.
-* **The source avoids hot paths** (the echo): the destination leaf notes which paths the
-  marked packets took (a 64-bit map of the uplink index, byte 0 of the path entropy, and
-  the spine's choice, byte 1, each modulo 8) and sends it in its next leaf ACK of that
-  pair (``sack_bits``, unused by ACKs); the source leaf then skips those paths toward that
-  leaf for ``path_hot_ps``, as it skips suspected ones.  This moves load from the links a
-  failure overloaded to the others, which pacing alone cannot do: each pacer sprays over
-  every path, so the most loaded link would otherwise set every flow's rate.
+* **Unequal-cost spraying.**  When routes change, the control plane tells each leaf how
+  many next hops the switch beyond each of its uplinks keeps toward every host
+  (``set_widths``; ``switchmodel.fabric_plan.uplink_widths``), as a routing protocol that
+  carries link bandwidth would; the sprayer then gives each uplink one slot per live
+  path beyond it, and byte 1 of the entropy names that path exactly.
+* **ECN from the spines to the destination's pacer.**  Spine and core queues mark the
+  DATA the leaves spray CE above ``ecn_bytes`` (step marking, as DCTCP's switches; the
+  plain host's RoCE sender makes its DATA ECN-capable); the destination leaf clears CE
+  before the packet goes down, so the host never sees it.  Every ``pacer_window_ps``
+  (about one leaf-to-leaf round trip) with marked arrivals, a downlink's pacer slows by
+  half the marked share, down to ``pacer_min_fraction`` of the line rate; each window
+  without a mark it speeds up by ``pacer_increase`` (windows with no arrival count too).
+* **Repairs are paced.**  A NACK asks the source leaf for packets on top of what the
+  pacer granted; the pacer's next grant waits their wire time (``_charge_repairs``), so a
+  failure's burst of repairs does not land on a fabric that just lost capacity.
 
-Without a failure, nothing marks (the queues stay below ``ecn_bytes``) and nothing changes.
-``LeafCongestion`` is the part of ``switchmodel.fabric.FabricLeaf`` that does this.
+Optionally (``path_hot_skips`` > 0) the destination also counts, per pair, the CE marks
+per uplink (byte 0 of the path entropy, 4 bits each, 16 uplinks) and echoes them in its
+next leaf ACK (``sack_bits``, unused by ACKs; the pair's first mark is echoed at once),
+and the source leaf skips that uplink a turn per mark.  Off by default: with the widths
+it made no measurable difference (docs/fabric-mode.md).
+
+Without a failure nothing marks (the queues stay below ``ecn_bytes``), no widths are
+told, and nothing changes.  ``LeafCongestion`` is the part of
+``switchmodel.fabric.FabricLeaf`` that does this.
 """
 
 from gse.wire.linkrate import wire_time_ps
@@ -39,6 +46,16 @@ class LeafCongestion:
     """The pacers' congestion response and the hot-path echo, mixed into ``FabricLeaf``."""
 
     __slots__ = ()
+
+    def set_widths(self, widths):
+        """What the control plane tells the leaf after a route change: ``{host: widths}``,
+        how many next hops the switch beyond each uplink (in the order of
+        ``next_hops[host]``) keeps toward ``host``, where not all ``spine_fanout``
+        (``switchmodel.fabric_plan.uplink_widths``).  The sprayer then gives each uplink
+        one slot per live path beyond it (unequal-cost multipath, as routing that carries
+        link bandwidth does); only with leaf recovery and ``paths="leaf"``."""
+        if self.recovery and self.leaf_paths:
+            self.widths = widths
 
     def _ecn_arrival(self, pkt, src_leaf, now):
         """A fabric DATA packet reached its destination leaf: count it for its downlink's

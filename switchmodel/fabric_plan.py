@@ -88,8 +88,8 @@ def spine_fanout(topo, leaf, tables):
 def uplink_widths(leaf_hops, beyond, n_hosts, fanout):
     """``{host: widths}`` for a leaf whose next hops toward ``host`` are ``leaf_hops[host]``:
     how many next hops the switch beyond each of those uplinks has toward ``host``
-    (``beyond(port, host)``, at most ``fanout``), for the hosts where some uplink has
-    fewer than ``fanout`` (a failure took some of its paths).  What a routing protocol
+    (``beyond(port, host)``, at most ``fanout``), for the hosts where the uplinks differ
+    (a failure took some of the paths beyond one of them).  What a routing protocol
     that carries link bandwidth (UCMP) tells a leaf; the leaf sprays one slot per live
     path (``FabricLeaf.set_widths``)."""
     out = {}
@@ -98,6 +98,6 @@ def uplink_widths(leaf_hops, beyond, n_hosts, fanout):
         if not hops or len(hops) < 2 and fanout < 2:
             continue
         w = tuple(min(fanout, beyond(port, h)) for port in hops)
-        if any(x < fanout for x in w):
+        if len(set(w)) > 1:      # equal widths: the even walk over the uplinks is right
             out[h] = w
     return out

@@ -19,7 +19,8 @@ import pytest
 from gse.config import PS_PER_US
 from gse.protocols import default_config
 from gse.runtimes.mininet.environment import mininet_unavailable
-from gse.runtimes.udp.config import UDP_FABRIC, loopback_addresses, node_configs, udp_profile
+from gse.runtimes.udp.config import (UDP_FABRIC, check_node_config, loopback_addresses,
+                                     node_configs, udp_profile)
 from gse.runtimes.udp.fabric import LeafDriver
 from gse.runtimes.udp.faults import RouteUpdates, leaf_rows
 from gse.runtimes.udp.network import run_udp
@@ -50,6 +51,26 @@ def test_udp_leaves_take_spine_fanout_from_the_topology():
     for leaf in leaves:
         fab = confs[leaf]["fabric"]
         assert fab["spine_fanout"] == spine_fanout(topo, leaf, tables) == 2   # k/2
+
+
+def test_udp_leaves_learn_the_live_paths_beyond_their_uplinks_as_the_simulation():
+    """A dead aggregation-to-core link: the leaves learn (``width_updates``, at the
+    detection time) that one uplink's switch keeps one of its two paths toward the far
+    pods, as ``gse.runtimes.sim.faults`` tells the simulation's leaves."""
+    topo = fat_tree(4)
+    sched = build_schedule(topo, ["link:agg0_0-core0@5ms"])
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(True),
+                         address_of=loopback_addresses(topo), faults=sched,
+                         detect_ps=10 * MS)
+    leaf_of, leaves = attachments(topo)
+    told = {leaf: confs[leaf]["fabric"].get("width_updates") for leaf in leaves}
+    assert all(told.values())                      # every leaf has a path through it
+    for leaf, updates in told.items():
+        assert [t for t, _ in updates] == [15 * MS]
+        for host, widths in updates[0][1]:         # toward the other pods only
+            assert (leaf_of[host] - 16) // 2 != (leaf - 16) // 2 and sorted(widths) == [1, 2]
+    for c in confs:
+        check_node_config(c, "%s.json" % c["name"])
 
 
 def test_udp_route_update_rewrites_leaf_rows_and_restarts_containers():
@@ -111,6 +132,8 @@ def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
     assert {n.agent.spine_fanout for n in leaves} == {2}
     # the leaves under agg2_1 learnt of it: their rows (and the leaf rows) changed
     assert any(n.route_updates is not None and n.route_updates.applied for n in leaves)
+    if recovery:                                  # ... and the paths left beyond uplinks
+        assert any(n.agent.widths for n in leaves)
 
 
 @pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASON)

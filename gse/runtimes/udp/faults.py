@@ -162,6 +162,11 @@ def install(driver, conf, origin_ps=0):
             fault = port.fault = LinkFault(port, seed)
             for t, action, value in timeline:
                 sched.at(origin_ps + t, fault.event, (action, value))
+    widths = (conf.get("fabric") or {}).get("width_updates")
+    agent = getattr(driver, "agent", None)
+    if widths and hasattr(agent, "set_widths"):     # a fabric leaf: what it learns too
+        for t, rows in widths:
+            sched.at(origin_ps + t, _set_widths, (agent, rows))
     updates = conf.get("route_updates")
     if updates:
         route = driver.route_updates = RouteUpdates(driver.switch, leaf_rows(conf),
@@ -172,7 +177,14 @@ def install(driver, conf, origin_ps=0):
 
 def has_faults(conf):
     """Does ``conf`` give its node failures or route updates to install?"""
-    return bool(conf.get("route_updates")) or any(pc.get("faults") for pc in conf["ports"])
+    return (bool(conf.get("route_updates")) or any(pc.get("faults") for pc in conf["ports"])
+            or bool((conf.get("fabric") or {}).get("width_updates")))
+
+
+def _set_widths(_t, arg):
+    """A fabric leaf learns the live paths beyond its uplinks (``FabricLeaf.set_widths``)."""
+    agent, rows = arg
+    agent.set_widths({host: tuple(w) for host, w in rows})
 
 
 def trigger_ports(driver, conf):
