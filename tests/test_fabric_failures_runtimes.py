@@ -136,6 +136,20 @@ def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
         assert any(n.agent.widths for n in leaves)
 
 
+def scale_leaf_timers(cfg, gbps):
+    """The leaves' recovery timers in packet times of a link this slow: ``UDP_TIMERS``
+    assume packets of tens of microseconds, but at the Mininet calibration's rate one
+    packet takes milliseconds (13 ms at 2.5 Mb/s), and a 20 ms leaf RTO resends what is
+    merely queued, over and over (seen: thousands of resends, the run stalled)."""
+    pkt = (cfg.mtu + 64) * 8 * PS_PER_US * 1_000_000 // int(gbps * 1e9)   # ps per packet
+    for name, packets in (("leaf_ack_delay_ps", 2), ("leaf_nack_timeout_ps", 20),
+                          ("leaf_rto_ps", 40), ("leaf_repair_timeout_ps", 80),
+                          ("rto_ps", 120), ("pacer_window_ps", 8)):
+        cfg.set(name, max(getattr(cfg, name), packets * pkt))
+    cfg.set("rto_max_ps", max(cfg.rto_max_ps, 8 * cfg.rto_ps))
+    cfg.validate()
+
+
 @pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASON)
 @pytest.mark.parametrize("recovery", [UDP_FABRIC["leaf_recovery"],
                                       not UDP_FABRIC["leaf_recovery"]])
@@ -149,6 +163,8 @@ def test_mininet_fabric_core_switch_down_every_message_once_and_intact(tmp_path,
     msgs = permutation(16, 120_000, random.Random(3))
     sched = build_schedule(topo, ["switch:core0@0ms"], after_packets=20)
     cfg = fabric_config(recovery)
+    if recovery:
+        scale_leaf_timers(cfg, GBPS)
     detect = 2000 * MS
     bound = timeout_s(topo, msgs, "gse-fabric", cfg, sched, detect)
     res = run_mininet(topo, msgs, "gse-fabric", cfg, seed=1, timeout_s=bound,
