@@ -441,7 +441,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
                     up = voq.rr % n
                     voq.cont_port = hops[up]
                     if self.leaf_paths:   # ... and byte 1 over the spine's uplinks
-                        voq.cont_entropy = up | (((voq.rr // n) & 0xFF) << 8)
+                        voq.cont_entropy = up | (((voq.rr // n + up) & 0xFF) << 8)
                     else:
                         self.entropy = (self.entropy + 1) & 0xFFFF
                         voq.cont_entropy = self.entropy

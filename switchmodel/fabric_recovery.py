@@ -141,7 +141,7 @@ class LeafRecovery:
             up = rr % n
             port = hops[up]
             if self.leaf_paths:
-                entropy = up | (((rr // n) & 0xFF) << 8)
+                entropy = up | (((rr // n + up) & 0xFF) << 8)
             else:
                 self.entropy = (self.entropy + 1) & 0xFFFF
                 entropy = self.entropy
