@@ -28,6 +28,7 @@ docs/wire-format.md, "Fabric mode".
 
 from gse.wire.packet import ACK, DATA, NACK, PRIO_CONTROL, make_packet, new_packet
 from switchmodel.fabric_order import NEVER, unwrap32
+from switchmodel.fabric_plan import path_entropy
 
 MASK32 = 0xFFFFFFFF
 T_RETX = 3
@@ -141,7 +142,7 @@ class LeafRecovery:
             up = rr % n
             port = hops[up]
             if self.leaf_paths:
-                entropy = up | (((rr // n) & 0xFF) << 8)
+                entropy = path_entropy(rr, n)
             else:
                 self.entropy = (self.entropy + 1) & 0xFFFF
                 entropy = self.entropy
