@@ -52,6 +52,17 @@ def _rss_mib():
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def _leaf_state(summary):
+    """Fabric mode: what the leaves held at their peak (the largest of one leaf), the
+    state a leaf's memory must hold beside its packets; None for the other protocols."""
+    f = summary.get("fabric")
+    if not f:
+        return None
+    return {k: f.get(k, 0) for k in ("voq_peak_bytes", "reorder_peak_bytes",
+                                     "retx_peak_bytes", "voqs_created", "voq_drops",
+                                     "leaf_resends", "sent_buffers_live")}
+
+
 def _cpu_s():
     """CPU seconds of this process (user + system): what the run cost, whatever else the
     shared machine was doing (its wall time is that over the share of a core it got)."""
@@ -88,7 +99,7 @@ def child_allreduce(protocol, args):
             "fct_us": s["fct_us"], "trims": s["trims"], "drops": s["drops"],
             "pfc_pauses": s["pfc_pauses"], "phases": r.phases, "events": s["events"],
             "loop_s": s["wall_s"], "total_s": round(time.perf_counter() - t0, 1),
-            "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib()}
+            "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib(), "leaves": _leaf_state(s)}
 
 
 def child_moe(protocol, args):
@@ -108,7 +119,7 @@ def child_moe(protocol, args):
             "fct_us": s["fct_us"], "slowdown": s["slowdown"], "trims": s["trims"],
             "drops": s["drops"], "pfc_pauses": s["pfc_pauses"], "events": s["events"],
             "loop_s": s["wall_s"], "total_s": round(time.perf_counter() - t0, 1),
-            "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib()}
+            "cpu_s": _cpu_s(), "peak_rss_mib": _rss_mib(), "leaves": _leaf_state(s)}
 
 
 def _permutation(protocol, topo_name, k, seed):
@@ -177,6 +188,13 @@ def show(r):
                                               100 * (r["of_bound"] or 0)))
         for ph in r["phases"]:
             line += "\n            %-28s %s us" % (ph["phase"], ph["time_us"])
+    leaves = r.get("leaves")
+    if leaves:
+        line += ("\n          leaves (largest one): VOQ %.1f MiB, reorder %.1f MiB, "
+                 "unacknowledged %.1f MiB; %d VOQs created, %d VOQ drops, %d leaf resends"
+                 % (leaves["voq_peak_bytes"] / MiB, leaves["reorder_peak_bytes"] / MiB,
+                    leaves["retx_peak_bytes"] / MiB, leaves["voqs_created"],
+                    leaves["voq_drops"], leaves["leaf_resends"]))
     if r["run"] == "moe":
         line += "\n          completion %s us, bytes %d of %d" % (
             r["time_us"], r["bytes_delivered"], r["bytes_offered"])

@@ -55,6 +55,7 @@ from gse.wire.packet import (ACK, DATA, F_ECT, F_LAST, F_RETX, F_TRIMMED, GRANT,
 from switchmodel.fabric_config import FabricConfig
 from switchmodel.fabric_congestion import LeafCongestion
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
+from switchmodel.fabric_plan import path_entropy
 from switchmodel.fabric_recovery import T_RETX, LeafRecovery
 from switchmodel.switch import Switch, mix32
 
@@ -457,10 +458,9 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                         self.switch.unreachable += 1
                         continue
                     voq.rr += 1           # each VOQ over every uplink in turn
-                    up = voq.rr % n
-                    voq.cont_port = hops[up]
+                    voq.cont_port = hops[voq.rr % n]
                     if self.leaf_paths:   # ... and byte 1 over the spine's uplinks
-                        voq.cont_entropy = up | (((voq.rr // n) & 0xFF) << 8)
+                        voq.cont_entropy = path_entropy(voq.rr, n)
                     else:
                         self.entropy = (self.entropy + 1) & 0xFFFF
                         voq.cont_entropy = self.entropy

@@ -29,6 +29,7 @@ docs/wire-format.md, "Fabric mode".
 from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, NACK, PRIO_CONTROL, make_packet,
                              new_packet)
 from switchmodel.fabric_order import NEVER, unwrap32
+from switchmodel.fabric_plan import path_entropy
 
 MASK32 = 0xFFFFFFFF
 T_RETX = 3
@@ -146,12 +147,12 @@ class LeafRecovery:
             up = rr % n
             port = hops[up]
             if widths is not None:       # one slot per live path beyond the uplink
-                choice = (rr // n) % fanout
+                choice = (rr // n + up) % fanout     # (lap + uplink, as path_entropy)
                 if choice >= widths[up]:
                     continue
                 entropy = up | (choice << 8)
             elif self.leaf_paths:
-                entropy = up | (((rr // n) & 0xFF) << 8)
+                entropy = path_entropy(rr, n)
             else:
                 self.entropy = (self.entropy + 1) & 0xFFFF
                 entropy = self.entropy

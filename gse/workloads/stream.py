@@ -466,6 +466,9 @@ class StreamRun:
         s["collective_time_us"] = max(ends) / 1e6 if s["collective_done"] else None
         s["bytes_delivered"] = nbytes
         s["bytes_offered"] = sum(log.size)
+        if self.protocol == "gse-fabric":
+            from gse.runtimes.sim.fabric_nodes import fabric_summary
+            fabric_summary(net, s)
         return s
 
 
