@@ -50,9 +50,10 @@ from collections import deque
 from heapq import heappop, heappush
 
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import (ACK, DATA, F_LAST, F_RETX, F_TRIMMED, GRANT, NACK, PAUSE,
-                             PRIO_CONTROL, REQUEST, RESUME, make_packet)
+from gse.wire.packet import (ACK, DATA, F_ECT, F_LAST, F_RETX, F_TRIMMED, GRANT,
+                             HEADER_BYTES, NACK, PAUSE, PRIO_CONTROL, REQUEST, RESUME, make_packet)
 from switchmodel.fabric_config import FabricConfig
+from switchmodel.fabric_congestion import LeafCongestion
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
 from switchmodel.fabric_plan import path_entropy
 from switchmodel.fabric_recovery import T_RETX, LeafRecovery
@@ -135,7 +136,7 @@ class Downlink:
     """The grant pacer of one host-facing port."""
 
     __slots__ = ("host", "port", "mbps", "active", "next_time", "armed", "granted_bytes",
-                 "grants", "log")
+                 "grants", "log", "scale", "rate", "rx", "ce", "win_end")
 
     def __init__(self, host, port, gbps, fraction, log):
         self.host = host
@@ -147,9 +148,14 @@ class Downlink:
         self.granted_bytes = 0
         self.grants = 0
         self.log = [] if log else None   # (time, bytes) of every grant of new credit
+        self.scale = 1.0          # the congestion response's share of mbps (fabric_congestion)
+        self.rate = self.mbps     # what the pacer grants at: mbps * scale
+        self.rx = 0               # fabric packets that arrived in the current window
+        self.ce = 0               # ... of which marked CE
+        self.win_end = NEVER
 
 
-class FabricLeaf(LeafReorder, LeafRecovery):
+class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
     """One leaf's fabric scheduling (see the module docstring).
 
     ``spine_fanout``: how many uplinks a spine picks among by byte 1 of the entropy (the
@@ -169,6 +175,13 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         self.recovery = bool(cfg.leaf_recovery) and self.reorder_at_leaf
         self.first_hole_ps = cfg.leaf_nack_timeout_ps if self.recovery else cfg.reorder_timeout_ps
         self.spine_fanout = max(1, min(256, int(spine_fanout))) if self.leaf_paths else 1
+        self.ecn = cfg.ecn_bytes > 0      # spray DATA ECN-capable, pace by the marks
+        self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
+        self.hot_per_mark = cfg.path_hot_per_mark
+        self.mtu_wire = cfg.mtu + HEADER_BYTES   # a repair's size, for the pacer
+        self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
+        self.hot = {}             # dst leaf -> {path key: avoided until}
+        self.widths = {}          # dst host -> live paths beyond each uplink (set_widths)
         self.sent_bufs = {}       # dst host -> SentBuffer (live while it holds packets)
         self.suspects = {}        # dst leaf -> {path key: suspected until}
         self.ack_due = {}         # (src leaf, host) -> in-order packets not yet ACKed
@@ -204,6 +217,8 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         self.nacks_received = self.stale_acks = self.stale_nacks = self.bad_acks = 0
         self.retx_peak = self.retx_unbuffered = self.paths_suspected = self.all_suspected = 0
         self.paths_cleared = 0
+        self.ce_received = self.pacer_cuts = self.paths_hot = self.repair_charges = 0
+        self.pacer_low = 1.0
 
     # -- runtime interface ----------------------------------------------------------------
 
@@ -292,7 +307,9 @@ class FabricLeaf(LeafReorder, LeafRecovery):
                 "retx_unbuffered": self.retx_unbuffered,
                 "paths_suspected": self.paths_suspected, "all_suspected": self.all_suspected,
                 "paths_cleared": self.paths_cleared,
-                "sent_buffers_live": len(self.sent_bufs)}
+                "sent_buffers_live": len(self.sent_bufs), "ce_received": self.ce_received,
+                "pacer_cuts": self.pacer_cuts, "pacer_low_pct": int(self.pacer_low * 100),
+                "paths_hot": self.paths_hot, "repair_charges": self.repair_charges}
 
     # -- source side ----------------------------------------------------------------------
 
@@ -420,6 +437,8 @@ class FabricLeaf(LeafReorder, LeafRecovery):
             voq.seq += 1
             pkt.aux = voq.seq & MASK32
             pkt.sack_base = pkt.entropy
+            if self.ecn:
+                pkt.flags |= F_ECT
             if voq.cont_left <= 0:        # a new container: the next path
                 if self.recovery:         # ... that is not suspected
                     port, entropy, voq.rr = self._next_path(voq.dst, voq.dst_leaf, voq.rr,
@@ -504,7 +523,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
         dl.armed = False
         start = now
         if NEVER < due < now:
-            start = max(due, now - wire_time_ps(CATCHUP_GRANTS * self.cfg.grant_bytes, dl.mbps))
+            start = max(due, now - wire_time_ps(CATCHUP_GRANTS * self.cfg.grant_bytes, dl.rate))
         active = dl.active
         while active:
             d = active.popleft()
@@ -519,7 +538,7 @@ class FabricLeaf(LeafReorder, LeafRecovery):
             dl.grants += 1
             if dl.log is not None:
                 dl.log.append((now, amount))
-            dl.next_time = start + wire_time_ps(amount, dl.mbps)
+            dl.next_time = start + wire_time_ps(amount, dl.rate)
             if d.need > d.granted:
                 active.append(d)
             else:

@@ -24,6 +24,9 @@ class FabricConfig(_Config):
         # loss recovery between the leaves (switchmodel.fabric_recovery)
         "leaf_recovery", "leaf_ack_packets", "leaf_ack_delay_ps", "leaf_nack_timeout_ps",
         "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes", "path_suspect_ps",
+        # congestion inside the fabric (switchmodel.fabric_congestion)
+        "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
+        "path_hot_skips", "path_hot_per_mark",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -73,7 +76,19 @@ class FabricConfig(_Config):
         self.leaf_repair_timeout_ps = 500 * PS_PER_US
         self.leaf_retx_buffer_bytes = 32 * 1024 * 1024  # sent-but-unACKed memory per leaf
         self.path_suspect_ps = 500 * PS_PER_US          # avoid a path that lost a packet
-        self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming, no ECN
+        # spine and core queues mark fabric DATA CE above this many bytes (0: no ECN); the
+        # destination leaf slows the pacer of a downlink whose data came marked, and tells
+        # the source leaf which paths marked it, which then avoids them for path_hot_ps
+        self.ecn_bytes = 64 * 1024
+        self.pacer_window_ps = 8 * PS_PER_US    # one leaf-to-leaf RTT: the pacer's step
+        self.pacer_increase = 1.0 / 16          # ... up by this fraction per clean window
+        self.pacer_min_fraction = 0.4           # ... down (by half the marked share) to this
+        # the source leaf skips an uplink a turn per CE mark it caused, up to this many
+        # owed (0: never, the default: with the widths a route update tells the leaves, it
+        # made no difference, see docs/fabric-mode.md)
+        self.path_hot_skips = 0
+        self.path_hot_per_mark = 1
+        self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
         # leaf's peers do not coordinate, so their grants may briefly exceed its uplinks
@@ -102,6 +117,11 @@ class FabricConfig(_Config):
             raise ConfigError("forwarding must be 'spray' or 'ecmp', got %r" % self.forwarding)
         if self.paths not in ("leaf", "hash"):
             raise ConfigError("paths must be 'leaf' or 'hash', got %r" % self.paths)
+        if self.ecn_bytes < 0 or self.path_hot_skips < 0:
+            raise ConfigError("ecn_bytes and path_hot_skips must be >= 0")
+        if not 0 < self.pacer_min_fraction <= 1 or not 0 < self.pacer_increase <= 1:
+            raise ConfigError("pacer_min_fraction and pacer_increase must be in (0, 1]")
+        self._positive(("pacer_window_ps",))
         if not 0 < self.grant_rate_fraction <= 1:
             raise ConfigError("grant_rate_fraction must be in (0, 1], got %r"
                               % self.grant_rate_fraction)

@@ -55,6 +55,8 @@ class LeafReorder:
         if not 0 <= pkt.src < len(self.leaf_of):
             self.stray += 1              # no host of the fabric sent this
             return
+        if self.ecn:                     # the congestion response: count, clear CE
+            self._ecn_arrival(pkt, self.leaf_of[pkt.src], now)
         if not self.reorder_at_leaf:
             self._deliver(pkt)
             return

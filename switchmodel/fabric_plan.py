@@ -11,7 +11,7 @@ module imports no topology code).
 """
 
 __all__ = ["attachments", "leaf_routes", "extended_routes", "extend_row", "leaf_ports",
-           "path_entropy"]
+           "spine_fanout", "uplink_widths", "path_entropy"]
 
 
 def attachments(topo):
@@ -83,6 +83,24 @@ def spine_fanout(topo, leaf, tables):
             if hops is not None and len(hops) > fanout:
                 fanout = len(hops)
     return fanout
+
+
+def uplink_widths(leaf_hops, beyond, n_hosts, fanout):
+    """``{host: widths}`` for a leaf whose next hops toward ``host`` are ``leaf_hops[host]``:
+    how many next hops the switch beyond each of those uplinks has toward ``host``
+    (``beyond(port, host)``, at most ``fanout``), for the hosts where the uplinks differ
+    (a failure took some of the paths beyond one of them).  What a routing protocol
+    that carries link bandwidth (UCMP) tells a leaf; the leaf sprays one slot per live
+    path (``FabricLeaf.set_widths``)."""
+    out = {}
+    for h in range(n_hosts):
+        hops = leaf_hops[h]
+        if not hops or len(hops) < 2 and fanout < 2:
+            continue
+        w = tuple(min(fanout, beyond(port, h)) for port in hops)
+        if len(set(w)) > 1:      # equal widths: the even walk over the uplinks is right
+            out[h] = w
+    return out
 
 
 def path_entropy(rr, n):

@@ -26,7 +26,8 @@ destination's side of the timers lives in ``switchmodel.fabric_order``.  Wire me
 docs/wire-format.md, "Fabric mode".
 """
 
-from gse.wire.packet import ACK, DATA, NACK, PRIO_CONTROL, make_packet, new_packet
+from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, NACK, PRIO_CONTROL, make_packet,
+                             new_packet)
 from switchmodel.fabric_order import NEVER, unwrap32
 from switchmodel.fabric_plan import path_entropy
 
@@ -136,23 +137,35 @@ class LeafRecovery:
             return -1, 0, rr
         first = None
         start = rr
-        tries = n * self.spine_fanout if self.leaf_paths else n
+        fanout = self.spine_fanout
+        tries = n * fanout if self.leaf_paths else n
+        widths = self.widths.get(dst) if self.widths else None
+        if widths is not None and len(widths) != n:
+            widths = None                # (stale: the leaf's own row changed since)
         for _ in range(tries):
             rr += 1
             up = rr % n
             port = hops[up]
-            if self.leaf_paths:
+            if widths is not None:       # one slot per live path beyond the uplink
+                choice = (rr // n + up) % fanout     # (lap + uplink, as path_entropy)
+                if choice >= widths[up]:
+                    continue
+                entropy = up | (choice << 8)
+            elif self.leaf_paths:
                 entropy = path_entropy(rr, n)
             else:
                 self.entropy = (self.entropy + 1) & 0xFFFF
                 entropy = self.entropy
             if first is None:
                 first = (port, entropy)
-            if not self.suspects:
+            if not self.suspects and not self.hot:
                 return port, entropy, rr
             key = self._path_key(port, entropy)
-            if key != avoid and not self._suspected(dst_leaf, key, now):
+            if key != avoid and not self._suspected(dst_leaf, key, now) \
+                    and not (self.hot and self._is_hot(dst_leaf, port, now)):
                 return port, entropy, rr
+        if first is None:                # no live path beyond any uplink (widths all 0)
+            return -1, 0, rr
         self.all_suspected += 1          # every path suspected: walk on one step at a time
         return first[0], first[1], start + 1   # (a full lap would pick the same one again)
 
@@ -172,8 +185,10 @@ class LeafRecovery:
             self.unroutable += 1
             return
         old = s.pkt
+        flags = old.flags & ~F_ECN_CE
+        flags = flags | F_ECT if self.ecn else flags & ~F_ECT
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
-                         old.payload_len, old.flags, old.msg_len, old.credit, seq & MASK32,
+                         old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
                          s.host_entropy, old.sack_bits, old.ts, old.prio)
         pkt.payload = old.payload
         s.pkt = pkt
@@ -214,6 +229,8 @@ class LeafRecovery:
             self._resend(buf, seq, now, good)
 
     def _ack_pkt(self, pkt, now):
+        if pkt.sack_bits and self.hot_ps and 0 <= pkt.src < len(self.switch.next_hops):
+            self._hot_paths(pkt.src, pkt.msg_id, pkt.sack_bits, now)   # paths that marked
         buf = self.sent_bufs.get(pkt.msg_id)
         if buf is None or buf.dst_leaf != pkt.src:
             self.stale_acks += 1
@@ -329,8 +346,8 @@ class LeafRecovery:
         self.leaf_acks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=ACK, src=self.node, dst=src_leaf, msg_id=host,
-                                psn=expected & MASK32, entropy=self.entropy, ts=now,
-                                prio=PRIO_CONTROL))
+                                psn=expected & MASK32, sack_bits=self._hot_echo(key),
+                                entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):
         src_leaf, host = rb.key
@@ -341,6 +358,8 @@ class LeafRecovery:
                 bits |= 1 << i
         span = min(max(held) - rb.expected, NACK_SPAN)   # the holes below the highest held
         bits &= (1 << span) - 1
+        if self.ecn:
+            self._charge_repairs(host, bin(bits).count("1"), now)
         self.leaf_nacks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=src_leaf, msg_id=host,

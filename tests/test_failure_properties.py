@@ -147,3 +147,62 @@ def test_roce_delivers_everything_through_any_connected_schedule(msgs, specs, de
 def test_fabric_mode_delivers_everything_through_any_connected_schedule(msgs, specs, detect,
                                                                         seed):
     check("gse-fabric", FabricConfig(), msgs, specs, detect, seed)
+
+
+# -- the envelope: the largest fan-in, as many links dead as the fabric survives ----------
+
+def _keep_core(c0):
+    """The links through core ``c0`` that keep every pair of hosts connected: its link
+    to each pod's aggregation switch above it, and every edge's link to that switch."""
+    keep = set()
+    for link in TOPO.links:
+        names = {TOPO.nodes[link.a].name, TOPO.nodes[link.b].name}
+        agg = [n for n in names if n.startswith("agg")]
+        if not agg or int(agg[0].split("_")[1]) != c0 // 2:
+            continue
+        if "core%d" % c0 in names or any(n.startswith("edge") for n in names):
+            keep.add(link.index)
+    return keep
+
+
+@st.composite
+def envelope_schedules(draw):
+    """Many links dead at once (up to all but one core's: 20 of the 32 fabric links),
+    connected by construction (so nothing is rejected): every link except those through
+    one surviving core and its aggregation switches may die, at random times, some
+    restored."""
+    keep = _keep_core(draw(st.integers(0, 3)))
+    candidates = [li for li in FABRIC_LINKS if li not in keep]
+    dead = draw(st.lists(st.sampled_from(candidates), min_size=len(candidates) // 2,
+                         max_size=len(candidates), unique=True))
+    specs = []
+    for li in dead:
+        at = draw(st.integers(0, 60))
+        spec = "link:%d@%dus" % (li, at)
+        if draw(st.integers(0, 3)) == 0:
+            spec += ",restore=%dus" % (at + draw(st.integers(1, 300)))
+        specs.append(spec)
+    return specs
+
+
+@st.composite
+def largest_fan_in(draw):
+    """An incast from every other host (15:1), or an all-to-all, of 20-120 KB messages."""
+    rng = random.Random(draw(st.integers(0, 2 ** 32)))
+    size = draw(st.integers(20_000, 120_000))
+    if draw(st.booleans()):
+        return incast(N, N - 1, size, rng)
+    msgs = []
+    for src in range(N):
+        for dst in range(N):
+            if src != dst:
+                msgs.append(Message(len(msgs) + 1, src, dst, size // 8, 0))
+    return msgs
+
+
+@given(largest_fan_in(), envelope_schedules(), DETECT, st.integers(0, 1000))
+def test_fabric_mode_delivers_at_the_envelope(msgs, specs, detect, seed):
+    """Fabric mode at the envelope: the largest fan-in of the fabric with up to 20 of its
+    32 fabric links dead (but connected), with leaf recovery and the congestion response."""
+    s = check("gse-fabric", FabricConfig(), msgs, specs, detect, seed)
+    assert s["fabric"]["voqs_live"] == 0 and s["fabric"]["sent_buffers_live"] == 0

@@ -31,6 +31,7 @@ from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
 from gse.metrics.records import MessageRecord
 from gse.workloads.faults import DOWN, GRAY, UP, FaultSchedule, link_name
+from switchmodel.fabric_plan import uplink_widths
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
 HTSIM_PORTS = (HtsimHostPort, HtsimSwitchPort)
@@ -200,6 +201,31 @@ class FaultInjector:
             if voqs:
                 for voq in voqs.values():
                     voq.cont_left = 0
+        if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
+            self._tell_widths(nodes)
+
+    def _tell_widths(self, nodes):
+        """What a routing protocol carrying link bandwidth tells each fabric leaf: how
+        many next hops the switch beyond each of its uplinks keeps toward every host
+        (``switchmodel.fabric_plan.uplink_widths``)."""
+        topo = self.net.topo
+        n_hosts = len(topo.hosts)
+        for sn in self.net.switches:
+            agent = getattr(sn, "agent", None)
+            if agent is None or not hasattr(agent, "set_widths"):
+                continue
+            leaf = sn.switch.node
+            local = agent.host_ports
+
+            def beyond(port, h, leaf=leaf):
+                peer = topo.peer(leaf, port)[0]
+                if topo.nodes[peer].kind == "host":
+                    return agent.spine_fanout
+                return len(nodes[peer].switch.next_hops[h])
+            rows = sn.switch.next_hops
+            agent.set_widths(uplink_widths(
+                [() if h in local else rows[h] for h in range(n_hosts)], beyond, n_hosts,
+                agent.spine_fanout))
 
     @staticmethod
     def _fabric_rows(net):

@@ -140,5 +140,6 @@ def _fabric_switch(conf, sched, endpoint, fabric):
         if pc["faces_host"]:
             host_ports[pc["peer"]] = pc["port"]
             host_gbps[pc["peer"]] = pc["gbps"]
-    agent = FabricLeaf(nid, cfg, switch, host_ports, host_gbps, fabric["leaf_of"])
+    agent = FabricLeaf(nid, cfg, switch, host_ports, host_gbps, fabric["leaf_of"],
+                       fabric.get("spine_fanout", 1))
     return LeafDriver(nid, conf["name"], conf["kind"], sched, endpoint, switch, agent, latency)

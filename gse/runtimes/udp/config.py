@@ -23,7 +23,8 @@ from gse.runtimes.udp.config_check import (FORMAT, RUN_DEFAULTS, UDP_PROTOCOLS, 
 from gse.wire import WIRE_PROFILES, uet
 from gse.wire.codec import SEC_TAG, SEC_TRAILER
 from gse.wire.packet import HEADER_BYTES
-from switchmodel.fabric_plan import attachments, leaf_routes
+from switchmodel.fabric_plan import (attachments, extended_routes, leaf_routes, spine_fanout,
+                                     uplink_widths)
 from switchmodel.queue import QueueConfig
 from switchmodel.switch import tier_salt
 
@@ -71,6 +72,8 @@ UDP_TIMERS = {
     "leaf_rto_ps": 20_000 * PS_PER_US,
     "leaf_repair_timeout_ps": 25_000 * PS_PER_US,
     "path_suspect_ps": 100_000 * PS_PER_US,
+    # ... and their congestion response: a pacer's step is about one such RTT
+    "pacer_window_ps": 2_000 * PS_PER_US,
 }
 
 # Fabric mode's loss recovery between the leaves (switchmodel/fabric_recovery.py) stays off
@@ -251,9 +254,12 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
     fabric = protocol == "gse-fabric"
     if fabric:
         leaf_of, leaves = attachments(topo)
+        tables = extended_routes(topo, leaf_of, leaves)
         deep = QueueConfig(cfg.leaf_queue_bytes, cfg.leaf_queue_bytes)
         leaf_queue = {name: getattr(deep, name) for name in deep.__slots__}
     port_faults, route_updates = _fault_timelines(topo, faults, detect_ps, link_faults)
+    width_updates = (_width_timelines(topo, faults, detect_ps, leaf_of, leaves, tables)
+                     if fabric and faults else {})
     trigger = {}
     if faults and faults.after_packets is not None:
         for li in faults.links():
@@ -320,6 +326,11 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
                                     sorted(leaf_routes(topo, nid, leaf_of, leaves).items())]}
                 if leaf:                  # a leaf's egress queues draw on its deep buffer
                     conf["queue"] = leaf_queue
+                    # the spines' choices, as the simulation's leaves count them, so that
+                    # a dead spine uplink is a path of its own, not its whole uplink
+                    conf["fabric"]["spine_fanout"] = spine_fanout(topo, nid, tables)
+                    if width_updates.get(nid):  # what the leaf learns with the routes
+                        conf["fabric"]["width_updates"] = width_updates[nid]
             if nid in route_updates:
                 conf["route_updates"] = route_updates[nid]
         out.append(check_node_config(conf, "node %s" % node.name))
@@ -342,6 +353,32 @@ def _fault_timelines(topo, faults, detect_ps, link_faults):
         for switch, r in rows.items():
             routes.setdefault(switch, []).append([t, r])
     return ports, routes
+
+
+def _width_timelines(topo, faults, detect_ps, leaf_of, leaves, tables):
+    """{leaf: [[t, [[host, [widths]]]]]}: what each fabric leaf learns as the routes change
+    (the live paths beyond each uplink, ``switchmodel.fabric_plan.uplink_widths``), as
+    the simulation tells its leaves (``gse.runtimes.sim.faults``); an entry replaces the
+    leaf's widths (empty: all paths live again)."""
+    n_hosts = len(topo.hosts)
+    rows = {s: [tuple(r) for r in topo.next_hops[s][:n_hosts]] for s in topo.switches}
+    fanout = {leaf: spine_fanout(topo, leaf, tables) for leaf in leaves}
+    last = {leaf: [] for leaf in leaves}
+    out = {}
+    for t, _, changes in faults.route_timeline(topo, detect_ps):
+        for switch, host, hops in changes:
+            rows[switch][host] = tuple(hops)
+        for leaf in leaves:
+            def beyond(port, h, leaf=leaf):
+                peer = topo.peer(leaf, port)[0]
+                return len(rows[peer][h]) if peer in rows else fanout[leaf]
+            mine = [() if leaf_of[h] == leaf else rows[leaf][h] for h in range(n_hosts)]
+            w = [[h, list(v)] for h, v in sorted(
+                uplink_widths(mine, beyond, n_hosts, fanout[leaf]).items())]
+            if w != last[leaf]:
+                last[leaf] = w
+                out.setdefault(leaf, []).append([t, w])
+    return out
 
 
 def write_node_configs(configs: Iterable[Mapping[str, Any]], directory: str) -> list[str]:

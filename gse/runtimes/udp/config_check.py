@@ -382,6 +382,21 @@ def _check_fabric(fabric, n_ports, n_hosts, where):
                                           for x in leaf_of):
         raise ConfigError("%s: field 'leaf_of' must name a switch (%d..%d) for each of the "
                           "%d hosts, got %r" % (where, n_hosts, nodes - 1, n_hosts, leaf_of))
+    for j, up in enumerate(_need(fabric, "width_updates", list, where, optional=True) or ()):
+        ok = isinstance(up, list) and len(up) == 2 and _is_int(up[0]) and up[0] >= 0 \
+            and isinstance(up[1], list)
+        for row in up[1] if ok else ():
+            if not (isinstance(row, list) and len(row) == 2 and _is_int(row[0])
+                    and 0 <= row[0] < n_hosts and isinstance(row[1], list)
+                    and all(_is_int(x) and 0 <= x <= 256 for x in row[1])):
+                ok = False
+        if not ok:
+            raise ConfigError("%s: width_updates[%d] must be [t_ps >= 0, [[host, [widths]], "
+                              "...]], got %r" % (where, j, up))
+    fanout = fabric.get("spine_fanout", 1)
+    if not isinstance(fanout, int) or isinstance(fanout, bool) or not 1 <= fanout <= 256:
+        raise ConfigError("%s: field 'spine_fanout' must be an integer 1..256, got %r"
+                          % (where, fanout))
     for i, item in enumerate(_need(fabric, "leaf_routes", list, where)):
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int)
                 or not n_hosts <= item[0] < nodes or not isinstance(item[1], list) or not item[1]

@@ -36,7 +36,8 @@ class LeafDriver(NodeDriver):
     ``driver`` (``gse.agents.driver.LeafAgentDriver``)."""
 
     __slots__ = ("switch", "agent", "latency", "driver", "timer_fn", "forward_fn",
-                 "refresh_fn", "pfc_frames", "agent_errors", "routed", "raw")
+                 "refresh_fn", "pfc_frames", "agent_errors", "routed", "raw",
+                 "route_updates")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, agent, latency_ps):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
@@ -54,6 +55,7 @@ class LeafDriver(NodeDriver):
         # datagram it came in, which is what leaves again (no encoding)
         self.routed = None
         self.raw = None
+        self.route_updates = None   # gse.runtimes.udp.faults.RouteUpdates, when scheduled
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, None)    # a packet of its own: the leaf may keep it
@@ -122,4 +124,7 @@ class LeafDriver(NodeDriver):
         c["pfc_frames"] = self.pfc_frames
         c["fabric"] = self.agent.counters()
         c["fabric_idle"] = self.agent.idle()
+        if self.route_updates is not None:
+            c["route_updates"] = {"applied": self.route_updates.applied,
+                                  "entries": self.route_updates.entries}
         return c

@@ -100,21 +100,51 @@ class LinkFault:
 
 
 class RouteUpdates:
-    """A switch's next-hop table changing as the fabric learns of failures."""
+    """A switch's next-hop table changing as the fabric learns of failures.
 
-    __slots__ = ("switch", "applied", "entries")
+    In fabric mode the table is extended with a row per leaf, routed as the leaf's first
+    host (``switchmodel.fabric_plan``): a change to that host's row is the leaf's too, and
+    a leaf's VOQs start new containers on the new paths, as the simulation's
+    ``gse.runtimes.sim.faults`` does (``_route_event``)."""
 
-    def __init__(self, switch):
+    __slots__ = ("switch", "applied", "entries", "leaf_rows", "agent")
+
+    def __init__(self, switch, leaf_rows=None, agent=None):
         self.switch = switch
         self.applied = 0
         self.entries = 0
+        self.leaf_rows = leaf_rows or {}   # host -> the leaves routed as that host
+        self.agent = agent                 # a fabric leaf's FabricLeaf, else None
 
     def apply(self, t, rows):
         hops = self.switch.next_hops
+        node = self.switch.node
         for host, ports in rows:
-            hops[host] = tuple(ports)
+            hops[host] = row = tuple(ports)
+            for leaf in self.leaf_rows.get(host, ()):
+                if leaf != node:
+                    hops[leaf] = row
+        voqs = getattr(self.agent, "voqs", None)
+        if voqs:
+            for voq in voqs.values():
+                voq.cont_left = 0
         self.applied += 1
         self.entries += len(rows)
+
+
+def leaf_rows(conf):
+    """host -> the leaves whose row of ``conf``'s extended table is that host's (fabric
+    mode: a leaf is routed as its first host); empty outside fabric mode."""
+    fabric = conf.get("fabric")
+    if not fabric:
+        return {}
+    rows = {}
+    seen = set()
+    for host, leaf in enumerate(fabric["leaf_of"]):
+        if leaf not in seen:
+            seen.add(leaf)
+            rows.setdefault(host, []).append(leaf)
+    return rows
 
 
 def install(driver, conf, origin_ps=0):
@@ -132,16 +162,29 @@ def install(driver, conf, origin_ps=0):
             fault = port.fault = LinkFault(port, seed)
             for t, action, value in timeline:
                 sched.at(origin_ps + t, fault.event, (action, value))
+    widths = (conf.get("fabric") or {}).get("width_updates")
+    agent = getattr(driver, "agent", None)
+    if widths and hasattr(agent, "set_widths"):     # a fabric leaf: what it learns too
+        for t, rows in widths:
+            sched.at(origin_ps + t, _set_widths, (agent, rows))
     updates = conf.get("route_updates")
     if updates:
-        route = driver.route_updates = RouteUpdates(driver.switch)
+        route = driver.route_updates = RouteUpdates(driver.switch, leaf_rows(conf),
+                                                    getattr(driver, "agent", None))
         for t, rows in updates:
             sched.at(origin_ps + t, route.apply, rows)
 
 
 def has_faults(conf):
     """Does ``conf`` give its node failures or route updates to install?"""
-    return bool(conf.get("route_updates")) or any(pc.get("faults") for pc in conf["ports"])
+    return (bool(conf.get("route_updates")) or any(pc.get("faults") for pc in conf["ports"])
+            or bool((conf.get("fabric") or {}).get("width_updates")))
+
+
+def _set_widths(_t, arg):
+    """A fabric leaf learns the live paths beyond its uplinks (``FabricLeaf.set_widths``)."""
+    agent, rows = arg
+    agent.set_widths({host: tuple(w) for host, w in rows})
 
 
 def trigger_ports(driver, conf):

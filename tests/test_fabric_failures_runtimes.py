@@ -1,0 +1,187 @@
+"""Fabric mode (``gse-fabric``) with links failing mid-run over real sockets: the UDP
+runtime in one process (loopback) and its Mininet twin (issue 28, part 2).
+
+What the UDP leaves must share with the simulation's for a failure to mean the same:
+their ``spine_fanout`` comes from the topology (so a dead aggregation-to-core link is one
+path of an uplink, not the whole uplink), and a route update rewrites the leaves' rows of
+an extended table (a leaf is routed as its first host) and restarts the containers of the
+leaf's VOQs, as ``gse.runtimes.sim.faults`` does.  Then, with leaf recovery off (the
+UDP default, ``UDP_FABRIC``) and on: every message delivered exactly once and intact, the
+leaves hold nothing at the end.  Delivery and correctness only, never wall-clock speed.
+"""
+
+import json
+import os
+import random
+
+import pytest
+
+from gse.config import PS_PER_US
+from gse.protocols import default_config
+from gse.runtimes.mininet.environment import mininet_unavailable
+from gse.runtimes.udp.config import (UDP_FABRIC, check_node_config, loopback_addresses,
+                                     node_configs, udp_profile)
+from gse.runtimes.udp.fabric import LeafDriver
+from gse.runtimes.udp.faults import RouteUpdates, leaf_rows
+from gse.runtimes.udp.network import run_udp
+from gse.workloads.faults import build_schedule
+from gse.workloads.traffic import permutation
+from switchmodel.fabric import FabricLeaf
+from switchmodel.fabric_plan import attachments, extended_routes, spine_fanout
+from switchmodel.switch import Switch
+from topologies import fat_tree
+
+MS = 1000 * PS_PER_US
+REASON = mininet_unavailable()
+
+
+def fabric_config(recovery):
+    cfg = udp_profile(default_config("gse-fabric"))
+    cfg.set("leaf_recovery", recovery)
+    cfg.validate()
+    return cfg
+
+
+def test_udp_leaves_take_spine_fanout_from_the_topology():
+    topo = fat_tree(4)
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(False),
+                         address_of=loopback_addresses(topo))
+    leaf_of, leaves = attachments(topo)
+    tables = extended_routes(topo, leaf_of, leaves)
+    for leaf in leaves:
+        fab = confs[leaf]["fabric"]
+        assert fab["spine_fanout"] == spine_fanout(topo, leaf, tables) == 2   # k/2
+
+
+def test_udp_leaves_learn_the_live_paths_beyond_their_uplinks_as_the_simulation():
+    """A dead aggregation-to-core link: the leaves learn (``width_updates``, at the
+    detection time) that one uplink's switch keeps one of its two paths toward the far
+    pods, as ``gse.runtimes.sim.faults`` tells the simulation's leaves."""
+    topo = fat_tree(4)
+    sched = build_schedule(topo, ["link:agg0_0-core0@5ms"])
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(True),
+                         address_of=loopback_addresses(topo), faults=sched,
+                         detect_ps=10 * MS)
+    leaf_of, leaves = attachments(topo)
+    told = {leaf: confs[leaf]["fabric"].get("width_updates") for leaf in leaves}
+    assert all(told.values())                      # every leaf has a path through it
+    for leaf, updates in told.items():
+        assert [t for t, _ in updates] == [15 * MS]
+        for host, widths in updates[0][1]:         # toward the other pods only
+            assert (leaf_of[host] - 16) // 2 != (leaf - 16) // 2 and sorted(widths) == [1, 2]
+    for c in confs:
+        check_node_config(c, "%s.json" % c["name"])
+
+
+def test_udp_route_update_rewrites_leaf_rows_and_restarts_containers():
+    """``RouteUpdates.apply`` as ``_route_event``: the first host's row is its leaf's too
+    (except at that leaf itself), and every VOQ starts a new container."""
+    topo = fat_tree(4)
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(True),
+                         address_of=loopback_addresses(topo))
+    leaf_of, leaves = attachments(topo)
+    me = leaves[0]
+    rows = leaf_rows(confs[me])
+    assert rows == {h: [leaf] for h, leaf in enumerate(leaf_of) if h % 2 == 0}
+    tables = extended_routes(topo, leaf_of, leaves)
+
+    sw = Switch(me, "edge0_0", tables[me], 7, "spray")
+    host_ports = {h: p for p, h in enumerate(h for h in range(len(leaf_of))
+                                               if leaf_of[h] == me)}
+    agent = FabricLeaf(me, default_config("gse-fabric"), sw, host_ports,
+                       {h: 100 for h in host_ports}, leaf_of, 2)
+
+    class Voq:
+        cont_left = 3
+
+    agent.voqs = {5: Voq()}
+    ru = RouteUpdates(sw, rows, agent)
+    far = 4                                   # the first host of another leaf
+    ru.apply(0, [[far, [2]], [0, [0]]])       # host 0 hangs off this very leaf
+    assert tuple(sw.next_hops[far]) == (2,) and tuple(sw.next_hops[leaf_of[far]]) == (2,)
+    assert tuple(sw.next_hops[me]) == tuple(tables[me][me])   # no row to itself
+    assert agent.voqs[5].cont_left == 0
+    assert (ru.applied, ru.entries) == (1, 2)
+
+
+@pytest.mark.parametrize("recovery", [False, True])
+def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
+    topo = fat_tree(4, link_gbps=0.1)
+    msgs = permutation(16, 200_000, random.Random(2))     # ~17 ms of sending each
+    # a core link, a whole aggregation switch (the leaves' own uplinks: their rows
+    # change), and a gray core link
+    specs = ["link:agg0_0-core0@5ms", "switch:agg2_1@6ms,restore=60ms",
+             "link:agg3_0-core1@2ms,gray=5%"]
+    sched = build_schedule(topo, specs)
+    result = run_udp(topo, msgs, "gse-fabric", fabric_config(recovery), seed=1,
+                     timeout_s=90.0, faults=sched, detect_ps=10 * MS)
+    s = result.summary
+    u = s["udp"]
+    assert u["end"] == "done" and s["lost"] == 0, u
+    assert s["delivered"] == s["completed"] == len(msgs)
+    assert u["duplicate_deliveries"] == 0 and u["payload_errors"] == 0
+    assert u["errors"] == [] and u["agent_errors"] == 0 and u["malformed_total"] == 0
+    got = sorted((src, mid) for h in result.network.hosts for src, mid in h.delivered)
+    assert got == sorted((m.src, m.msg_id) for m in msgs)
+    f = s["fabric"]
+    assert f["leaves"] == 8 and f["leaves_idle"] == 8, f     # nothing held at the end
+    assert f["voqs_live"] == 0 and f["bad_frames"] == 0 and f["sent_buffers_live"] == 0
+    fails = s["failures"]
+    assert fails["route_updates"] > 0
+    leaves = [n for n in result.network.nodes if isinstance(n, LeafDriver)]
+    assert {n.agent.spine_fanout for n in leaves} == {2}
+    # the leaves under agg2_1 learnt of it: their rows (and the leaf rows) changed
+    assert any(n.route_updates is not None and n.route_updates.applied for n in leaves)
+    if recovery:                                  # ... and the paths left beyond uplinks
+        assert any(n.agent.widths for n in leaves)
+
+
+def scale_leaf_timers(cfg, gbps):
+    """The leaves' recovery timers in packet times of a link this slow: ``UDP_TIMERS``
+    assume packets of tens of microseconds, but at the Mininet calibration's rate one
+    packet takes milliseconds (13 ms at 2.5 Mb/s), and a 20 ms leaf RTO resends what is
+    merely queued, over and over (seen: thousands of resends, the run stalled)."""
+    pkt = (cfg.mtu + 64) * 8 * PS_PER_US * 1_000_000 // int(gbps * 1e9)   # ps per packet
+    for name, packets in (("leaf_ack_delay_ps", 2), ("leaf_nack_timeout_ps", 20),
+                          ("leaf_rto_ps", 40), ("leaf_repair_timeout_ps", 80),
+                          ("rto_ps", 120), ("pacer_window_ps", 8)):
+        cfg.set(name, max(getattr(cfg, name), packets * pkt))
+    cfg.set("rto_max_ps", max(cfg.rto_max_ps, 8 * cfg.rto_ps))
+    cfg.validate()
+
+
+@pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASON)
+@pytest.mark.parametrize("recovery", [UDP_FABRIC["leaf_recovery"],
+                                      not UDP_FABRIC["leaf_recovery"]])
+def test_mininet_fabric_core_switch_down_every_message_once_and_intact(tmp_path, recovery):
+    """The twin of ``tests/test_mininet_failures.py`` in fabric mode: a core switch's
+    links go down (``ip link set``) once it has forwarded some traffic; the switches
+    learn of it later."""
+    from gse.runtimes.mininet.run import run_mininet
+    from mininet_calibration import GBPS, timeout_s
+    topo = fat_tree(4, link_gbps=GBPS)
+    msgs = permutation(16, 120_000, random.Random(3))
+    sched = build_schedule(topo, ["switch:core0@0ms"], after_packets=20)
+    cfg = fabric_config(recovery)
+    if recovery:
+        scale_leaf_timers(cfg, GBPS)
+    detect = 2000 * MS
+    bound = timeout_s(topo, msgs, "gse-fabric", cfg, sched, detect)
+    res = run_mininet(topo, msgs, "gse-fabric", cfg, seed=1, timeout_s=bound,
+                      out_dir=str(tmp_path), faults=sched, detect_ps=detect)
+    s = res.summary
+    mn = s["mininet"]
+    assert mn["end"] == "done", (bound, mn)
+    assert mn["exit_codes"] == {"0": 36} and mn["missing_outputs"] == []
+    assert mn["left_behind"] == {} and mn["fabric_errors"] == []
+    assert s["failures"]["trigger"]["fired_us"] is not None
+    assert s["messages"] == s["delivered"] == len(msgs) and s["lost"] == 0
+    udp = s["udp"]
+    for key in ("duplicate_deliveries", "payload_errors", "malformed_total", "agent_errors"):
+        assert udp[key] == 0, (key, udp)
+    got = []
+    for name in os.listdir(tmp_path / "agents"):
+        if name.endswith(".records.json"):
+            rec = json.loads((tmp_path / "agents" / name).read_text())
+            got += [(d["src"], d["msg_id"], d["size"]) for d in rec["received"]]
+    assert sorted(got) == sorted((m.src, m.msg_id, m.size) for m in msgs)
