@@ -59,6 +59,7 @@ MODULES = {
     "gse.wire.fastcodec": "cython/gse/wire/fastcodec.pyx",
     "gse.runtimes.sim.network": "",
     "gse.runtimes.sim.sampler": "",
+    "gse.runtimes.sim.htsim_model": "",
     "gse.runtimes.udp.io": "",
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
