@@ -44,6 +44,7 @@ MODULES = {
     "gse.common.fifo": "cython/gse/common/fifo.pyx",
     "gse.common.bits": "cython/gse/common/bits.pyx",
     "gse.common.timers": "cython/gse/common/timers.pyx",
+    "gse.common.fairq": "",
     "gse.agents.bitmap": "",
     "gse.agents.entropy": "",
     "gse.agents.scheduler": "",
