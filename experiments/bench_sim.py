@@ -3,6 +3,7 @@
 
     python experiments/bench_sim.py                 # k=8 permutation and 32:1 incast
     python experiments/bench_sim.py --scenario perm-k8 --seeds 1 2 3
+    python experiments/bench_sim.py --protocol roce --baseline htsim --scenario perm-k8
 
 Each scenario runs in its own process so that peak RSS is that run's alone; CPU time is
 printed beside wall time (on a loaded machine the two part).  The figures are printed,
@@ -30,7 +31,8 @@ SCENARIOS = {
 }
 
 
-def run_one(name, seed, protocol):
+def run_one(name, seed, protocol, baseline=None):
+    from gse.config import roce_baseline
     from gse.protocols import default_config
     from gse.runtimes.sim.run import run_simulation
     from gse.workloads import traffic
@@ -45,6 +47,8 @@ def run_one(name, seed, protocol):
     else:
         msgs = traffic.incast(n, sc["senders"], sc["size"], rng)
     cfg = default_config(protocol)     # (--protocol roce: RoceConfig, DCQCN and PFC on)
+    if baseline:                       # a RoCE profile (gse.config.BASELINES): htsim's PFC
+        cfg = roce_baseline(baseline)
     if "unsched" in sc and protocol == "gse":
         cfg.unsched_bytes = sc["unsched"]
     setup = time.perf_counter() - t0
@@ -53,7 +57,8 @@ def run_one(name, seed, protocol):
     cpu = time.process_time() - cpu0
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     from gse import _build
-    return {"scenario": name, "protocol": protocol, "seed": seed, "setup_s": round(setup, 3),
+    return {"scenario": name, "protocol": protocol, "baseline": baseline, "seed": seed,
+            "setup_s": round(setup, 3),
             "build": _build.build(), "wall_s": s["wall_s"], "cpu_s": round(cpu, 3),
             "events": s["events"], "events_per_s": s["events_per_s"],
             "peak_rss_mib": round(rss_mib, 1), "lost": s["lost"],
@@ -68,12 +73,15 @@ def main():
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
     ap.add_argument("--protocol", default="gse")
+    ap.add_argument("--baseline", help="a RoCE profile (--protocol roce): deployed, htsim, "
+                    "hpcc-dcqcn")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the rows as JSON")
     args = ap.parse_args()
     names = args.scenario or ["perm-k8", "incast32-k8", "incast32-k8-nounsched"]
     if args.child:
-        print(json.dumps(run_one(names[0], args.seeds[0], args.protocol)))
+        print(json.dumps(run_one(names[0], args.seeds[0], args.protocol,
+                                    args.baseline)))
         return 0
     rows = []
     cols = ("scenario", "seed", "wall_s", "cpu_s", "events", "events_per_s", "peak_rss_mib", "lost",
@@ -82,7 +90,8 @@ def main():
     for name in names:
         for seed in args.seeds:
             out = subprocess.run([sys.executable, __file__, "--child", "--scenario", name,
-                                  "--seeds", str(seed), "--protocol", args.protocol],
+                                  "--seeds", str(seed), "--protocol", args.protocol]
+                             + (["--baseline", args.baseline] if args.baseline else []),
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 print("%s seed %d failed:\n%s" % (name, seed, out.stderr), file=sys.stderr)

@@ -1,5 +1,6 @@
 # Augments gse/agents/roce_nic.py.  NEVER is gse.agents.dcqcn's.
 import cython
+from gse.common.fairq cimport FairQueue
 from gse.common.fifo cimport Fifo
 from gse.common.timers cimport TimerHeap
 from gse.agents.roce_sender cimport RoceFlow
@@ -18,7 +19,7 @@ cdef class RoceNic:
     cdef public bint by_id
     cdef public Fifo ring
     cdef public Fifo control
-    cdef public object acks
+    cdef public FairQueue acks
     cdef public long long pace_at
     cdef public list active
     cdef public list active_ids
@@ -35,7 +36,7 @@ cdef class RoceNic:
 
     cpdef bint has_work(self) except -1
 
-    @cython.locals(acks=object)
+    @cython.locals(acks=FairQueue)
     cpdef Packet next_control(self)
 
     @cython.locals(flow=RoceFlow, earliest="long long", ring=Fifo, i="Py_ssize_t")

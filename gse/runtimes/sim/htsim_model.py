@@ -26,46 +26,84 @@ event for event where it can:
 
 Single-FIFO egress queues (``switch_control_priority=False``) and htsim's NIC
 (``nic_scheduler="htsim"``) are set by the same profile; see docs/comparison.md.
+
+Compiled (cython/gse/runtimes/sim/htsim_model.pxd) as the ports and nodes it stands in for
+are: a pipe keeps its packets in a ``Fifo`` and their arrival times in a ring of C integers
+beside it, and delivers to its node by a C call (``fire``, or ``forward`` for a switch's
+own pipe); the ports and the switch node are extension types deriving from
+``network.py``'s, whose methods they override as C methods.
 """
+
+from array import array
 
 from gse.common.fifo import Fifo
 from gse.runtimes.sim.eventq import Handler, event_target
 from gse.runtimes.sim.network import HostPort, LinkPort, SwitchNode
-from gse.wire.linkrate import wire_time_ps
+from gse.wire import linkrate
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, make_packet
 
 
 class Pipe(Handler):
-    """Packets in flight for ``delay`` ps, delivered in order as ``deliver(pkt, port)``,
-    with one pending event at a time (htsim's Pipe/CallbackPipe)."""
+    """Packets in flight for ``delay`` ps, delivered in order to ``target`` on its port
+    ``port`` (``target.fire(pkt, port)``: its ``receive``), with one pending event at a
+    time (htsim's Pipe/CallbackPipe).  A switch's own pipe (``port`` -1) hands each packet
+    to the switch's ``forward`` with the port it came in by (``pkt.ingress``)."""
 
-    __slots__ = ("eq", "delay", "flight", "deliver", "fn")
+    __slots__ = ("eq", "delay", "pkts", "times", "head", "count", "mask", "target",
+                 "switch", "port", "fn")
 
-    def __init__(self, eq, delay, deliver):
+    def __init__(self, eq, delay, target, port):
         self.eq = eq
         self.delay = delay
-        self.flight = Fifo()       # (arrival time, packet, port)
-        self.deliver = deliver
+        self.pkts = Fifo()           # the packets in flight, oldest first
+        self.times = array("q", bytes(8 * 8))   # their arrival times: a ring from head
+        self.head = 0
+        self.count = 0
+        self.mask = 7                # len(times) - 1, a power of two less one
+        self.port = port
+        self.target = target if port >= 0 else None
+        self.switch = target if port < 0 else None
         self.fn = event_target(self, self.pop)
 
-    def push(self, pkt, port):
+    def push(self, pkt):
         t = self.eq.now + self.delay
-        if not self.flight:
+        n = self.count
+        if n == 0:
             self.eq.at(t, self.fn, None, None)
-        self.flight.append((t, pkt, port))
+        elif n > self.mask:
+            self._grow()
+        self.times[(self.head + n) & self.mask] = t
+        self.count = n + 1
+        self.pkts.append(pkt)
+
+    def _grow(self):
+        """Twice the ring, its times in order from 0."""
+        old = self.times
+        size = self.mask + 1
+        times = array("q", bytes(16 * size))
+        for i in range(size):
+            times[i] = old[(self.head + i) & self.mask]
+        self.times = times
+        self.head = 0
+        self.mask = 2 * size - 1
 
     def fire(self, a, b):
         self.pop(a, b)
 
     def pop(self, _a, _b):
-        _, pkt, port = self.flight.popleft()
-        self.deliver(pkt, port)
-        if self.flight:
-            self.eq.at(self.flight[0][0], self.fn, None, None)
+        pkt = self.pkts.popleft()
+        self.head = (self.head + 1) & self.mask
+        self.count -= 1
+        if self.port < 0:
+            self.switch.forward(pkt, pkt.ingress)
+        else:
+            self.target.fire(pkt, self.port)
+        if self.count:
+            self.eq.at(self.times[self.head], self.fn, None, None)
 
 
-def _launch(port, pkt):
-    """The packet's last bit has left ``port``: into the link's pipe (or lost on it)."""
+def _launch(port, pipe, pkt):
+    """The packet's last bit has left ``port``: into the link's ``pipe`` (or lost on it)."""
     if port.rng is not None:
         r = port.rng.random()
         if r < port.loss:
@@ -74,7 +112,7 @@ def _launch(port, pkt):
         if r < port.loss + port.corrupt:
             port.wire_corrupt += 1
             pkt.corrupt = True
-    port.pipe.push(pkt, port.peer_port)
+    pipe.push(pkt)
 
 
 def _hold(port, pkt, now):
@@ -105,7 +143,7 @@ class HtsimSwitchPort(LinkPort):
             self.queue.enqueue(pkt)
 
     def begin(self, pkt, now):
-        self.busy_until = now + wire_time_ps(pkt.size, self.mbps)
+        self.busy_until = now + linkrate.wire_time_ps(pkt.size, self.mbps)
         if self.watch is not None:
             self.touch()
         self.tx_pkt = pkt
@@ -117,8 +155,9 @@ class HtsimSwitchPort(LinkPort):
         if pkt is not None:        # its last bit has left: release it, then the wire
             self.tx_pkt = None
             if self.pfc.on_release(pkt.ingress, pkt.size):
-                self.owner.send_pfc(pkt.ingress, RESUME)
-            _launch(self, pkt)
+                node = self.owner
+                node.send_pfc(pkt.ingress, RESUME)
+            _launch(self, self.pipe, pkt)
         nxt = self.queue.dequeue()
         if nxt is None:
             self.wake_pending = False
@@ -152,7 +191,7 @@ class HtsimHostPort(HostPort):
         if pkt is None:
             return
         self.queue.count_unqueued(pkt)
-        self.busy_until = now + wire_time_ps(pkt.size, self.mbps)
+        self.busy_until = now + linkrate.wire_time_ps(pkt.size, self.mbps)
         if self.watch is not None:
             self.touch()
         self.tx_pkt = pkt
@@ -164,13 +203,15 @@ class HtsimHostPort(HostPort):
         self.tx_pkt = None
         self.wake_pending = False
         if pkt is not None:
-            _launch(self, pkt)
-        self.owner.after(self.eq.now)
+            _launch(self, self.pipe, pkt)
+        node = self.owner
+        node.after(self.eq.now)
 
     def on_pfc(self, pkt, now):
         resumed = _hold(self, pkt, now)
         self.agent.on_pause(not resumed, now)
-        self.owner.after(now)
+        node = self.owner
+        node.after(now)
 
 
 class HtsimSwitchNode(SwitchNode):
@@ -185,12 +226,13 @@ class HtsimSwitchNode(SwitchNode):
             if pkt.corrupt:
                 self.bad_frames += 1
             else:
-                self.ports[in_port].on_pfc(pkt, self.eq.now)
+                egress = self.ports[in_port]
+                egress.on_pfc(pkt, self.eq.now)
             return
         pkt.ingress = in_port
         if self.pfc.on_enqueue(in_port, pkt.size):
             self.send_pfc(in_port, PAUSE)
-        self.pipe.push(pkt, in_port)
+        self.pipe.push(pkt)
 
     def forward(self, pkt, in_port):
         port = self.switch.route(pkt)
@@ -199,14 +241,15 @@ class HtsimSwitchNode(SwitchNode):
             if self.pfc.on_release(in_port, pkt.size):
                 self.send_pfc(in_port, RESUME)
             return
-        self.ports[port].offer(pkt)
+        egress = self.ports[port]
+        egress.offer(pkt)
 
     def send_pfc(self, port, kind):
         """PAUSE or RESUME on the wire pipe of ``port``: no queue, no quanta, no refresh."""
         self.pfc_frames += 1
         egress = self.ports[port]
         egress.wire.push(make_packet(kind=kind, src=self.switch.node, dst=-1, aux=PRIO_DATA,
-                                     ts=self.eq.now, prio=PRIO_CONTROL), egress.peer_port)
+                                     ts=self.eq.now, prio=PRIO_CONTROL))
 
 
 CLASSES = (HtsimSwitchNode, HtsimSwitchPort, HtsimHostPort)
@@ -217,10 +260,10 @@ def attach(net):
     PFC frames per switch port, one inside every switch."""
     for port in net.ports:
         port.tx_pkt = None
-        port.pipe = Pipe(net.eq, port.delay, port.peer.receive)
-        port.wire = Pipe(net.eq, port.delay, port.peer.receive)
+        port.pipe = Pipe(net.eq, port.delay, port.peer, port.peer_port)
+        port.wire = Pipe(net.eq, port.delay, port.peer, port.peer_port)
     for sn in net.switches:
         if sn.pfc is None:
             raise ValueError("the htsim PFC model needs PFC on (pfc=1)")
-        sn.pipe = Pipe(net.eq, sn.latency, sn.forward)
+        sn.pipe = Pipe(net.eq, sn.latency, sn, -1)
     return net
