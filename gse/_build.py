@@ -62,6 +62,7 @@ MODULES = {
     "gse.runtimes.udp.io": "",
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
+    "gse.runtimes.udp.switchplane": "cython/gse/runtimes/udp/switchplane.pyx",
     "switchmodel.queue": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",

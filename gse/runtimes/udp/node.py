@@ -120,7 +120,7 @@ class SwitchDriver(NodeDriver):
     switch-latency path."""
 
     __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn",
-                 "route_updates")
+                 "route_updates", "plane")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
@@ -131,6 +131,7 @@ class SwitchDriver(NodeDriver):
         self.unroutable = 0
         self.refresh_fn = self._refresh_pause
         self.route_updates = None   # gse.runtimes.udp.faults.RouteUpdates, when scheduled
+        self.plane = None           # its compiled data plane (gse.runtimes.udp.dataplane)
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, self.scratch)

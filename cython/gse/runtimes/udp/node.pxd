@@ -51,6 +51,7 @@ cdef class SwitchDriver(NodeDriver):
     cdef public Packet scratch
     cdef public object refresh_fn
     cdef public object route_updates
+    cdef public object plane
 
     @cython.locals(pkt=Packet)
     cpdef datagram(self, data, addr)

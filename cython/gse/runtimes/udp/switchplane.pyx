@@ -1,0 +1,619 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled twin of gse/runtimes/udp/switchplane.py: a UDP switch's per-packet path in C.
+
+Why: a UDP switch built of Python objects (``SwitchDriver.datagram`` -> decoded packet ->
+``Switch.route`` -> ``OutputQueue`` -> ``EmulatedPort``) costs a bytes object, an address
+tuple, a packet and a dozen method calls per datagram per hop, and one Python process
+forwards at a fraction of what the kernel carries.  Here the same model runs on C
+buffers: recvmmsg(2) into a pool of slots, the header parsed in C
+(``gse.wire.fastcodec.header_parse``, every check of the decoder), the egress port chosen
+as ``Switch.route`` chooses it (the switch's own next-hop row, read in place), the
+output queue as two C FIFOs of slots per port (control and data: ECN, trimming,
+drop-tail, exactly ``switchmodel.queue.OutputQueue.enqueue`` and ``dequeue``), the link's
+virtual schedule as ``EmulatedPort``'s (``busy_until``, serialisation, delay, the slack
+within which a datagram leaves at once, a FIFO of slots on the wire), and sendmmsg(2) of
+every datagram a batch or a wake-up releases.  The Python objects stay the control plane
+and the counters: the queue's byte and packet counts, ``PortCounters``, the switch's
+``forwarded``/``unroutable``/``unreachable``, the driver's ``datagrams``, the endpoint's
+``sent`` are the very fields the Python path updates, so every summary reads the same.
+
+Whatever is not the plain case goes through the Python objects, one datagram at a time:
+a datagram the C parser doubts or refuses (the reference decoder gives the verdict and
+the reason it is counted under), one from an address that is not a neighbour, PAUSE and
+RESUME.  An ECN mark or a trim rewrites the header in place and its checksum (a secured
+datagram, F_SEC, through ``gse.wire.codec.reframe``, as the Python port does); an ECN
+draw asks the queue's own generator, so marks match the Python path draw for draw.  The
+timers are the node's ``Scheduler``: one wake-up per switch (the earliest of its ports),
+not one per packet.  ``gse.runtimes.udp.dataplane`` decides when a switch may use this.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.string cimport memcpy
+
+from gse.runtimes.udp.io cimport Endpoint, Scheduler
+from gse.runtimes.udp.link cimport EmulatedPort
+from gse.runtimes.udp.node cimport SwitchDriver
+from gse.wire cimport linkrate
+from gse.wire.fastcodec cimport crc_datagram, gse_header, header_parse
+from gse.wire.packet cimport Packet
+from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
+from switchmodel.switch cimport Switch, mix32
+
+from gse.runtimes.udp.io import record_error
+from gse.wire.codec import reframe
+from gse.wire.fastcodec import decode_header
+from gse.wire.packet import (DATA, F_ECN_CE, F_ECT, F_SEC, F_TRIMMED, HEADER_BYTES, PAUSE,
+                             PRIO_CONTROL, RESUME)
+
+AVAILABLE = True     # the pure twin says False
+
+cdef extern from *:
+    """
+    #include <sys/socket.h>
+    #include <netinet/in.h>
+    #include <arpa/inet.h>
+    #include <errno.h>
+    #include <stdlib.h>
+    #include <string.h>
+    #define DP_BATCH 32
+    #define DP_OUT 64
+
+    /* a datagram's buffer: received into, queued, on the wire, sent from */
+    typedef struct dp_slot {
+        struct dp_slot *next;
+        long long depart, size, flags;
+        int n, kind, prio, ecn_ok;
+        unsigned char buf[1];
+    } dp_slot;
+
+    typedef struct { dp_slot *head, *tail; } dp_fifo;
+
+    typedef struct {
+        int fd, bufsize, nports, nout, nslots;
+        dp_slot *free;
+        struct mmsghdr rmsg[DP_BATCH];
+        struct iovec riov[DP_BATCH];
+        struct sockaddr_in rsa[DP_BATCH];
+        dp_slot *rslot[DP_BATCH];
+        struct mmsghdr smsg[DP_OUT];
+        struct iovec siov[DP_OUT];
+        dp_slot *sslot[DP_OUT];
+        struct sockaddr_in *peer;
+        dp_fifo *ctl, *data, *wire;
+    } dp_state;
+
+    static inline void dp_push(dp_fifo *f, dp_slot *s) {
+        s->next = NULL;
+        if (f->tail) f->tail->next = s; else f->head = s;
+        f->tail = s;
+    }
+    static inline dp_slot *dp_pop(dp_fifo *f) {
+        dp_slot *s = f->head;
+        if (s) { f->head = s->next; if (!f->head) f->tail = NULL; s->next = NULL; }
+        return s;
+    }
+    static dp_slot *dp_take(dp_state *d) {
+        dp_slot *s = d->free;
+        if (s) { d->free = s->next; return s; }
+        s = (dp_slot *)malloc(sizeof(dp_slot) + d->bufsize);
+        if (s) d->nslots++;
+        return s;
+    }
+    static inline void dp_give(dp_state *d, dp_slot *s) { s->next = d->free; d->free = s; }
+
+    static dp_state *dp_new(int fd, int bufsize, int nports) {
+        dp_state *d = (dp_state *)calloc(1, sizeof(dp_state));
+        if (!d) return NULL;
+        d->fd = fd; d->bufsize = bufsize; d->nports = nports;
+        d->peer = (struct sockaddr_in *)calloc(nports ? nports : 1, sizeof(struct sockaddr_in));
+        d->ctl = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
+        d->data = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
+        d->wire = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
+        if (!d->peer || !d->ctl || !d->data || !d->wire) return NULL;
+        return d;
+    }
+    static void dp_free_list(dp_slot *s) { while (s) { dp_slot *n = s->next; free(s); s = n; } }
+    static void dp_free(dp_state *d) {
+        int i;
+        if (!d) return;
+        for (i = 0; i < d->nports; i++) {
+            dp_free_list(d->ctl[i].head); dp_free_list(d->data[i].head);
+            dp_free_list(d->wire[i].head);
+        }
+        for (i = 0; i < d->nout; i++) free(d->sslot[i]);
+        dp_free_list(d->free);
+        free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d);
+    }
+    static int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port) {
+        struct sockaddr_in *sa = &d->peer[port];
+        sa->sin_family = AF_INET;
+        sa->sin_port = htons((unsigned short)udp_port);
+        return inet_pton(AF_INET, ip, &sa->sin_addr) == 1;
+    }
+    /* up to want datagrams: the count, 0 if none waits, -1 on a socket error, -2 out of
+       memory */
+    static int dp_recv(dp_state *d, int want) {
+        int i, m;
+        for (i = 0; i < want; i++) {
+            if (!d->rslot[i]) { d->rslot[i] = dp_take(d); if (!d->rslot[i]) return -2; }
+            d->riov[i].iov_base = d->rslot[i]->buf;
+            d->riov[i].iov_len = d->bufsize;
+            memset(&d->rmsg[i].msg_hdr, 0, sizeof(struct msghdr));
+            d->rmsg[i].msg_hdr.msg_iov = &d->riov[i];
+            d->rmsg[i].msg_hdr.msg_iovlen = 1;
+            d->rmsg[i].msg_hdr.msg_name = &d->rsa[i];
+            d->rmsg[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+        }
+        m = recvmmsg(d->fd, d->rmsg, want, MSG_DONTWAIT, NULL);
+        if (m < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+        for (i = 0; i < m; i++) d->rslot[i]->n = (int)d->rmsg[i].msg_len;
+        return m;
+    }
+    /* the slot received i-th, handed over (the next receive takes a fresh one) */
+    static inline dp_slot *dp_got(dp_state *d, int i) {
+        dp_slot *s = d->rslot[i]; d->rslot[i] = NULL; return s;
+    }
+    static inline int dp_ingress(dp_state *d, int i) {
+        struct sockaddr_in *sa = &d->rsa[i];
+        int p;
+        if (d->rmsg[i].msg_hdr.msg_namelen < sizeof(struct sockaddr_in) || sa->sin_family != AF_INET)
+            return -1;
+        for (p = 0; p < d->nports; p++)
+            if (d->peer[p].sin_port == sa->sin_port
+                    && d->peer[p].sin_addr.s_addr == sa->sin_addr.s_addr)
+                return p;
+        return -1;
+    }
+    static void dp_sender(dp_state *d, int i, char *ip, int *port) {
+        inet_ntop(AF_INET, &d->rsa[i].sin_addr, ip, 16);
+        *port = ntohs(d->rsa[i].sin_port);
+    }
+    /* sendmmsg(2) of what is held; counts into out[0..3]: sent, blocked, errors, batches */
+    static void dp_flush(dp_state *d, long long *out) {
+        int start = 0, i, r;
+        if (!d->nout) return;
+        for (i = 0; i < d->nout; i++) {
+            dp_slot *s = d->sslot[i];
+            d->siov[i].iov_base = s->buf;
+            d->siov[i].iov_len = s->n;
+        }
+        out[3]++;
+        while (start < d->nout) {
+            r = sendmmsg(d->fd, d->smsg + start, d->nout - start, 0);
+            if (r > 0) { out[0] += r; start += r; continue; }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) out[1]++; else out[2]++;
+            start++;                  /* that one is lost (counted), go on with the next */
+        }
+        for (i = 0; i < d->nout; i++) dp_give(d, d->sslot[i]);
+        d->nout = 0;
+    }
+    static inline int dp_out(dp_state *d, dp_slot *s, int port) {
+        int i = d->nout++;
+        d->sslot[i] = s;
+        memset(&d->smsg[i].msg_hdr, 0, sizeof(struct msghdr));
+        d->smsg[i].msg_hdr.msg_iov = &d->siov[i];
+        d->smsg[i].msg_hdr.msg_iovlen = 1;
+        d->smsg[i].msg_hdr.msg_name = &d->peer[port];
+        d->smsg[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+        return d->nout == DP_OUT;
+    }
+    static inline void dp_put16(unsigned char *p, long long v) {
+        p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v;
+    }
+    static inline void dp_put32(unsigned char *p, unsigned int v) {
+        p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+    }
+    """
+    int DP_BATCH
+    ctypedef struct dp_slot:
+        dp_slot *next
+        long long depart, size, flags
+        int n, kind, prio, ecn_ok
+        unsigned char buf[1]
+    ctypedef struct dp_fifo:
+        dp_slot *head
+        dp_slot *tail
+    ctypedef struct dp_state:
+        int fd, bufsize, nports, nout, nslots
+        dp_fifo *ctl
+        dp_fifo *data
+        dp_fifo *wire
+    void dp_push(dp_fifo *f, dp_slot *s)
+    dp_slot *dp_pop(dp_fifo *f)
+    void dp_give(dp_state *d, dp_slot *s)
+    dp_state *dp_new(int fd, int bufsize, int nports)
+    void dp_free(dp_state *d)
+    int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port)
+    int dp_recv(dp_state *d, int want)
+    dp_slot *dp_got(dp_state *d, int i)
+    int dp_ingress(dp_state *d, int i)
+    void dp_sender(dp_state *d, int i, char *ip, int *port)
+    void dp_flush(dp_state *d, long long *out)
+    int dp_out(dp_state *d, dp_slot *s, int port)
+    void dp_put16(unsigned char *p, long long v)
+    void dp_put32(unsigned char *p, unsigned int v)
+
+cdef long long C_DATA = DATA
+cdef long long C_F_ECN_CE = F_ECN_CE
+cdef long long C_F_ECT = F_ECT
+cdef long long C_F_SEC = F_SEC
+cdef long long C_F_TRIMMED = F_TRIMMED
+cdef long long C_HEADER = HEADER_BYTES
+cdef long long C_PAUSE = PAUSE
+cdef long long C_RESUME = RESUME
+cdef long long C_PRIO_CONTROL = PRIO_CONTROL
+cdef unsigned long long K_SRC = 0x9E3779B1
+cdef unsigned long long K_DST = 0x7FEB352D
+DEF DRAIN = 64          # datagrams per readiness call, as Endpoint's DRAIN_BATCH
+
+
+cdef class SwitchPlane:
+    """One switch's data plane: ``drain()`` is its endpoint's readiness callback."""
+
+    cdef dp_state *d
+    cdef SwitchDriver drv
+    cdef Switch sw
+    cdef Endpoint ep
+    cdef Scheduler sched
+    cdef list ports
+    cdef object wake_fn
+    cdef public object on_receive
+    cdef public long long wake_at
+    cdef public long long fast
+    cdef public long long slow
+    cdef long long out[4]
+    cdef Py_ssize_t max_datagram
+
+    def __init__(self, SwitchDriver drv):
+        cdef EmulatedPort port
+        cdef int i
+        self.drv = drv
+        self.sw = drv.switch
+        self.ep = drv.endpoint
+        self.sched = drv.sched
+        self.ports = list(drv.ports)
+        self.max_datagram = drv.max_datagram
+        self.d = dp_new(self.ep.fd, drv.max_datagram + 1, len(self.ports))
+        if self.d == NULL:
+            raise MemoryError()
+        for i in range(len(self.ports)):
+            port = self.ports[i]
+            if not dp_set_peer(self.d, i, str(port.peer_addr[0]).encode(),
+                               int(port.peer_addr[1])):
+                raise ValueError("not an IPv4 neighbour: %r" % (port.peer_addr,))
+        self.wake_fn = self._wake
+        self.on_receive = None
+        self.wake_at = -1
+        self.fast = 0
+        self.slow = 0
+        self.out[0] = self.out[1] = self.out[2] = self.out[3] = 0
+
+    def __dealloc__(self):
+        dp_free(self.d)
+        self.d = NULL
+
+    def close(self):
+        """Drop what is held (the run is over) and clear the queues' counts."""
+        cdef EmulatedPort port
+        self._flush()
+        for port in self.ports:
+            q = port.queue
+            q.n_data = q.n_control = q.data_bytes = q.control_bytes = 0
+        dp_free(self.d)
+        self.d = NULL
+
+    def slots(self):
+        """Buffers allocated so far (a bound: queues and wires hold at most this many)."""
+        return self.d.nslots if self.d != NULL else 0
+
+    # -- receive ------------------------------------------------------------------------
+
+    def drain(self):
+        """Read up to DRAIN datagrams, forward them, send what left, re-arm the wake-up."""
+        cdef int left = DRAIN, want, m, i
+        cdef long long now
+        if self.d == NULL:
+            return
+        if self.on_receive is not None:
+            self.on_receive()
+        while left > 0:
+            want = DP_BATCH if left > DP_BATCH else left
+            m = dp_recv(self.d, want)
+            if m == -1:
+                self.ep.recv_errors += 1
+                left -= 1
+                continue
+            if m <= 0:
+                break
+            for i in range(m):
+                now = self.sched.now()
+                self._datagram(i, now)
+            if m < want:
+                break
+            left -= want
+        self._flush()
+        self._rearm(self.sched.now())
+
+    cdef _datagram(self, int i, long long now):
+        cdef dp_slot *s = dp_got(self.d, i)
+        cdef gse_header h
+        cdef int ingress = dp_ingress(self.d, i)
+        cdef int trailer = -1
+        cdef long long eg
+        cdef Packet pkt
+        if s.n >= C_HEADER and s.n <= self.max_datagram and ingress >= 0:
+            trailer = header_parse(s.buf, s.n, &h)
+        if trailer < 0 or h.kind == C_PAUSE or h.kind == C_RESUME:
+            # the Python path: the decoder's verdict (and reason), foreign senders, PFC
+            self.slow += 1
+            data = PyBytes_FromStringAndSize(<char *>s.buf, s.n)
+            addr = self._addr(i, ingress)
+            pkt = self.drv._decode(data, addr, self.drv.scratch)
+            if pkt is None or pkt.kind == C_PAUSE or pkt.kind == C_RESUME:
+                dp_give(self.d, s)
+                if pkt is not None:
+                    self.drv._route(pkt, data, now)    # admit_pfc: refused, counted
+                return
+            h.kind = pkt.kind
+            h.src = pkt.src
+            h.dst = pkt.dst
+            h.msg_id = pkt.msg_id
+            h.entropy = pkt.entropy
+            h.flags = pkt.flags
+            h.prio = pkt.prio
+            s.size = pkt.size
+        else:
+            self.fast += 1
+            self.drv.datagrams += 1
+            s.size = s.n if (h.kind == C_DATA and not h.flags & C_F_TRIMMED) else C_HEADER
+        s.kind = <int>h.kind
+        s.flags = h.flags
+        s.prio = <int>h.prio
+        eg = self._route(h.src, h.dst, h.msg_id, h.entropy)
+        if eg < 0:
+            self.drv.unroutable += 1
+            dp_give(self.d, s)
+            return
+        self._offer(<int>eg, s, now)
+
+    cdef object _addr(self, int i, int ingress):
+        cdef char ip[16]
+        cdef int udp_port
+        cdef EmulatedPort port
+        if ingress >= 0:
+            port = self.ports[ingress]
+            return port.peer_addr               # the very tuple port_of is keyed by
+        dp_sender(self.d, i, ip, &udp_port)
+        return (ip.decode(), udp_port)
+
+    cdef long long _route(self, long long src, long long dst, long long msg_id,
+                          long long entropy) except? -2:
+        """``Switch.route`` on the header's fields (its counters too)."""
+        cdef Switch sw = self.sw
+        cdef Py_ssize_t n
+        cdef unsigned long long key
+        hops = sw.hops_to(dst)
+        if hops is None:
+            sw.unroutable += 1
+            return -1
+        n = len(<tuple>hops)
+        if n == 1:
+            sw.forwarded += 1
+            return <long long>(<tuple>hops)[0]
+        if n == 0:
+            sw.unreachable += 1
+            return -1
+        sw.forwarded += 1
+        if sw.spray:
+            key = <unsigned long long>entropy ^ <unsigned long long>sw.salt
+        else:
+            key = (<unsigned long long>src * K_SRC + <unsigned long long>dst * K_DST
+                   + <unsigned long long>msg_id) ^ <unsigned long long>sw.salt
+        return <long long>(<tuple>hops)[mix32(<long long>(key & 0xFFFFFFFF)) % n]
+
+    # -- the output queue and the link (EmulatedPort.offer, _drain, _transmit) ------------
+
+    cdef _offer(self, int p, dp_slot *s, long long now):
+        cdef EmulatedPort port = self.ports[p]
+        cdef OutputQueue q = port.queue
+        cdef PortCounters c
+        if q.data_bytes or q.control_bytes:
+            self._drain_port(p, port, now)
+        if port.busy_until <= now and (not q.paused or s.prio == C_PRIO_CONTROL):
+            c = q.counters
+            c.tx_bytes += s.size
+            c.tx_packets += 1
+            self._transmit(p, port, s, now, now)
+            return
+        self._enqueue(p, q, s)
+
+    cdef _enqueue(self, int p, OutputQueue q, dp_slot *s):
+        """``OutputQueue.enqueue`` on the slot: queued, trimmed or dropped (and freed)."""
+        cdef QueueConfig cfg = q.cfg
+        cdef long long size = s.size, occupied
+        cdef bint trimmed = False
+        if not cfg.control_priority:
+            if q.data_bytes + size > cfg.queue_bytes:
+                q.counters.drops += 1
+                dp_give(self.d, s)
+                return
+            if (cfg.ecn and not cfg.ecn_on_dequeue and s.kind == C_DATA and s.flags & C_F_ECT
+                    and q.data_bytes + size > cfg.ecn_kmin):
+                self._maybe_mark(q, s, q.data_bytes + size)
+            dp_push(&self.d.data[p], s)
+            q.n_data += 1
+            q.data_bytes += size
+            self._peak(q)
+            return
+        if s.prio != C_PRIO_CONTROL and s.kind == C_DATA:
+            occupied = q.data_bytes + size
+            if cfg.trim and occupied > cfg.trim_bytes:
+                self._rewrite(s, C_F_TRIMMED)
+                size = s.size
+                trimmed = True
+            elif occupied > cfg.queue_bytes:
+                q.counters.drops += 1
+                dp_give(self.d, s)
+                return
+            else:
+                if (cfg.ecn and occupied > cfg.ecn_kmin and s.flags & C_F_ECT
+                        and not cfg.ecn_on_dequeue):
+                    self._maybe_mark(q, s, occupied)
+                dp_push(&self.d.data[p], s)
+                q.n_data += 1
+                q.data_bytes += size
+                self._peak(q)
+                return
+        if q.control_bytes + size > cfg.control_queue_bytes:
+            q.counters.drops += 1
+            dp_give(self.d, s)
+            return
+        dp_push(&self.d.ctl[p], s)
+        q.n_control += 1
+        q.control_bytes += size
+        if trimmed:
+            q.counters.trims += 1
+        self._peak(q)
+
+    cdef _maybe_mark(self, OutputQueue q, dp_slot *s, long long occupied):
+        cdef QueueConfig cfg = q.cfg
+        cdef double prob
+        if occupied > cfg.ecn_kmax:
+            prob = 1.0
+        else:
+            prob = cfg.ecn_pmax * (occupied - cfg.ecn_kmin) / <double>(cfg.ecn_kmax - cfg.ecn_kmin)
+        if prob < 1.0:
+            rng = q.rng
+            if callable(rng):             # made on the first draw, as OutputQueue does
+                rng = q.rng = rng()
+            if rng.random() >= prob:
+                return
+        self._rewrite(s, C_F_ECN_CE)
+        q.counters.ecn_marks += 1
+
+    cdef _rewrite(self, dp_slot *s, long long flag):
+        """Set ``flag`` (F_ECN_CE, or F_TRIMMED: the payload goes, control priority) in
+        the datagram's header and its checksum, the bytes the Python port would send."""
+        cdef Packet pkt
+        cdef bytes raw
+        s.flags |= flag
+        if flag == C_F_TRIMMED:
+            s.prio = <int>C_PRIO_CONTROL
+            s.size = C_HEADER
+        if s.flags & C_F_SEC:          # secured: the trailer stays (gse.wire.codec.reframe)
+            data = PyBytes_FromStringAndSize(<char *>s.buf, s.n)
+            pkt = decode_header(data, self.max_datagram)
+            if flag == C_F_TRIMMED:
+                pkt.trim()
+            else:
+                pkt.flags |= flag
+            raw = reframe(data, pkt)
+            if len(raw) <= s.n:
+                memcpy(s.buf, PyBytes_AS_STRING(raw), len(raw))
+                s.n = len(raw)
+            return
+        dp_put16(s.buf + 2, s.flags)
+        if flag == C_F_TRIMMED:
+            s.buf[56] = <unsigned char>C_PRIO_CONTROL
+            s.n = <int>C_HEADER
+        dp_put32(s.buf + 60, crc_datagram(s.buf, s.n))
+
+    cdef inline void _peak(self, OutputQueue q):
+        cdef long long total = q.data_bytes + q.control_bytes
+        if total > q.counters.peak_bytes:
+            q.counters.peak_bytes = total
+
+    cdef dp_slot *_dequeue(self, int p, OutputQueue q):
+        cdef dp_slot *s
+        cdef QueueConfig cfg
+        if q.control_bytes:
+            s = dp_pop(&self.d.ctl[p])
+            q.n_control -= 1
+            q.control_bytes -= s.size
+        elif q.data_bytes and not q.paused:
+            s = dp_pop(&self.d.data[p])
+            q.n_data -= 1
+            q.data_bytes -= s.size
+            cfg = q.cfg
+            if (cfg.ecn_on_dequeue and cfg.ecn and q.data_bytes > cfg.ecn_kmin
+                    and s.kind == C_DATA and s.flags & C_F_ECT):
+                self._maybe_mark(q, s, q.data_bytes)
+        else:
+            return NULL
+        q.counters.tx_bytes += s.size
+        q.counters.tx_packets += 1
+        return s
+
+    cdef _drain_port(self, int p, EmulatedPort port, long long now):
+        cdef dp_slot *s
+        while port.busy_until <= now:
+            s = self._dequeue(p, port.queue)
+            if s == NULL:
+                return
+            self._transmit(p, port, s, port.busy_until, now)
+
+    cdef _transmit(self, int p, EmulatedPort port, dp_slot *s, long long start, long long now):
+        cdef long long done = start + linkrate.wire_time_ps(s.size, port.mbps)
+        cdef long long depart = done + port.delay
+        port.busy_until = done
+        if self.d.wire[p].head == NULL and depart <= now + port.slack:
+            if dp_out(self.d, s, p):
+                self._flush()
+        else:
+            s.depart = depart
+            dp_push(&self.d.wire[p], s)
+
+    cdef _flush(self):
+        cdef Endpoint ep = self.ep
+        if self.d == NULL or self.d.nout == 0:
+            return
+        self.out[0] = self.out[1] = self.out[2] = self.out[3] = 0
+        dp_flush(self.d, self.out)
+        ep.sent += self.out[0]
+        ep.send_blocked += self.out[1]
+        ep.send_errors += self.out[2]
+        ep.batches += self.out[3]
+
+    # -- wake-ups ---------------------------------------------------------------------------
+
+    cdef _rearm(self, long long now):
+        """One timer for the switch: the earliest port that has a packet to start or a
+        datagram to put on the wire (``EmulatedPort._arm``'s times, taken together)."""
+        cdef long long nxt = -1, t
+        cdef int p
+        cdef EmulatedPort port
+        cdef OutputQueue q
+        for p in range(self.d.nports):
+            port = self.ports[p]
+            q = port.queue
+            if q.control_bytes > 0 or (q.data_bytes > 0 and not q.paused):
+                t = port.busy_until if port.busy_until > now else now
+                if nxt < 0 or t < nxt:
+                    nxt = t
+            if self.d.wire[p].head != NULL:
+                t = self.d.wire[p].head.depart - port.slack
+                if nxt < 0 or t < nxt:
+                    nxt = t
+        if nxt >= 0 and (self.wake_at < 0 or nxt < self.wake_at):
+            self.wake_at = nxt
+            self.sched.at(nxt, self.wake_fn, None)
+
+    def _wake(self, long long t, _arg):
+        cdef long long now, limit
+        cdef int p
+        cdef EmulatedPort port
+        cdef dp_slot *s
+        if t != self.wake_at or self.d == NULL:
+            return                      # superseded by an earlier wake-up
+        self.wake_at = -1
+        now = self.sched.now()
+        for p in range(self.d.nports):
+            port = self.ports[p]
+            self._drain_port(p, port, now)
+            limit = now + port.slack
+            while self.d.wire[p].head != NULL and self.d.wire[p].head.depart <= limit:
+                s = dp_pop(&self.d.wire[p])
+                if dp_out(self.d, s, p):
+                    self._flush()
+        self._flush()
+        self._rearm(now)
