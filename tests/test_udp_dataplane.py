@@ -22,8 +22,9 @@ from gse.runtimes.udp.io import Endpoint, Scheduler, open_udp_socket
 from gse.runtimes.udp.link import EmulatedPort
 from gse.runtimes.udp.node import SwitchDriver
 from gse.wire.fastcodec import encode_packet
-from gse.wire.packet import (ACK, DATA, F_ECT, HEADER_BYTES, PAUSE, PRIO_CONTROL, PRIO_DATA,
+from gse.wire.packet import (ACK, DATA, F_ECT, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME,
                              new_packet)
+from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
 from switchmodel.switch import Switch
 
@@ -65,7 +66,7 @@ def data(src, dst, psn, entropy=0, payload=1000, flags=F_ECT, kind=DATA, prio=PR
 class Rig:
     """One switch with three neighbours (sockets the test reads and writes)."""
 
-    def __init__(self, qconf, gbps, plane):
+    def __init__(self, qconf, gbps, plane, pfc=None):
         self.sched = StepScheduler()
         self.sock = open_udp_socket("127.0.0.1", 0, what="switch")
         self.ep = Endpoint(self.sock, "switch")
@@ -73,13 +74,17 @@ class Rig:
         self.stranger = open_udp_socket("127.0.0.1", 0, what="stranger")
         # hosts 0..3: 0 behind port 0, 1 behind port 1, 2 and 3 sprayed over ports 1, 2
         sw = Switch(1, "s1", [(0,), (1,), (1, 2), (1, 2), ()], 0xBEEF, "spray")
-        self.drv = SwitchDriver(1, "s1", "edge", self.sched, self.ep, sw, 0, None)
+        state = None if pfc is None else PfcState(pfc, 3)
+        self.drv = SwitchDriver(1, "s1", "edge", self.sched, self.ep, sw, 0, state)
         for pidx, peer in enumerate(self.peers):
             addr = peer.getsockname()
             port = EmulatedPort(self.sched, self.ep, addr,
                                 OutputQueue(qconf, random.Random("q%d" % pidx)), gbps,
                                 2 * PS_PER_US, 20 * PS_PER_US, 1, pidx, "edge", False)
             port.owner = self.drv
+            if pfc is not None:
+                port.pfc = state
+                port.pfc_limit = pfc.pause_quanta
             self.drv.port_of[addr] = pidx
             self.drv.ports.append(port)
             self.ep.know(addr)
@@ -132,6 +137,10 @@ def script(rig, step):
         bad[70] ^= 0xFF                          # checksum fails
         sends.append((0, bytes(bad)))
         sends.append((0, b"\x01" * 20))          # too short
+    if step % 9 == 4:                            # the neighbour behind port 1 pauses
+        sends.append((1, data(1, 1, step, kind=PAUSE, prio=PRIO_CONTROL, credit=200)))
+    if step % 9 == 7:
+        sends.append((1, data(1, 1, step, kind=RESUME, prio=PRIO_CONTROL)))
     if step % 7 == 2:
         sends.append((2, data(3, 0, step, kind=PAUSE, prio=PRIO_CONTROL, credit=100)))
         sends.append(("stranger", data(0, 2, step)))
@@ -193,6 +202,31 @@ def test_data_plane_forwards_as_the_python_path(name):
 
 
 @compiled
+@pytest.mark.parametrize("name", ["drop-tail+ecn-on-dequeue", "one-fifo"])
+def test_data_plane_pfc_as_the_python_path(name):
+    """RoCE's lossless class: ingress accounting, PAUSE and RESUME sent (and refreshed)
+    through the data plane's queues, PAUSE and RESUME received holding its port."""
+    pfc = PfcConfig(xoff_bytes=6_000, xon_gap_bytes=3_000, headroom_bytes=20_000,
+                    pause_quanta=300)
+    py = Rig(QUEUES[name], 2.0, plane=False, pfc=pfc)
+    c = Rig(QUEUES[name], 2.0, plane=True, pfc=pfc)
+    try:
+        assert c.plane is not None
+        got_py, got_c = run(py), run(c)
+        assert got_c == got_py
+        cp, cc = py.counters(), c.counters()
+        for key in ("sent", "send_blocked", "send_errors"):
+            assert cc.pop(key) == cp.pop(key), key
+        assert cc == cp
+        assert cp["pfc"]["pauses_sent"] > 0 and cp["pfc"]["resumes_sent"] > 0
+        assert cp["pfc_in"]["accepted"] > 0
+        assert sum(p["pauses_received"] for p in cp["ports"]) > 0
+    finally:
+        py.close()
+        c.close()
+
+
+@compiled
 def test_data_plane_fast_path_needs_no_python_packet():
     """A clean datagram to an idle port goes through C alone (the ``fast`` count)."""
     rig = Rig(QUEUES["trim+ecn"], 100.0, plane=True)
@@ -214,11 +248,13 @@ def test_conf_allows_only_the_plain_case():
     conf = {"role": "switch", "ports": [{"port": 0}], "pfc": None, "switch_latency_ps": 0,
             "wire": "gse"}
     assert dataplane.conf_allows(conf)
-    for change in ({"pfc": {"xoff": 1}}, {"switch_latency_ps": 5}, {"wire": "uet"},
+    assert dataplane.conf_allows(dict(conf, pfc={"xoff_bytes": 1},
+                                      ports=[{"port": 0, "pfc_quanta": 10}]))
+    for change in ({"switch_latency_ps": 5}, {"wire": "uet"},
                    {"fabric": {"role": "spine"}}, {"route_updates": [[1, 2]]},
                    {"role": "host"}, {"secure": {"key_file": "k"}}):
         assert not dataplane.conf_allows(dict(conf, **change)), change
-    for port_change in ({"loss": 0.1}, {"faults": [[0, "down"]]}, {"pfc_quanta": 10}):
+    for port_change in ({"loss": 0.1}, {"corrupt": 0.1}, {"faults": [[0, "down"]]}):
         assert not dataplane.conf_allows(dict(conf, ports=[dict(port_change, port=0)]))
 
 

@@ -7,8 +7,10 @@ that carries a run's traffic, and a switch outside it keeps the Python path whol
 
 * the compiled build, Linux, an IPv4 endpoint of the runtime's own ``Endpoint``;
 * a plain ``SwitchDriver`` and ``Switch`` (not a fabric-mode leaf or spine);
-* no PFC (RoCE's pauses are Python: ``PfcState``, pause refresh timers), no switch
-  latency, the GSE wire profile (not ``--wire uet``), no PFC frame authentication;
+* no switch latency, the GSE wire profile (not ``--wire uet``), not ``--secure``
+  (PFC frames authenticated per link); PFC is in (RoCE: ``PfcState`` counts in C calls,
+  the PAUSE and RESUME frames the switch makes join its C queues, a PAUSE received
+  holds the C queue through the Python port's ``queue.paused``);
 * no emulated loss or corruption and no scheduled failures or route updates on its
   ports (``gse.runtimes.udp.faults`` acts on the Python queues), no packet capture.
 
@@ -37,7 +39,7 @@ def enabled():
 def conf_allows(conf):
     """Does a node configuration (``gse.runtimes.udp.config``) leave its switch in the
     data plane's plain case?  (The driver is checked again by ``why_not``.)"""
-    if conf.get("role") != "switch" or conf.get("fabric") or conf.get("pfc"):
+    if conf.get("role") != "switch" or conf.get("fabric"):
         return False
     if conf.get("switch_latency_ps", 0) or conf.get("wire", "gse") != "gse":
         return False
@@ -45,7 +47,7 @@ def conf_allows(conf):
         return False
     for pc in conf["ports"]:
         if (pc.get("faults") or pc.get("loss", 0.0) or pc.get("corrupt", 0.0)
-                or pc.get("pfc_quanta", 0) or pc.get("trigger_packets")):
+                or pc.get("trigger_packets")):
             return False
     return True
 
@@ -59,15 +61,15 @@ def why_not(drv):
     ep = drv.endpoint
     if type(ep) is not Endpoint or not ep.c4 or ep.closed:
         return "not an IPv4 runtime endpoint"
-    if drv.pfc is not None or drv.latency or drv.codec is not None \
-            or drv.link_auth is not None or drv.route_updates is not None:
-        return "PFC, switch latency, another wire profile or route updates"
+    if drv.latency or drv.codec is not None or drv.link_auth is not None \
+            or drv.route_updates is not None:
+        return "switch latency, another wire profile, PFC authentication or route updates"
     for port in drv.ports:
-        if (type(port) is not EmulatedPort or port.pfc_limit or port.rng is not None
+        if (type(port) is not EmulatedPort or port.rng is not None
                 or port.fault is not None or port.seal is not None or port.codec is not None
                 or port.queue.data_bytes or port.queue.control_bytes or port.wire
                 or ":" in str(port.peer_addr[0])):
-            return "a port with PFC, faults, loss, another codec or packets held"
+            return "a port with faults, loss, another codec or packets held"
     return None
 
 
@@ -93,4 +95,6 @@ def detach(drv):
     drv.plane = None
     if drv.endpoint.drain == plane.drain:
         drv.endpoint.drain = None
+    for port in drv.ports:
+        port.restart_fn = None
     plane.close()

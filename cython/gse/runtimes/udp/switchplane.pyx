@@ -36,14 +36,15 @@ from gse.runtimes.udp.node cimport SwitchDriver
 from gse.wire cimport linkrate
 from gse.wire.fastcodec cimport crc_datagram, gse_header, header_parse
 from gse.wire.packet cimport Packet
+from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch cimport Switch, mix32
 
 from gse.runtimes.udp.io import record_error
 from gse.wire.codec import reframe
-from gse.wire.fastcodec import decode_header
+from gse.wire.fastcodec import decode_header, encode_packet
 from gse.wire.packet import (DATA, F_ECN_CE, F_ECT, F_SEC, F_TRIMMED, HEADER_BYTES, PAUSE,
-                             PRIO_CONTROL, RESUME)
+                             PRIO_CONTROL, PRIO_DATA, RESUME)
 
 AVAILABLE = True     # the pure twin says False
 
@@ -62,7 +63,7 @@ cdef extern from *:
     typedef struct dp_slot {
         struct dp_slot *next;
         long long depart, size, flags;
-        int n, kind, prio, ecn_ok;
+        int n, kind, prio, ingress;
         unsigned char buf[1];
     } dp_slot;
 
@@ -208,7 +209,7 @@ cdef extern from *:
     ctypedef struct dp_slot:
         dp_slot *next
         long long depart, size, flags
-        int n, kind, prio, ecn_ok
+        int n, kind, prio, ingress
         unsigned char buf[1]
     ctypedef struct dp_fifo:
         dp_slot *head
@@ -221,6 +222,7 @@ cdef extern from *:
     void dp_push(dp_fifo *f, dp_slot *s)
     dp_slot *dp_pop(dp_fifo *f)
     void dp_give(dp_state *d, dp_slot *s)
+    dp_slot *dp_take(dp_state *d)
     dp_state *dp_new(int fd, int bufsize, int nports)
     void dp_free(dp_state *d)
     int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port)
@@ -242,6 +244,7 @@ cdef long long C_HEADER = HEADER_BYTES
 cdef long long C_PAUSE = PAUSE
 cdef long long C_RESUME = RESUME
 cdef long long C_PRIO_CONTROL = PRIO_CONTROL
+cdef long long C_PRIO_DATA = PRIO_DATA
 cdef unsigned long long K_SRC = 0x9E3779B1
 cdef unsigned long long K_DST = 0x7FEB352D
 DEF DRAIN = 64          # datagrams per readiness call, as Endpoint's DRAIN_BATCH
@@ -263,6 +266,8 @@ cdef class SwitchPlane:
     cdef public long long slow
     cdef long long out[4]
     cdef Py_ssize_t max_datagram
+    cdef PfcState pfc
+    cdef bint active
 
     def __init__(self, SwitchDriver drv):
         cdef EmulatedPort port
@@ -273,6 +278,8 @@ cdef class SwitchPlane:
         self.sched = drv.sched
         self.ports = list(drv.ports)
         self.max_datagram = drv.max_datagram
+        self.pfc = drv.pfc
+        self.active = False
         self.d = dp_new(self.ep.fd, drv.max_datagram + 1, len(self.ports))
         if self.d == NULL:
             raise MemoryError()
@@ -282,6 +289,9 @@ cdef class SwitchPlane:
                                int(port.peer_addr[1])):
                 raise ValueError("not an IPv4 neighbour: %r" % (port.peer_addr,))
         self.wake_fn = self._wake
+        for i in range(len(self.ports)):
+            port = self.ports[i]
+            port.restart_fn = self._restart     # a RESUME (or an expired PAUSE) restarts
         self.on_receive = None
         self.wake_at = -1
         self.fast = 0
@@ -316,6 +326,7 @@ cdef class SwitchPlane:
             return
         if self.on_receive is not None:
             self.on_receive()
+        self.active = True
         while left > 0:
             want = DP_BATCH if left > DP_BATCH else left
             m = dp_recv(self.d, want)
@@ -331,6 +342,7 @@ cdef class SwitchPlane:
             if m < want:
                 break
             left -= want
+        self.active = False
         self._flush()
         self._rearm(self.sched.now())
 
@@ -369,6 +381,7 @@ cdef class SwitchPlane:
         s.kind = <int>h.kind
         s.flags = h.flags
         s.prio = <int>h.prio
+        s.ingress = ingress
         eg = self._route(h.src, h.dst, h.msg_id, h.entropy)
         if eg < 0:
             self.drv.unroutable += 1
@@ -417,6 +430,8 @@ cdef class SwitchPlane:
         cdef EmulatedPort port = self.ports[p]
         cdef OutputQueue q = port.queue
         cdef PortCounters c
+        cdef long long size
+        cdef int ingress
         if q.data_bytes or q.control_bytes:
             self._drain_port(p, port, now)
         if port.busy_until <= now and (not q.paused or s.prio == C_PRIO_CONTROL):
@@ -425,10 +440,15 @@ cdef class SwitchPlane:
             c.tx_packets += 1
             self._transmit(p, port, s, now, now)
             return
-        self._enqueue(p, q, s)
+        ingress = s.ingress
+        size = s.size
+        if (self._enqueue(p, q, s) == 0 and self.pfc is not None and s.prio == C_PRIO_DATA
+                and self.pfc.on_enqueue(ingress, size)):
+            self.drv.send_pfc(ingress, C_PAUSE, now)
 
-    cdef _enqueue(self, int p, OutputQueue q, dp_slot *s):
-        """``OutputQueue.enqueue`` on the slot: queued, trimmed or dropped (and freed)."""
+    cdef int _enqueue(self, int p, OutputQueue q, dp_slot *s) except -1:
+        """``OutputQueue.enqueue`` on the slot: 0 queued, 1 trimmed, 2 dropped (and
+        freed: ``s`` is not to be read after 2)."""
         cdef QueueConfig cfg = q.cfg
         cdef long long size = s.size, occupied
         cdef bint trimmed = False
@@ -436,7 +456,7 @@ cdef class SwitchPlane:
             if q.data_bytes + size > cfg.queue_bytes:
                 q.counters.drops += 1
                 dp_give(self.d, s)
-                return
+                return 2
             if (cfg.ecn and not cfg.ecn_on_dequeue and s.kind == C_DATA and s.flags & C_F_ECT
                     and q.data_bytes + size > cfg.ecn_kmin):
                 self._maybe_mark(q, s, q.data_bytes + size)
@@ -444,7 +464,7 @@ cdef class SwitchPlane:
             q.n_data += 1
             q.data_bytes += size
             self._peak(q)
-            return
+            return 0
         if s.prio != C_PRIO_CONTROL and s.kind == C_DATA:
             occupied = q.data_bytes + size
             if cfg.trim and occupied > cfg.trim_bytes:
@@ -454,7 +474,7 @@ cdef class SwitchPlane:
             elif occupied > cfg.queue_bytes:
                 q.counters.drops += 1
                 dp_give(self.d, s)
-                return
+                return 2
             else:
                 if (cfg.ecn and occupied > cfg.ecn_kmin and s.flags & C_F_ECT
                         and not cfg.ecn_on_dequeue):
@@ -463,17 +483,18 @@ cdef class SwitchPlane:
                 q.n_data += 1
                 q.data_bytes += size
                 self._peak(q)
-                return
+                return 0
         if q.control_bytes + size > cfg.control_queue_bytes:
             q.counters.drops += 1
             dp_give(self.d, s)
-            return
+            return 2
         dp_push(&self.d.ctl[p], s)
         q.n_control += 1
         q.control_bytes += size
         if trimmed:
             q.counters.trims += 1
         self._peak(q)
+        return 1 if trimmed else 0
 
     cdef _maybe_mark(self, OutputQueue q, dp_slot *s, long long occupied):
         cdef QueueConfig cfg = q.cfg
@@ -550,6 +571,9 @@ cdef class SwitchPlane:
             s = self._dequeue(p, port.queue)
             if s == NULL:
                 return
+            if (self.pfc is not None and s.prio == C_PRIO_DATA
+                    and self.pfc.on_dequeue(s.ingress, s.size)):
+                self.drv.send_pfc(s.ingress, C_RESUME, now)
             self._transmit(p, port, s, port.busy_until, now)
 
     cdef _transmit(self, int p, EmulatedPort port, dp_slot *s, long long start, long long now):
@@ -598,6 +622,32 @@ cdef class SwitchPlane:
             self.wake_at = nxt
             self.sched.at(nxt, self.wake_fn, None)
 
+    def inject(self, int p, Packet pkt, long long now):
+        """A packet this switch makes (a PAUSE or RESUME: ``SwitchDriver.send_pfc``),
+        offered to port ``p`` as the Python port's ``offer(pkt, None, now)``."""
+        cdef bytes raw = encode_packet(pkt)
+        cdef dp_slot *s
+        if self.d == NULL:
+            return
+        s = dp_take(self.d)
+        if s == NULL:
+            raise MemoryError()
+        memcpy(s.buf, PyBytes_AS_STRING(raw), len(raw))
+        s.n = <int>len(raw)
+        s.size = pkt.size
+        s.kind = <int>pkt.kind
+        s.flags = pkt.flags
+        s.prio = <int>pkt.prio
+        s.ingress = -1
+        self._offer(p, s, now)
+        if not self.active:
+            self._flush()
+            self._rearm(now)
+
+    def _restart(self, long long now):
+        if self.d != NULL:
+            self._rearm(now)
+
     def _wake(self, long long t, _arg):
         cdef long long now, limit
         cdef int p
@@ -607,6 +657,7 @@ cdef class SwitchPlane:
             return                      # superseded by an earlier wake-up
         self.wake_at = -1
         now = self.sched.now()
+        self.active = True
         for p in range(self.d.nports):
             port = self.ports[p]
             self._drain_port(p, port, now)
@@ -615,5 +666,6 @@ cdef class SwitchPlane:
                 s = dp_pop(&self.d.wire[p])
                 if dp_out(self.d, s, p):
                     self._flush()
+        self.active = False
         self._flush()
         self._rearm(now)
