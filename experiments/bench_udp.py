@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import asyncio_dgram  # noqa: E402
 import random  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -62,8 +63,14 @@ DATAGRAM = 4096 + HEADER_BYTES
 HOPS = 5
 
 
+def user_s(who=resource.RUSAGE_SELF):
+    """User-space CPU seconds so far (the kernel's share is the rest of process_time)."""
+    return resource.getrusage(who).ru_utime
+
+
 async def floor_chain(n, window, style, timeout_s=60.0):
-    """Datagrams/s through source -> HOPS forwarders -> sink on the running loop."""
+    """(datagrams/s, per CPU-second, user-space us per datagram) through source -> HOPS
+    forwarders -> sink on the running loop."""
     loop = asyncio.get_running_loop()
     socks = [open_udp_socket("127.0.0.1", 0, what="floor %d" % i) for i in range(HOPS + 2)]
     addrs = [s.getsockname() for s in socks]
@@ -113,10 +120,11 @@ async def floor_chain(n, window, style, timeout_s=60.0):
             for i, stream in enumerate(streams[:-1], start=1):
                 tasks.append(loop.create_task(forward(stream, addrs[i + 1])))
             tasks.append(loop.create_task(sink(streams[-1])))
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, u0 = time.perf_counter(), time.process_time(), user_s()
         pump()
         await asyncio.wait_for(done, timeout_s)
-        return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+        return (n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9),
+                (user_s() - u0) / n * 1e6)
     finally:
         for t in tasks:
             t.cancel()
@@ -150,16 +158,18 @@ _C_BINARY = None
 
 
 def floor_c(n, window):
-    """(datagrams/s, per cpu-s) of the C chain, or (None, None) without a compiler."""
+    """(datagrams/s, per cpu-s, user us per datagram) of the C chain, or Nones without a
+    compiler."""
     binary = c_forwarder_binary()
     if binary is None:
-        return None, None
+        return None, None, None
+    u0 = user_s(resource.RUSAGE_CHILDREN)
     r = subprocess.run([binary, str(n), str(window), str(DATAGRAM), str(HOPS)],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise RuntimeError("C floor failed: %s" % r.stderr.strip())
     rate, cpu = r.stdout.split()
-    return float(rate), float(cpu)
+    return float(rate), float(cpu), (user_s(resource.RUSAGE_CHILDREN) - u0) / n * 1e6
 
 
 async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0):
@@ -222,10 +232,11 @@ async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0):
             await ep.start(drv.datagram)
             if dataplane:
                 dp.attach(drv)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, u0 = time.perf_counter(), time.process_time(), user_s()
         pump()
         await asyncio.wait_for(done, timeout_s)
-        return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+        return (n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9),
+                (user_s() - u0) / n * 1e6)
     finally:
         for drv in drivers:
             dp.detach(drv)
@@ -271,14 +282,15 @@ async def gse_stream(size, gbps, settings=(), timeout_s=120.0, secure_key_file=N
 async def one_round(args):
     """Floors and stream back to back, so that they see the same machine load."""
     out = {}
-    out["floor_dgram"], out["floor_dgram_cpu"] = await floor_chain(
-        args.floor_datagrams, args.window, "dgram")
-    out["floor_endpoint"], out["floor_endpoint_cpu"] = await floor_chain(
-        args.floor_datagrams, args.window, "endpoint")
-    out["floor_c"], out["floor_c_cpu"] = floor_c(args.floor_datagrams, args.window)
-    out["switch_py"], out["switch_py_cpu"] = await switch_chain(
+    out["floor_dgram"], out["floor_dgram_cpu"], out["floor_dgram_user_us"] = \
+        await floor_chain(args.floor_datagrams, args.window, "dgram")
+    out["floor_endpoint"], out["floor_endpoint_cpu"], out["floor_endpoint_user_us"] = \
+        await floor_chain(args.floor_datagrams, args.window, "endpoint")
+    out["floor_c"], out["floor_c_cpu"], out["floor_c_user_us"] = floor_c(
+        args.floor_datagrams, args.window)
+    out["switch_py"], out["switch_py_cpu"], out["switch_py_user_us"] = await switch_chain(
         args.floor_datagrams, args.window, args.link_gbps, dataplane=False)
-    out["switch"], out["switch_cpu"] = await switch_chain(
+    out["switch"], out["switch_cpu"], out["switch_user_us"] = await switch_chain(
         args.floor_datagrams, args.window, args.link_gbps)
     for key in ("switch", "switch_py"):
         out[key + "_over_endpoint"] = out[key] / out["floor_endpoint"]
@@ -308,6 +320,9 @@ def bench_loop(name, args):
                 "switch_py_cpu"):
         vals = [r[key] for r in rounds if r[key] is not None]
         res[key + "_per_s"] = round(med(vals)) if vals else None
+    for key in ("floor_endpoint", "floor_c", "switch", "switch_py"):
+        vals = [r[key + "_user_us"] for r in rounds if r[key + "_user_us"] is not None]
+        res[key + "_user_us"] = round(med(vals), 2) if vals else None
     for key in ("switch_over_endpoint", "switch_over_endpoint_cpu", "switch_py_over_endpoint",
                 "switch_py_over_endpoint_cpu", "c_over_switch", "c_over_switch_cpu",
                 "c_over_switch_py", "c_over_switch_py_cpu"):
@@ -391,6 +406,9 @@ def main(argv=None):
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--switch-only", action="store_true",
                    help="the floors and the switch chains, not the GSE stream")
+    p.add_argument("--hops", type=int, default=HOPS,
+                   help="forwarders in the floors' and switch chains (with --switch-only; "
+                        "two lengths give the cost of one hop apart from source and sink)")
     p.add_argument("--secure", metavar="KEYFILE",
                    help="also run the stream with authenticated packets (--secure), beside "
                         "the plain one")
@@ -401,6 +419,10 @@ def main(argv=None):
     p.add_argument("--incast-senders", type=int, default=8)
     p.add_argument("--incast-size", type=int, default=200_000)
     args = p.parse_args(argv)
+    if args.hops != HOPS:
+        if not args.switch_only:
+            p.error("--hops needs --switch-only (the GSE stream crosses 5 switches)")
+        globals()["HOPS"] = args.hops
     loops = args.loops or (["asyncio", "uvloop"] if uvloop_available() else ["asyncio"])
     args.loops_resolved = loops
     results = []
@@ -413,6 +435,10 @@ def main(argv=None):
         if r["floor_c_per_s"]:
             print("%-8s floor: C recvmmsg/sendmmsg forwarders %6d/s (%6d/cpu-s)"
                   % (name, r["floor_c_per_s"], r["floor_c_cpu_per_s"]))
+        print("%-8s user-space CPU per datagram through the chain: C floor %s us, runtime I/O "
+              "path %.2f us, switches (Python path) %.2f us, switches (data plane) %.2f us"
+              % (name, "-" if r["floor_c_user_us"] is None else "%.2f" % r["floor_c_user_us"],
+                 r["floor_endpoint_user_us"], r["switch_py_user_us"], r["switch_user_us"]))
         for key, what in (("switch_py", "switches, Python path"),
                           ("switch", "switches, data plane %s" % dataplane_name())):
             print("%-8s %-38s %6d/s (%6d/cpu-s): x%.2f runtime I/O path (x%.2f per cpu-s)%s"
