@@ -279,3 +279,37 @@ def test_env_turns_the_data_plane_off(monkeypatch):
         assert rig.plane is None
     finally:
         rig.close()
+
+
+@pytest.mark.parametrize("protocol", ["gse", "roce"])
+def test_runtime_puts_plain_switches_on_the_data_plane(protocol):
+    """``UdpNetwork`` attaches every switch of a plain run (RoCE's PFC included) in the
+    compiled build, none in the pure one; the run delivers everything either way."""
+    import asyncio
+
+    from gse.protocols import default_config
+    from gse.runtimes.udp.config import udp_profile
+    from gse.runtimes.udp.io import run_async
+    from gse.runtimes.udp.network import UdpNetwork
+    from gse.workloads.traffic import incast
+    from topologies.fattree import fat_tree
+
+    topo = fat_tree(4, link_gbps=0.2)
+    msgs = incast(16, 4, 100_000, random.Random(3), receiver=0)
+
+    async def go():
+        cfg = udp_profile(default_config(protocol))
+        async with UdpNetwork(topo, msgs, protocol=protocol, config=cfg, seed=3) as net:
+            end = await net.run(timeout_s=60)
+            planes = [n.plane for n in net.nodes if getattr(n, "plane", None) is not None]
+            fast = sum(p.fast for p in planes)
+        await asyncio.sleep(0)
+        return end, len(planes), fast, net.result().summary
+
+    end, n_planes, fast, summary = run_async(go, "asyncio")
+    assert end == "done" and summary["lost"] == 0 and summary["delivered"] == len(msgs)
+    assert summary["udp"]["errors"] == []
+    if dataplane.AVAILABLE:
+        assert n_planes == len(topo.switches) and fast > 0
+    else:
+        assert n_planes == 0
