@@ -301,6 +301,16 @@ async def one_round(args):
     if args.switch_only:
         return out
     out["gse"] = await gse_stream(args.size, args.link_gbps, args.set or ())
+    if args.compare_dataplane:            # the same stream with every switch on Python
+        held = os.environ.get("GSE_DATAPLANE")
+        os.environ["GSE_DATAPLANE"] = "0"
+        try:
+            out["gse_py"] = await gse_stream(args.size, args.link_gbps, args.set or ())
+        finally:
+            if held is None:
+                del os.environ["GSE_DATAPLANE"]
+            else:
+                os.environ["GSE_DATAPLANE"] = held
     if args.secure:                       # the same stream with authenticated packets
         out["gse_secure"] = await gse_stream(args.size, args.link_gbps, args.set or (),
                                              secure_key_file=args.secure)
@@ -333,6 +343,12 @@ def bench_loop(name, args):
     if args.switch_only:
         return res
     res["gse"] = {k: round(med(r["gse"][k] for r in rounds), 2) for k in rounds[0]["gse"]}
+    if "gse_py" in rounds[0]:
+        res["gse_py"] = {k: round(med(r["gse_py"][k] for r in rounds), 2)
+                         for k in rounds[0]["gse_py"]}
+        res["dataplane_ratio"] = round(med(r["gse"]["data_dgram_per_s"]
+                                           / r["gse_py"]["data_dgram_per_s"]
+                                           for r in rounds), 3)
     if "gse_secure" in rounds[0]:
         res["gse_secure"] = {k: round(med(r["gse_secure"][k] for r in rounds), 2)
                              for k in rounds[0]["gse_secure"]}
@@ -406,6 +422,8 @@ def main(argv=None):
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--switch-only", action="store_true",
                    help="the floors and the switch chains, not the GSE stream")
+    p.add_argument("--compare-dataplane", action="store_true",
+                   help="also run the GSE stream with the switches' data plane off")
     p.add_argument("--hops", type=int, default=HOPS,
                    help="forwarders in the floors' and switch chains (with --switch-only; "
                         "two lengths give the cost of one hop apart from source and sink)")
@@ -457,6 +475,12 @@ def main(argv=None):
         print("%-8s ratio to floor: %.2f asyncio-dgram (%.2f per cpu-s), %.2f runtime I/O "
               "path (%.2f per cpu-s)" % (name, r["ratio_dgram"], r["ratio_dgram_cpu"],
                                          r["ratio_endpoint"], r["ratio_endpoint_cpu"]))
+        if "gse_py" in r:
+            g = r["gse_py"]
+            print("%-8s GSE stream, switches on Python (GSE_DATAPLANE=0): %6.0f data dgram/s "
+                  "(%6.0f/cpu-s): the data plane's stream is x%.2f of it"
+                  % (name, g["data_dgram_per_s"], g["data_dgram_per_cpu_s"],
+                     r["dataplane_ratio"]))
         if "gse_secure" in r:
             g = r["gse_secure"]
             print("%-8s GSE stream, --secure: %6.0f data dgram/s (%6.0f/cpu-s), %6.1f Mb/s "

@@ -190,6 +190,28 @@ cdef class SwitchPlane:
         self._flush()
         self._rearm(self.sched.now())
 
+    cdef _due(self, long long now):
+        """Start every queued packet whose turn came by ``now`` and put on the wire what
+        is due within the slack (``EmulatedPort._wake`` for every port).  Only the
+        switch's timer calls it, as the Python ports' timers do: draining at the end of
+        each batch too would send the same datagrams at the same virtual times, but a
+        loop iteration earlier in real time than the Python path (measured: no gain)."""
+        cdef int p
+        cdef EmulatedPort port
+        cdef OutputQueue q
+        cdef dp_slot *s
+        cdef long long limit
+        for p in range(self.d.nports):
+            port = self.ports[p]
+            q = port.queue
+            if (q.control_bytes or q.data_bytes) and port.busy_until <= now:
+                self._drain_port(p, port, now)
+            limit = now + port.slack
+            while self.d.wire[p].head != NULL and self.d.wire[p].head.depart <= limit:
+                s = dp_pop(&self.d.wire[p])
+                if dp_out(self.d, s, p):
+                    self._flush()
+
     cdef _datagram(self, int i, long long now):
         cdef dp_slot *s = dp_got(self.d, i)
         cdef gse_header h
@@ -493,23 +515,13 @@ cdef class SwitchPlane:
             self._rearm(now)
 
     def _wake(self, long long t, _arg):
-        cdef long long now, limit
-        cdef int p
-        cdef EmulatedPort port
-        cdef dp_slot *s
+        cdef long long now
         if t != self.wake_at or self.d == NULL:
             return                      # superseded by an earlier wake-up
         self.wake_at = -1
         now = self.sched.now()
         self.active = True
-        for p in range(self.d.nports):
-            port = self.ports[p]
-            self._drain_port(p, port, now)
-            limit = now + port.slack
-            while self.d.wire[p].head != NULL and self.d.wire[p].head.depart <= limit:
-                s = dp_pop(&self.d.wire[p])
-                if dp_out(self.d, s, p):
-                    self._flush()
+        self._due(now)
         self.active = False
         self._flush()
         self._rearm(now)
