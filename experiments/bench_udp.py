@@ -23,7 +23,8 @@ link rate, the node ``Scheduler``) fed valid DATA datagrams: the one-process swi
 forwarder that issue 27 compares with the ``c`` floor (target: within 1.5x) and the
 ``endpoint`` floor (target: at least 3x).  ``switch_py`` is the same chain with the
 compiled data plane turned off (``gse.runtimes.udp.dataplane``), i.e. the switch as it
-was before it; in the pure build both are the Python path.
+was before it; in the pure build both are the Python path.  ``--compare-dataplane`` also
+runs the GSE stream with the data plane off (``GSE_DATAPLANE=0``) in each round.
 
 The emulated links are fast (100 Gb/s by default) so that the process, not the emulated
 rate, limits the stream.  Reported per loop (asyncio, uvloop when installed), median of
@@ -34,6 +35,7 @@ the ratio of data datagrams/s to each floor.
     python experiments/bench_udp.py                    # both loops, 3 runs each
     python experiments/bench_udp.py --loops uvloop --size 8000000 --json bench.json
     python experiments/bench_udp.py --secure domain.key      # and with authenticated packets
+    python experiments/bench_udp.py --loops asyncio --switch-only --hops 9   # switch chains
 """
 
 import argparse
