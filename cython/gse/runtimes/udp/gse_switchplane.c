@@ -24,7 +24,10 @@ dp_state *dp_new(int fd, int bufsize, int nports) {
     d->ctl = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
     d->data = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
     d->wire = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
-    if (!d->peer || !d->ctl || !d->data || !d->wire) return NULL;
+    if (!d->peer || !d->ctl || !d->data || !d->wire) {
+        free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d);
+        return NULL;
+    }
     return d;
 }
 static void dp_free_list(dp_slot *s) { while (s) { dp_slot *n = s->next; free(s); s = n; } }
@@ -36,6 +39,7 @@ void dp_free(dp_state *d) {
         dp_free_list(d->wire[i].head);
     }
     for (i = 0; i < d->nout; i++) free(d->sslot[i]);
+    for (i = 0; i < DP_BATCH; i++) free(d->rslot[i]);   /* taken for a receive, unused */
     dp_free_list(d->free);
     free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d);
 }
