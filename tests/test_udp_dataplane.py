@@ -66,7 +66,7 @@ def data(src, dst, psn, entropy=0, payload=1000, flags=F_ECT, kind=DATA, prio=PR
 class Rig:
     """One switch with three neighbours (sockets the test reads and writes)."""
 
-    def __init__(self, qconf, gbps, plane, pfc=None):
+    def __init__(self, qconf, gbps, plane, pfc=None, lossy=False):
         self.sched = StepScheduler()
         self.sock = open_udp_socket("127.0.0.1", 0, what="switch")
         self.ep = Endpoint(self.sock, "switch")
@@ -82,6 +82,8 @@ class Rig:
                                 OutputQueue(qconf, random.Random("q%d" % pidx)), gbps,
                                 2 * PS_PER_US, 20 * PS_PER_US, 1, pidx, "edge", False)
             port.owner = self.drv
+            if lossy:
+                port.set_faults(0.1, 0.1, random.Random("w%d" % pidx))
             if pfc is not None:
                 port.pfc = state
                 port.pfc_limit = pfc.pause_quanta
@@ -227,6 +229,27 @@ def test_data_plane_pfc_as_the_python_path(name):
 
 
 @compiled
+def test_data_plane_loss_and_corruption_as_the_python_path():
+    """Emulated loss and corruption: the same draws of each port's generator drop or
+    corrupt the same datagrams (a corrupt one carries an inverted checksum)."""
+    py = Rig(QUEUES["trim+ecn"], 2.0, plane=False, lossy=True)
+    c = Rig(QUEUES["trim+ecn"], 2.0, plane=True, lossy=True)
+    try:
+        assert c.plane is not None
+        got_py, got_c = run(py), run(c)
+        assert got_c == got_py
+        cp, cc = py.counters(), c.counters()
+        for key in ("sent", "send_blocked", "send_errors"):
+            assert cc.pop(key) == cp.pop(key), key
+        assert cc == cp
+        assert sum(p["wire_drops"] for p in cp["ports"]) > 0
+        assert sum(p["wire_corrupt"] for p in cp["ports"]) > 0
+    finally:
+        py.close()
+        c.close()
+
+
+@compiled
 def test_data_plane_fast_path_needs_no_python_packet():
     """A clean datagram to an idle port goes through C alone (the ``fast`` count)."""
     rig = Rig(QUEUES["trim+ecn"], 100.0, plane=True)
@@ -254,7 +277,8 @@ def test_conf_allows_only_the_plain_case():
                    {"fabric": {"role": "spine"}}, {"route_updates": [[1, 2]]},
                    {"role": "host"}, {"secure": {"key_file": "k"}}):
         assert not dataplane.conf_allows(dict(conf, **change)), change
-    for port_change in ({"loss": 0.1}, {"corrupt": 0.1}, {"faults": [[0, "down"]]}):
+    assert dataplane.conf_allows(dict(conf, ports=[{"port": 0, "loss": 0.1, "corrupt": 0.1}]))
+    for port_change in ({"faults": [[0, "down"]]}, {"trigger_packets": 10}):
         assert not dataplane.conf_allows(dict(conf, ports=[dict(port_change, port=0)]))
 
 

@@ -2,17 +2,19 @@
 
 ``gse.runtimes.udp.switchplane.SwitchPlane`` (compiled build) runs a switch's per-packet
 path in C: the same decisions and counters as the Python objects, without a Python
-object per datagram (docs/udp.md, "The switch data plane").  It covers the plain case
+object per datagram (docs/udp-runtime.md, "The switch data plane").  It covers the plain case
 that carries a run's traffic, and a switch outside it keeps the Python path whole:
 
 * the compiled build, Linux, an IPv4 endpoint of the runtime's own ``Endpoint``;
 * a plain ``SwitchDriver`` and ``Switch`` (not a fabric-mode leaf or spine);
-* no switch latency, the GSE wire profile (not ``--wire uet``), not ``--secure``
-  (PFC frames authenticated per link); PFC is in (RoCE: ``PfcState`` counts in C calls,
+* no switch latency, the GSE wire profile (not ``--wire uet``), no PFC frames
+  authenticated per link (``--secure`` with PFC; secured datagrams are otherwise
+  forwarded, their trims and marks through ``reframe``); PFC is in (RoCE: ``PfcState`` counts in C calls,
   the PAUSE and RESUME frames the switch makes join its C queues, a PAUSE received
   holds the C queue through the Python port's ``queue.paused``);
-* no emulated loss or corruption and no scheduled failures or route updates on its
-  ports (``gse.runtimes.udp.faults`` acts on the Python queues), no packet capture.
+* no scheduled failures or route updates on its ports (``gse.runtimes.udp.faults`` acts
+  on the Python queues), no packet capture (it taps the Python ports' sends).  Emulated
+  loss and corruption are in (the port's own generator, draw for draw).
 
 ``GSE_DATAPLANE=0`` keeps every switch on the Python path (to compare the two).  The
 pure build has no data plane: ``attach`` does nothing there.
@@ -46,8 +48,7 @@ def conf_allows(conf):
     if conf.get("route_updates") or conf.get("pcap") or conf.get("secure"):
         return False
     for pc in conf["ports"]:
-        if (pc.get("faults") or pc.get("loss", 0.0) or pc.get("corrupt", 0.0)
-                or pc.get("trigger_packets")):
+        if pc.get("faults") or pc.get("trigger_packets"):
             return False
     return True
 
@@ -65,11 +66,11 @@ def why_not(drv):
             or drv.route_updates is not None:
         return "switch latency, another wire profile, PFC authentication or route updates"
     for port in drv.ports:
-        if (type(port) is not EmulatedPort or port.rng is not None
-                or port.fault is not None or port.seal is not None or port.codec is not None
+        if (type(port) is not EmulatedPort or port.fault is not None
+                or port.seal is not None or port.codec is not None
                 or port.queue.data_bytes or port.queue.control_bytes or port.wire
                 or ":" in str(port.peer_addr[0])):
-            return "a port with faults, loss, another codec or packets held"
+            return "a port with faults, another codec or packets held"
     return None
 
 

@@ -11,8 +11,9 @@ as ``Switch.route`` chooses it (the switch's own next-hop row, read in place), t
 output queue as two C FIFOs of slots per port (control and data: ECN, trimming,
 drop-tail, exactly ``switchmodel.queue.OutputQueue.enqueue`` and ``dequeue``), the link's
 virtual schedule as ``EmulatedPort``'s (``busy_until``, serialisation, delay, the slack
-within which a datagram leaves at once, a FIFO of slots on the wire), and sendmmsg(2) of
-every datagram a batch or a wake-up releases.  The Python objects stay the control plane
+within which a datagram leaves at once, a FIFO of slots on the wire; emulated loss and
+corruption drawn from the port's own generator), and sendmmsg(2) of every datagram a
+batch or a wake-up releases.  The Python objects stay the control plane
 and the counters: the queue's byte and packet counts, ``PortCounters``, the switch's
 ``forwarded``/``unroutable``/``unreachable``, the driver's ``datagrams``, the endpoint's
 ``sent`` are the very fields the Python path updates, so every summary reads the same.
@@ -445,7 +446,22 @@ cdef class SwitchPlane:
     cdef _transmit(self, int p, EmulatedPort port, dp_slot *s, long long start, long long now):
         cdef long long done = start + linkrate.wire_time_ps(s.size, port.mbps)
         cdef long long depart = done + port.delay
+        cdef double r
         port.busy_until = done
+        if port.rng is not None:        # emulated loss and corruption: the port's draws
+            r = port.rng.random()
+            if r < port.loss:
+                port.wire_drops += 1
+                dp_give(self.d, s)
+                return
+            if r < port.loss + port.corrupt:
+                # a bit flip: the checksum inverted (gse.wire.codec's encode and reframe
+                # of a corrupt packet), the rest of the datagram as it was
+                port.wire_corrupt += 1
+                s.buf[60] ^= 0xFF
+                s.buf[61] ^= 0xFF
+                s.buf[62] ^= 0xFF
+                s.buf[63] ^= 0xFF
         if self.d.wire[p].head == NULL and depart <= now + port.slack:
             if dp_out(self.d, s, p):
                 self._flush()
