@@ -4,13 +4,27 @@ One GSE message stream host to host across the k=4 Fat-Tree (h0 -> h15: edge, ag
 agg, edge: 5 switch hops, 6 links), all 36 nodes on one event loop over real UDP, beside a
 no-protocol floor measured in the same run on the same kind of loop: the same chain of
 5 plain forwarders between a source and a sink, 4,160-byte datagrams (a full DATA packet),
-with a window of datagrams in flight so that socket buffers never overflow.  Two floors:
+with a window of datagrams in flight so that socket buffers never overflow.  Three floors
+and the switch chain:
 
 * ``dgram``: forwarders written with asyncio-dgram's own API (``await recv()``,
   ``await send()``), the plain way;
 * ``endpoint``: forwarders on the runtime's own I/O path (``gse.runtimes.udp.io.Endpoint``: a
   reader callback draining the socket, ``sendto``; recvfrom(2)/sendto(2) called from C in
-  the compiled build), i.e. exactly the runtime minus decoding, routing, queues and agents.
+  the compiled build), i.e. exactly the runtime minus decoding, routing, queues and agents;
+* ``c``: the same chain as a minimal C program (``experiments/c_forwarder.c``: recvmmsg(2)
+  and sendmmsg(2) of 32 datagrams, nothing else), compiled here with ``cc -O2`` so that
+  it does not depend on which build of the project is active; what the kernel's loopback
+  path costs, the ceiling of any forwarder in one process.  Absent (None) without ``cc``.
+
+and ``switch``: the same chain of 5 hops made of the runtime's own UDP switches
+(``SwitchDriver``, ``Switch.route``, ``OutputQueue``, ``EmulatedPort`` at the stream's
+link rate, the node ``Scheduler``) fed valid DATA datagrams: the one-process switch
+forwarder that issue 27 compares with the ``c`` floor (target: within 1.5x) and the
+``endpoint`` floor (target: at least 3x).  ``switch_py`` is the same chain with the
+compiled data plane turned off (``gse.runtimes.udp.dataplane``), i.e. the switch as it
+was before it; in the pure build both are the Python path.  ``--compare-dataplane`` also
+runs the GSE stream with the data plane off (``GSE_DATAPLANE=0``) in each round.
 
 The emulated links are fast (100 Gb/s by default) so that the process, not the emulated
 rate, limits the stream.  Reported per loop (asyncio, uvloop when installed), median of
@@ -21,6 +35,7 @@ the ratio of data datagrams/s to each floor.
     python experiments/bench_udp.py                    # both loops, 3 runs each
     python experiments/bench_udp.py --loops uvloop --size 8000000 --json bench.json
     python experiments/bench_udp.py --secure domain.key      # and with authenticated packets
+    python experiments/bench_udp.py --loops asyncio --switch-only --hops 9   # switch chains
 """
 
 import argparse
@@ -34,6 +49,11 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import asyncio_dgram  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 
 from gse.runtimes.udp.io import Endpoint, open_udp_socket, run_async, uvloop_available  # noqa: E402
 from gse.runtimes.udp.network import UdpNetwork  # noqa: E402
@@ -45,8 +65,14 @@ DATAGRAM = 4096 + HEADER_BYTES
 HOPS = 5
 
 
+def user_s(who=resource.RUSAGE_SELF):
+    """User-space CPU seconds so far (the kernel's share is the rest of process_time)."""
+    return resource.getrusage(who).ru_utime
+
+
 async def floor_chain(n, window, style, timeout_s=60.0):
-    """Datagrams/s through source -> HOPS forwarders -> sink on the running loop."""
+    """(datagrams/s, per CPU-second, user-space us per datagram) through source -> HOPS
+    forwarders -> sink on the running loop."""
     loop = asyncio.get_running_loop()
     socks = [open_udp_socket("127.0.0.1", 0, what="floor %d" % i) for i in range(HOPS + 2)]
     addrs = [s.getsockname() for s in socks]
@@ -96,10 +122,11 @@ async def floor_chain(n, window, style, timeout_s=60.0):
             for i, stream in enumerate(streams[:-1], start=1):
                 tasks.append(loop.create_task(forward(stream, addrs[i + 1])))
             tasks.append(loop.create_task(sink(streams[-1])))
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, u0 = time.perf_counter(), time.process_time(), user_s()
         pump()
         await asyncio.wait_for(done, timeout_s)
-        return n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9)
+        return (n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9),
+                (user_s() - u0) / n * 1e6)
     finally:
         for t in tasks:
             t.cancel()
@@ -108,6 +135,116 @@ async def floor_chain(n, window, style, timeout_s=60.0):
             await ep.close()
         for st in streams:
             st.close()
+        for s in socks:
+            s.close()
+
+
+C_FORWARDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c_forwarder.c")
+
+
+def c_forwarder_binary():
+    """The C floor compiled with ``cc -O2`` (once per process), or None without a compiler."""
+    global _C_BINARY
+    if _C_BINARY is None:
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            _C_BINARY = ""
+        else:
+            out = os.path.join(tempfile.mkdtemp(prefix="gse-cfloor-"), "c_forwarder")
+            r = subprocess.run([cc, "-O2", "-o", out, C_FORWARDER], capture_output=True)
+            _C_BINARY = out if r.returncode == 0 else ""
+    return _C_BINARY or None
+
+
+_C_BINARY = None
+
+
+def floor_c(n, window):
+    """(datagrams/s, per cpu-s, user us per datagram) of the C chain, or Nones without a
+    compiler."""
+    binary = c_forwarder_binary()
+    if binary is None:
+        return None, None, None
+    u0 = user_s(resource.RUSAGE_CHILDREN)
+    r = subprocess.run([binary, str(n), str(window), str(DATAGRAM), str(HOPS)],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError("C floor failed: %s" % r.stderr.strip())
+    rate, cpu = r.stdout.split()
+    return float(rate), float(cpu), (user_s(resource.RUSAGE_CHILDREN) - u0) / n * 1e6
+
+
+async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0):
+    """Datagrams/s through source -> HOPS runtime switches -> sink on the running loop:
+    each switch a ``SwitchDriver`` with two ports (back, on), the GSE queue configuration
+    and links of ``gbps``; the datagrams are DATA packets of the wire format."""
+    from gse.config import GseConfig
+    from gse.runtimes.udp import dataplane as dp
+    from gse.runtimes.udp.io import Scheduler
+    from gse.runtimes.udp.link import DEFAULT_SLACK_PS, EmulatedPort
+    from gse.runtimes.udp.node import SwitchDriver
+    from gse.wire.fastcodec import encode_packet
+    from gse.wire.packet import DATA, F_ECT, PRIO_DATA, new_packet
+    from switchmodel.queue import OutputQueue, QueueConfig
+    from switchmodel.switch import Switch
+    loop = asyncio.get_running_loop()
+    sched = Scheduler(loop, True)
+    socks = [open_udp_socket("127.0.0.1", 0, what="switch %d" % i) for i in range(HOPS + 2)]
+    addrs = [s.getsockname() for s in socks]
+    datagrams = [encode_packet(new_packet(DATA, 0, 1, 7, psn, psn & 0xFFFF, DATAGRAM
+                                          - HEADER_BYTES, F_ECT, 1 << 30, 0, PRIO_DATA,
+                                          0, 0, 0, PRIO_DATA)) for psn in range(64)]
+    state = {"sent": 0, "got": 0}
+    done = loop.create_future()
+    endpoints, drivers = [], []
+    qconf = QueueConfig.from_gse(GseConfig())
+
+    def pump():
+        src = socks[0]
+        while state["sent"] < n and state["sent"] - state["got"] < window:
+            src.sendto(datagrams[state["sent"] & 63], addrs[1])
+            state["sent"] += 1
+
+    def at_sink(data, addr):
+        state["got"] += 1
+        if state["got"] >= n:
+            if not done.done():
+                done.set_result(None)
+        else:
+            pump()
+
+    try:
+        for i in range(1, HOPS + 2):
+            ep = Endpoint(socks[i], "switch%d" % i)
+            endpoints.append(ep)
+            if i == HOPS + 1:
+                await ep.start(at_sink)
+                continue
+            sw = Switch(i, "s%d" % i, [(0,), (1,)], 0x1234, "spray")
+            drv = SwitchDriver(i, "s%d" % i, "edge", sched, ep, sw, 0, None)
+            for pidx, addr in enumerate((addrs[i - 1], addrs[i + 1])):
+                port = EmulatedPort(sched, ep, addr, OutputQueue(qconf, random.Random(pidx)),
+                                    gbps, 1_000_000, DEFAULT_SLACK_PS, i, pidx, "edge", False)
+                port.peer = i - 1 + 2 * pidx
+                port.owner = drv
+                drv.port_of[addr] = pidx
+                drv.ports.append(port)
+                ep.know(addr)
+            drivers.append(drv)
+            await ep.start(drv.datagram)
+            if dataplane:
+                dp.attach(drv)
+        t0, c0, u0 = time.perf_counter(), time.process_time(), user_s()
+        pump()
+        await asyncio.wait_for(done, timeout_s)
+        return (n / (time.perf_counter() - t0), n / max(time.process_time() - c0, 1e-9),
+                (user_s() - u0) / n * 1e6)
+    finally:
+        for drv in drivers:
+            dp.detach(drv)
+        for ep in endpoints:
+            await ep.close()
+        sched.close()
         for s in socks:
             s.close()
 
@@ -147,11 +284,35 @@ async def gse_stream(size, gbps, settings=(), timeout_s=120.0, secure_key_file=N
 async def one_round(args):
     """Floors and stream back to back, so that they see the same machine load."""
     out = {}
-    out["floor_dgram"], out["floor_dgram_cpu"] = await floor_chain(
-        args.floor_datagrams, args.window, "dgram")
-    out["floor_endpoint"], out["floor_endpoint_cpu"] = await floor_chain(
-        args.floor_datagrams, args.window, "endpoint")
+    out["floor_dgram"], out["floor_dgram_cpu"], out["floor_dgram_user_us"] = \
+        await floor_chain(args.floor_datagrams, args.window, "dgram")
+    out["floor_endpoint"], out["floor_endpoint_cpu"], out["floor_endpoint_user_us"] = \
+        await floor_chain(args.floor_datagrams, args.window, "endpoint")
+    out["floor_c"], out["floor_c_cpu"], out["floor_c_user_us"] = floor_c(
+        args.floor_datagrams, args.window)
+    out["switch_py"], out["switch_py_cpu"], out["switch_py_user_us"] = await switch_chain(
+        args.floor_datagrams, args.window, args.link_gbps, dataplane=False)
+    out["switch"], out["switch_cpu"], out["switch_user_us"] = await switch_chain(
+        args.floor_datagrams, args.window, args.link_gbps)
+    for key in ("switch", "switch_py"):
+        out[key + "_over_endpoint"] = out[key] / out["floor_endpoint"]
+        out[key + "_over_endpoint_cpu"] = out[key + "_cpu"] / out["floor_endpoint_cpu"]
+        if out["floor_c"]:
+            out["c_over_" + key] = out["floor_c"] / out[key]
+            out["c_over_" + key + "_cpu"] = out["floor_c_cpu"] / out[key + "_cpu"]
+    if args.switch_only:
+        return out
     out["gse"] = await gse_stream(args.size, args.link_gbps, args.set or ())
+    if args.compare_dataplane:            # the same stream with every switch on Python
+        held = os.environ.get("GSE_DATAPLANE")
+        os.environ["GSE_DATAPLANE"] = "0"
+        try:
+            out["gse_py"] = await gse_stream(args.size, args.link_gbps, args.set or ())
+        finally:
+            if held is None:
+                del os.environ["GSE_DATAPLANE"]
+            else:
+                os.environ["GSE_DATAPLANE"] = held
     if args.secure:                       # the same stream with authenticated packets
         out["gse_secure"] = await gse_stream(args.size, args.link_gbps, args.set or (),
                                              secure_key_file=args.secure)
@@ -166,16 +327,35 @@ async def one_round(args):
 def bench_loop(name, args):
     rounds = [run_async(lambda: one_round(args), name) for _ in range(args.repeat)]
     med = statistics.median
-    res = {"loop": name, "repeat": args.repeat,
-           "gse": {k: round(med(r["gse"][k] for r in rounds), 2) for k in rounds[0]["gse"]},
-           "rounds": rounds}
+    res = {"loop": name, "repeat": args.repeat, "rounds": rounds}
+    for key in ("floor_c", "floor_c_cpu", "switch", "switch_cpu", "switch_py",
+                "switch_py_cpu"):
+        vals = [r[key] for r in rounds if r[key] is not None]
+        res[key + "_per_s"] = round(med(vals)) if vals else None
+    for key in ("floor_endpoint", "floor_c", "switch", "switch_py"):
+        vals = [r[key + "_user_us"] for r in rounds if r[key + "_user_us"] is not None]
+        res[key + "_user_us"] = round(med(vals), 2) if vals else None
+    for key in ("switch_over_endpoint", "switch_over_endpoint_cpu", "switch_py_over_endpoint",
+                "switch_py_over_endpoint_cpu", "c_over_switch", "c_over_switch_cpu",
+                "c_over_switch_py", "c_over_switch_py_cpu"):
+        vals = [r[key] for r in rounds if key in r]
+        res[key] = round(med(vals), 3) if vals else None    # median of per-round ratios
+    for key in ("floor_dgram", "floor_dgram_cpu", "floor_endpoint", "floor_endpoint_cpu"):
+        res[key + "_per_s"] = round(med(r[key] for r in rounds))
+    if args.switch_only:
+        return res
+    res["gse"] = {k: round(med(r["gse"][k] for r in rounds), 2) for k in rounds[0]["gse"]}
+    if "gse_py" in rounds[0]:
+        res["gse_py"] = {k: round(med(r["gse_py"][k] for r in rounds), 2)
+                         for k in rounds[0]["gse_py"]}
+        res["dataplane_ratio"] = round(med(r["gse"]["data_dgram_per_s"]
+                                           / r["gse_py"]["data_dgram_per_s"]
+                                           for r in rounds), 3)
     if "gse_secure" in rounds[0]:
         res["gse_secure"] = {k: round(med(r["gse_secure"][k] for r in rounds), 2)
                              for k in rounds[0]["gse_secure"]}
         res["secure_ratio"] = round(med(r["gse_secure"]["data_dgram_per_s"]
                                         / r["gse"]["data_dgram_per_s"] for r in rounds), 3)
-    for key in ("floor_dgram", "floor_dgram_cpu", "floor_endpoint", "floor_endpoint_cpu"):
-        res[key + "_per_s"] = round(med(r[key] for r in rounds))
     for key in ("ratio_dgram", "ratio_endpoint", "ratio_dgram_cpu", "ratio_endpoint_cpu"):
         res[key] = round(med(r[key] for r in rounds), 3)     # median of per-round ratios
     return res
@@ -225,6 +405,11 @@ def incast(args):
     return rows
 
 
+def dataplane_name():
+    from gse.runtimes.udp import dataplane
+    return "C" if dataplane.AVAILABLE else "off (pure build)"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--loops", nargs="+", default=None, choices=("asyncio", "uvloop"))
@@ -237,6 +422,13 @@ def main(argv=None):
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="GSE parameter of the stream (default: the defaults)")
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--switch-only", action="store_true",
+                   help="the floors and the switch chains, not the GSE stream")
+    p.add_argument("--compare-dataplane", action="store_true",
+                   help="also run the GSE stream with the switches' data plane off")
+    p.add_argument("--hops", type=int, default=HOPS,
+                   help="forwarders in the floors' and switch chains (with --switch-only; "
+                        "two lengths give the cost of one hop apart from source and sink)")
     p.add_argument("--secure", metavar="KEYFILE",
                    help="also run the stream with authenticated packets (--secure), beside "
                         "the plain one")
@@ -247,16 +439,37 @@ def main(argv=None):
     p.add_argument("--incast-senders", type=int, default=8)
     p.add_argument("--incast-size", type=int, default=200_000)
     args = p.parse_args(argv)
+    if args.hops != HOPS:
+        if not args.switch_only:
+            p.error("--hops needs --switch-only (the GSE stream crosses 5 switches)")
+        globals()["HOPS"] = args.hops
     loops = args.loops or (["asyncio", "uvloop"] if uvloop_available() else ["asyncio"])
     args.loops_resolved = loops
     results = []
     for name in ([] if args.incast_only else loops):
         r = bench_loop(name, args)
         results.append(r)
-        g = r["gse"]
         print("%-8s floor: asyncio-dgram forwarders %6d/s (%6d/cpu-s), runtime I/O path "
               "%6d/s (%6d/cpu-s)" % (name, r["floor_dgram_per_s"], r["floor_dgram_cpu_per_s"],
                                      r["floor_endpoint_per_s"], r["floor_endpoint_cpu_per_s"]))
+        if r["floor_c_per_s"]:
+            print("%-8s floor: C recvmmsg/sendmmsg forwarders %6d/s (%6d/cpu-s)"
+                  % (name, r["floor_c_per_s"], r["floor_c_cpu_per_s"]))
+        print("%-8s user-space CPU per datagram through the chain: C floor %s us, runtime I/O "
+              "path %.2f us, switches (Python path) %.2f us, switches (data plane) %.2f us"
+              % (name, "-" if r["floor_c_user_us"] is None else "%.2f" % r["floor_c_user_us"],
+                 r["floor_endpoint_user_us"], r["switch_py_user_us"], r["switch_user_us"]))
+        for key, what in (("switch_py", "switches, Python path"),
+                          ("switch", "switches, data plane %s" % dataplane_name())):
+            print("%-8s %-38s %6d/s (%6d/cpu-s): x%.2f runtime I/O path (x%.2f per cpu-s)%s"
+                  % (name, what, r[key + "_per_s"], r[key + "_cpu_per_s"],
+                     r[key + "_over_endpoint"], r[key + "_over_endpoint_cpu"],
+                     "" if r["c_over_" + key] is None else
+                     ", C floor x%.2f of it (x%.2f per cpu-s)"
+                     % (r["c_over_" + key], r["c_over_" + key + "_cpu"])))
+        if args.switch_only:
+            continue
+        g = r["gse"]
         print("%-8s GSE stream: %6.0f data dgram/s (%6.0f/cpu-s, %6.0f all dgram/s), "
               "%6.1f Mb/s goodput, FCT %.1f ms, retx %d, kernel drops %d"
               % (name, g["data_dgram_per_s"], g["data_dgram_per_cpu_s"], g["all_dgram_per_s"],
@@ -264,6 +477,12 @@ def main(argv=None):
         print("%-8s ratio to floor: %.2f asyncio-dgram (%.2f per cpu-s), %.2f runtime I/O "
               "path (%.2f per cpu-s)" % (name, r["ratio_dgram"], r["ratio_dgram_cpu"],
                                          r["ratio_endpoint"], r["ratio_endpoint_cpu"]))
+        if "gse_py" in r:
+            g = r["gse_py"]
+            print("%-8s GSE stream, switches on Python (GSE_DATAPLANE=0): %6.0f data dgram/s "
+                  "(%6.0f/cpu-s): the data plane's stream is x%.2f of it"
+                  % (name, g["data_dgram_per_s"], g["data_dgram_per_cpu_s"],
+                     r["dataplane_ratio"]))
         if "gse_secure" in r:
             g = r["gse_secure"]
             print("%-8s GSE stream, --secure: %6.0f data dgram/s (%6.0f/cpu-s), %6.1f Mb/s "

@@ -40,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from gse.protocols import default_config  # noqa: E402
+from gse.runtimes.udp import dataplane  # noqa: E402
 from gse.runtimes.udp.config import udp_profile  # noqa: E402
 from gse.runtimes.udp.io import run_async  # noqa: E402
 from gse.runtimes.udp.network import UdpNetwork  # noqa: E402
@@ -144,6 +145,7 @@ class Taps:
         n_hosts = len(net.topo.hosts)
         for s in net.topo.switches:
             node = net.nodes[s]
+            dataplane.detach(node)   # the taps are on the Python ports' sends
             for port in node.ports:
                 port.send = self._tap(port.send, s, port.peer, port.peer < n_hosts, wire,
                                       replay_every, replay_delay_s, record)

@@ -64,6 +64,7 @@ MODULES = {
     "gse.runtimes.udp.io": "",
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
+    "gse.runtimes.udp.switchplane": "cython/gse/runtimes/udp/switchplane.pyx",
     "switchmodel.queue": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
@@ -76,11 +77,13 @@ INLINE_PXD = ("cython/gse/wire/linkrate.pxd",)
 C_SOURCES = {
     "gse.wire.fastcodec": ("cython/gse/wire/gse_codec.c",),
     "gse.runtimes.udp.io": ("cython/gse/runtimes/udp/gse_udp_io.c",),
+    "gse.runtimes.udp.switchplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
 }
 # Their headers: every module that cimports such a .pxd includes one, so they are sources
 # of every compiled module (as INLINE_PXD), and their folders are on the include path.
 C_HEADERS = ("cython/gse/wire/gse_codec.h", "cython/gse/runtimes/udp/gse_udp_io.h",
-             "cython/gse/runtimes/sim/gse_eventq.h")
+             "cython/gse/runtimes/sim/gse_eventq.h",
+             "cython/gse/runtimes/udp/gse_switchplane.h")
 # Packages holding compiled modules, each with its own ``_compiled/`` folder; their
 # ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.
 PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))

@@ -31,6 +31,12 @@ cdef long long HEADER_BYTES
 cdef long long KNOWN_FLAGS
 cdef long long MAX_KIND
 
+# The C parser and checksum for other compiled modules (the switch data plane,
+# gse.runtimes.udp.switchplane): C functions of this extension, reached through its
+# exported C API, since gse_codec.c is linked into this extension only.
+cdef int header_parse(const unsigned char *p, Py_ssize_t n, gse_header *h) noexcept
+cdef unsigned int crc_datagram(const unsigned char *p, Py_ssize_t n) noexcept
+
 cpdef Packet decode_datagram(object data, Py_ssize_t max_datagram=*)
 cpdef Packet decode_header(object data, Py_ssize_t max_datagram=*)
 cpdef Packet decode_header_into(Packet pkt, object data, Py_ssize_t max_datagram=*)

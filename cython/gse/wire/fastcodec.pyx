@@ -64,6 +64,14 @@ def datagram_checksum(data):
     return gse_crc_datagram(<const unsigned char *>PyBytes_AS_STRING(b), len(b))
 
 
+cdef int header_parse(const unsigned char *p, Py_ssize_t n, gse_header *h) noexcept:
+    return gse_header_parse(p, n, h)
+
+
+cdef unsigned int crc_datagram(const unsigned char *p, Py_ssize_t n) noexcept:
+    return gse_crc_datagram(p, n)
+
+
 cpdef Packet decode_datagram(object data, Py_ssize_t max_datagram=MAX_DATAGRAM):
     return _decode(data, max_datagram, True, None)
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from gse.config import ConfigError
 from gse.metrics.stall import StallWatch, default_span_ps, describe_stall, look_at_hosts
-from gse.runtimes.udp import capture
+from gse.runtimes.udp import capture, dataplane
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node_config,
                                      protocol_config, write_json_atomic)
@@ -124,6 +124,9 @@ class Agent:
                     self.captures.append((cap, conf))
                     handler = cap.datagram
 
+                elif dataplane.conf_allows(conf):   # the switch's per-packet path in C
+                    dataplane.attach(node, self._mark_rx)
+
                 def on_datagram(data, addr, handler=handler):
                     self.last_rx = time.monotonic()
                     handler(data, addr)
@@ -156,6 +159,9 @@ class Agent:
         if self.exit == "stalled":
             return EXIT_STALLED
         return 0 if self.complete() else 1
+
+    def _mark_rx(self):
+        self.last_rx = time.monotonic()
 
     def _install_faults(self, origin_ps):
         self.fault_origin_ps = origin_ps

@@ -114,7 +114,7 @@ class Endpoint:
     __slots__ = ("sock", "fd", "addr", "name", "loop", "handler", "recv_size", "sent",
                  "send_blocked", "send_errors", "recv_errors", "errors", "closed",
                  "addr_cache", "sockaddr_cache", "c4", "reactor", "out_data", "out_sa",
-                 "dirty", "batches")
+                 "dirty", "batches", "drain")
 
     def __init__(self, sock, name, recv_size=RECV_MAX):
         self.sock = sock
@@ -138,6 +138,9 @@ class Endpoint:
         self.out_sa = []          # ... and their destinations' sockaddr
         self.dirty = False        # holds datagrams (it is in the pending list)
         self.batches = 0          # sendmmsg batches flushed
+        # a switch's compiled data plane (gse.runtimes.udp.dataplane): reads the socket
+        # itself, in place of the handler per datagram
+        self.drain = None
 
     async def start(self, handler):
         if self.closed:
@@ -160,6 +163,9 @@ class Endpoint:
             gse_know4(addr, self.addr_cache)
 
     def _readable(self):
+        if self.drain is not None:
+            self.drain()
+            return
         if self.c4:
             self._readable_c()
             return

@@ -73,7 +73,7 @@ class EmulatedPort:
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
-                 "pause_expiries", "seal", "fault", "pfc_limit")
+                 "pause_expiries", "seal", "fault", "pfc_limit", "restart_fn")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -120,6 +120,8 @@ class EmulatedPort:
         self.seal = None           # --secure: Tss.seal or LinkAuth.seal(pkt, raw) -> datagram
         self.fault = None          # a gse.runtimes.udp.faults.LinkFault when scheduled
         self.pfc_limit = 0         # most quanta a PAUSE from the neighbour may hold (0: none)
+        self.restart_fn = None     # the switch's data plane holds this port's queue: it
+        #                            restarts it (gse.runtimes.udp.switchplane)
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -300,6 +302,9 @@ class EmulatedPort:
             self.restart(now)
 
     def restart(self, now):
+        if self.restart_fn is not None:
+            self.restart_fn(now)
+            return
         if self._sendable():
             self._arm(self.busy_until if self.busy_until > now else now)
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gse.metrics.records import RunResult
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 from gse.protocols import default_config
-from gse.runtimes.udp import capture
+from gse.runtimes.udp import capture, dataplane
 from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
 from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
@@ -155,12 +155,14 @@ class UdpNetwork:
                 self.nodes.append(node)
                 if conf["role"] == "host":
                     self.hosts.append(node)
-            for node, ep in zip(self.nodes, self.endpoints):
+            for node, ep, conf in zip(self.nodes, self.endpoints, confs):
                 callback = node.datagram
                 if node.node in self.pcap_plan:
                     cap = capture.attach(node, self.pcap_plan[node.node])
                     self.captures.append(cap)
                     callback = cap.datagram
+                elif dataplane.conf_allows(conf):
+                    dataplane.attach(node)      # the switch's per-packet path in C
                 await ep.start(callback)
         except BaseException:
             await self.close()

@@ -120,7 +120,7 @@ class SwitchDriver(NodeDriver):
     switch-latency path."""
 
     __slots__ = ("switch", "pfc", "latency", "unroutable", "scratch", "refresh_fn",
-                 "route_updates")
+                 "route_updates", "plane")
 
     def __init__(self, node, name, kind, sched, endpoint, switch, latency_ps, pfc):
         NodeDriver.__init__(self, node, name, kind, sched, endpoint)
@@ -131,6 +131,7 @@ class SwitchDriver(NodeDriver):
         self.unroutable = 0
         self.refresh_fn = self._refresh_pause
         self.route_updates = None   # gse.runtimes.udp.faults.RouteUpdates, when scheduled
+        self.plane = None           # its compiled data plane (gse.runtimes.udp.dataplane)
 
     def datagram(self, data, addr):
         pkt = self._decode(data, addr, self.scratch)
@@ -166,8 +167,12 @@ class SwitchDriver(NodeDriver):
         is needed, and a lost RESUME costs at most one pause time."""
         p = self.ports[port]
         quanta = self.pfc.cfg.pause_quanta if kind == PAUSE else 0
-        p.offer(new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, quanta,
-                           PRIO_DATA, 0, 0, now, PRIO_CONTROL), None, now)
+        pkt = new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, quanta,
+                         PRIO_DATA, 0, 0, now, PRIO_CONTROL)
+        if self.plane is not None:      # the data plane holds the port's queue
+            self.plane.inject(port, pkt, now)
+        else:
+            p.offer(pkt, None, now)
         if kind == PAUSE:
             half = self.pfc.cfg.pause_quanta * 512 * 1_000_000 // p.mbps // 2
             self.sched.at(now + half, self.refresh_fn, port)

@@ -58,6 +58,7 @@ cdef class Endpoint:
     cdef public list out_sa
     cdef public bint dirty
     cdef public long long batches
+    cdef public object drain
 
     cpdef _readable(self)
 

@@ -68,6 +68,7 @@ cdef class EmulatedPort:
     cdef public object seal
     cdef public object fault
     cdef public long long pfc_limit
+    cdef public object restart_fn
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)

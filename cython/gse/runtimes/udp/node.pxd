@@ -51,6 +51,7 @@ cdef class SwitchDriver(NodeDriver):
     cdef public Packet scratch
     cdef public object refresh_fn
     cdef public object route_updates
+    cdef public object plane
 
     @cython.locals(pkt=Packet)
     cpdef datagram(self, data, addr)
@@ -59,7 +60,7 @@ cdef class SwitchDriver(NodeDriver):
                    quanta="long long")
     cpdef _route(self, Packet pkt, data, long long now)
 
-    @cython.locals(p=EmulatedPort, quanta="long long", half="long long")
+    @cython.locals(p=EmulatedPort, quanta="long long", half="long long", pkt=Packet)
     cpdef send_pfc(self, long long port, long long kind, long long now)
 
     cpdef _refresh_pause(self, long long _t, port)

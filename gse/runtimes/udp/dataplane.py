@@ -1,0 +1,101 @@
+"""When a UDP switch forwards through the compiled data plane, and how it is put in place.
+
+``gse.runtimes.udp.switchplane.SwitchPlane`` (compiled build) runs a switch's per-packet
+path in C: the same decisions and counters as the Python objects, without a Python
+object per datagram (docs/udp-runtime.md, "The switch data plane").  It covers the plain case
+that carries a run's traffic, and a switch outside it keeps the Python path whole:
+
+* the compiled build, Linux, an IPv4 endpoint of the runtime's own ``Endpoint``;
+* a plain ``SwitchDriver`` and ``Switch`` (not a fabric-mode leaf or spine);
+* no switch latency, the GSE wire profile (not ``--wire uet``), no PFC frames
+  authenticated per link (``--secure`` with PFC; secured datagrams are otherwise
+  forwarded, their trims and marks through ``reframe``); PFC is in (RoCE: ``PfcState`` counts in C calls,
+  the PAUSE and RESUME frames the switch makes join its C queues, a PAUSE received
+  holds the C queue through the Python port's ``queue.paused``);
+* no scheduled failures or route updates on its ports (``gse.runtimes.udp.faults`` acts
+  on the Python queues), no packet capture (it taps the Python ports' sends).  Emulated
+  loss and corruption are in (the port's own generator, draw for draw).
+
+``GSE_DATAPLANE=0`` keeps every switch on the Python path (to compare the two).  The
+pure build has no data plane: ``attach`` does nothing there.
+"""
+
+import os
+
+from gse.runtimes.udp import switchplane
+from gse.runtimes.udp.io import Endpoint
+from gse.runtimes.udp.link import EmulatedPort
+from gse.runtimes.udp.node import SwitchDriver
+from switchmodel.switch import Switch
+
+ENV = "GSE_DATAPLANE"
+AVAILABLE = switchplane.AVAILABLE
+
+
+def enabled():
+    """The compiled data plane is built and not turned off by ``GSE_DATAPLANE=0``."""
+    return AVAILABLE and os.environ.get(ENV, "").strip().lower() not in ("0", "no", "false",
+                                                                         "off")
+
+
+def conf_allows(conf):
+    """Does a node configuration (``gse.runtimes.udp.config``) leave its switch in the
+    data plane's plain case?  (The driver is checked again by ``why_not``.)"""
+    if conf.get("role") != "switch" or conf.get("fabric"):
+        return False
+    if conf.get("switch_latency_ps", 0) or conf.get("wire", "gse") != "gse":
+        return False
+    if conf.get("route_updates") or conf.get("pcap") or conf.get("secure"):
+        return False
+    for pc in conf["ports"]:
+        if pc.get("faults") or pc.get("trigger_packets"):
+            return False
+    return True
+
+
+def why_not(drv):
+    """Why ``drv`` must stay on the Python path, or None if the data plane may take it."""
+    if not enabled():
+        return "no compiled data plane" if not AVAILABLE else "%s=0" % ENV
+    if type(drv) is not SwitchDriver or type(drv.switch) is not Switch:
+        return "not a plain switch"
+    ep = drv.endpoint
+    if type(ep) is not Endpoint or not ep.c4 or ep.closed:
+        return "not an IPv4 runtime endpoint"
+    if drv.latency or drv.codec is not None or drv.link_auth is not None \
+            or drv.route_updates is not None:
+        return "switch latency, another wire profile, PFC authentication or route updates"
+    for port in drv.ports:
+        if (type(port) is not EmulatedPort or port.fault is not None
+                or port.seal is not None or port.codec is not None
+                or port.queue.data_bytes or port.queue.control_bytes or port.wire
+                or ":" in str(port.peer_addr[0])):
+            return "a port with faults, another codec or packets held"
+    return None
+
+
+def attach(drv, on_receive=None):
+    """Put ``drv`` on the compiled data plane if it may (``why_not``): its endpoint's
+    readiness then calls the plane's ``drain`` instead of a handler per datagram.
+    ``on_receive()`` is called once per drain (a liveness mark).  Returns the plane or
+    None."""
+    if why_not(drv) is not None:
+        return None
+    plane = switchplane.SwitchPlane(drv)
+    plane.on_receive = on_receive
+    drv.endpoint.drain = plane.drain
+    drv.plane = plane
+    return plane
+
+
+def detach(drv):
+    """Back to the Python path (what the plane still holds is dropped: the run is over)."""
+    plane = getattr(drv, "plane", None)
+    if plane is None:
+        return
+    drv.plane = None
+    if drv.endpoint.drain == plane.drain:
+        drv.endpoint.drain = None
+    for port in drv.ports:
+        port.restart_fn = None
+    plane.close()
