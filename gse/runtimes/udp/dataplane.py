@@ -9,7 +9,8 @@ that carries a run's traffic, and a switch outside it keeps the Python path whol
 * a plain ``SwitchDriver`` and ``Switch`` (not a fabric-mode leaf or spine);
 * no switch latency, the GSE wire profile (not ``--wire uet``), no PFC frames
   authenticated per link (``--secure`` with PFC; secured datagrams are otherwise
-  forwarded, their trims and marks through ``reframe``); PFC is in (RoCE: ``PfcState`` counts in C calls,
+  forwarded, their trims and marks through ``reframe``); PFC is in (RoCE: ``PfcState``
+  counts in C calls,
   the PAUSE and RESUME frames the switch makes join its C queues, a PAUSE received
   holds the C queue through the Python port's ``queue.paused``);
 * no scheduled failures or route updates on its ports (``gse.runtimes.udp.faults`` acts
