@@ -87,3 +87,18 @@ class Wire:
                 driver.after(t)
             check_invariants(self.hosts[i])
         return self
+
+
+def received_by_agents(agents_dir):
+    """Every (src, msg_id, size) the receivers of a Mininet run wrote to their
+    ``*.records.json`` files, sorted: compared with the offered messages it says
+    "exactly once", from the receivers' own records rather than the summary."""
+    import json
+    import os
+    got = []
+    for name in os.listdir(agents_dir):
+        if name.endswith(".records.json"):
+            with open(os.path.join(agents_dir, name)) as f:
+                rec = json.load(f)
+            got += [(d["src"], d["msg_id"], d["size"]) for d in rec["received"]]
+    return sorted(got)

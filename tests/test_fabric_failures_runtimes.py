@@ -10,12 +10,11 @@ UDP default, ``UDP_FABRIC``) and on: every message delivered exactly once and in
 leaves hold nothing at the end.  Delivery and correctness only, never wall-clock speed.
 """
 
-import json
-import os
 import random
 
 import pytest
 
+from harness import received_by_agents
 from gse.config import PS_PER_US
 from gse.protocols import default_config
 from gse.runtimes.mininet.environment import mininet_unavailable
@@ -179,9 +178,5 @@ def test_mininet_fabric_core_switch_down_every_message_once_and_intact(tmp_path,
     udp = s["udp"]
     for key in ("duplicate_deliveries", "payload_errors", "malformed_total", "agent_errors"):
         assert udp[key] == 0, (key, udp)
-    got = []
-    for name in os.listdir(tmp_path / "agents"):
-        if name.endswith(".records.json"):
-            rec = json.loads((tmp_path / "agents" / name).read_text())
-            got += [(d["src"], d["msg_id"], d["size"]) for d in rec["received"]]
-    assert sorted(got) == sorted((m.src, m.msg_id, m.size) for m in msgs)
+    assert received_by_agents(tmp_path / "agents") == sorted(
+        (m.src, m.msg_id, m.size) for m in msgs)

@@ -24,6 +24,7 @@ from gse.runtimes.udp.config import udp_profile
 from gse.runtimes.udp.faults import has_faults
 from gse.workloads.faults import build_schedule
 from gse.workloads.traffic import permutation
+from harness import received_by_agents
 from mininet_calibration import GBPS, timeout_s
 from topologies.fattree import fat_tree
 
@@ -81,9 +82,5 @@ def test_core_link_down_mid_run_every_message_delivered(tmp_path, protocol):
     udp = s["udp"]
     for key in ("duplicate_deliveries", "payload_errors", "malformed_total", "agent_errors"):
         assert udp[key] == 0, (key, udp)
-    got = []
-    for name in os.listdir(tmp_path / "agents"):
-        if name.endswith(".records.json"):
-            rec = json.loads((tmp_path / "agents" / name).read_text())
-            got += [(d["src"], d["msg_id"], d["size"]) for d in rec["received"]]
-    assert sorted(got) == sorted((m.src, m.msg_id, m.size) for m in msgs)
+    assert received_by_agents(tmp_path / "agents") == sorted(
+        (m.src, m.msg_id, m.size) for m in msgs)

@@ -28,6 +28,7 @@ from gse.runtimes.mininet.system import (boot_ticks, left_behind, read_sysctl, r
                                          write_sysctl)
 from gse.runtimes.udp.config import udp_profile
 from gse.workloads.traffic import incast, permutation
+from harness import received_by_agents
 from mininet_calibration import GBPS, timeout_s
 from topologies.fattree import fat_tree
 from topologies.registry import add_topology_options, build_topology
@@ -174,12 +175,8 @@ def test_every_message_delivered_exactly_once(tmp_path, workload, protocol, plac
     assert udp["errors"] == [] and udp["payload_bytes"] >= sum(m.size for m in msgs)
     assert udp["precise_timers"] == precise
     # exactly once, from the receivers' own files
-    got = []
-    for name in os.listdir(tmp_path / "agents"):
-        if name.endswith(".records.json"):
-            rec = json.loads((tmp_path / "agents" / name).read_text())
-            got += [(d["src"], d["msg_id"], d["size"]) for d in rec["received"]]
-    assert sorted(got) == sorted((m.src, m.msg_id, m.size) for m in msgs)
+    assert received_by_agents(tmp_path / "agents") == sorted(
+        (m.src, m.msg_id, m.size) for m in msgs)
     # GSE trims, RoCE pauses, fabric mode schedules: no queue drops (losses on the wire,
     # where injected, are recovered: nothing lost above)
     assert s["queue_drops"] == 0

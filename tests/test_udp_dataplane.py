@@ -12,6 +12,7 @@ The clock is a stand-in scheduler whose ``now`` the test sets and whose events t
 fires, so nothing here depends on how fast the machine runs.
 """
 
+from contextlib import contextmanager
 import random
 import zlib
 
@@ -177,19 +178,31 @@ QUEUES = {
 }
 
 
-@compiled
-@pytest.mark.parametrize("name", sorted(QUEUES))
-def test_data_plane_forwards_as_the_python_path(name):
-    py = Rig(QUEUES[name], 2.0, plane=False)
-    c = Rig(QUEUES[name], 2.0, plane=True)
+@contextmanager
+def same_as_python(queue, **kw):
+    """A Python switch and a data-plane switch fed the same datagrams at the same times:
+    the same datagrams out, in order, and the same counters (``send*`` aside: the
+    plane's batches differ).  Yields both rigs and the Python side's counters."""
+    py = Rig(queue, 2.0, plane=False, **kw)
+    c = Rig(queue, 2.0, plane=True, **kw)
     try:
         assert py.plane is None and c.plane is not None
         got_py, got_c = run(py), run(c)
         assert got_c == got_py
         cp, cc = py.counters(), c.counters()
-        for key in ("sent", "send_blocked", "send_errors"):   # (the plane's batches differ)
+        for key in ("sent", "send_blocked", "send_errors"):
             assert cc.pop(key) == cp.pop(key), key
         assert cc == cp
+        yield py, c, cp
+    finally:
+        py.close()
+        c.close()
+
+
+@compiled
+@pytest.mark.parametrize("name", sorted(QUEUES))
+def test_data_plane_forwards_as_the_python_path(name):
+    with same_as_python(QUEUES[name]) as (py, c, cp):
         queues = [p.queue.counters for p in py.drv.ports]
         assert sum(q.drops for q in queues) > 0 or name == "trim+ecn"
         assert sum(q.ecn_marks for q in queues) > 0
@@ -198,9 +211,6 @@ def test_data_plane_forwards_as_the_python_path(name):
         assert cp["malformed_total"] > 0 and cp["foreign"] > 0 and cp["unroutable"] > 0
         assert cp["pfc_in"]["pfc_off"] > 0
         assert c.plane.fast > 0 and c.plane.slow > 0
-    finally:
-        py.close()
-        c.close()
 
 
 @compiled
@@ -210,43 +220,19 @@ def test_data_plane_pfc_as_the_python_path(name):
     through the data plane's queues, PAUSE and RESUME received holding its port."""
     pfc = PfcConfig(xoff_bytes=6_000, xon_gap_bytes=3_000, headroom_bytes=20_000,
                     pause_quanta=300)
-    py = Rig(QUEUES[name], 2.0, plane=False, pfc=pfc)
-    c = Rig(QUEUES[name], 2.0, plane=True, pfc=pfc)
-    try:
-        assert c.plane is not None
-        got_py, got_c = run(py), run(c)
-        assert got_c == got_py
-        cp, cc = py.counters(), c.counters()
-        for key in ("sent", "send_blocked", "send_errors"):
-            assert cc.pop(key) == cp.pop(key), key
-        assert cc == cp
+    with same_as_python(QUEUES[name], pfc=pfc) as (_py, _c, cp):
         assert cp["pfc"]["pauses_sent"] > 0 and cp["pfc"]["resumes_sent"] > 0
         assert cp["pfc_in"]["accepted"] > 0
         assert sum(p["pauses_received"] for p in cp["ports"]) > 0
-    finally:
-        py.close()
-        c.close()
 
 
 @compiled
 def test_data_plane_loss_and_corruption_as_the_python_path():
     """Emulated loss and corruption: the same draws of each port's generator drop or
     corrupt the same datagrams (a corrupt one carries an inverted checksum)."""
-    py = Rig(QUEUES["trim+ecn"], 2.0, plane=False, lossy=True)
-    c = Rig(QUEUES["trim+ecn"], 2.0, plane=True, lossy=True)
-    try:
-        assert c.plane is not None
-        got_py, got_c = run(py), run(c)
-        assert got_c == got_py
-        cp, cc = py.counters(), c.counters()
-        for key in ("sent", "send_blocked", "send_errors"):
-            assert cc.pop(key) == cp.pop(key), key
-        assert cc == cp
+    with same_as_python(QUEUES["trim+ecn"], lossy=True) as (_py, _c, cp):
         assert sum(p["wire_drops"] for p in cp["ports"]) > 0
         assert sum(p["wire_corrupt"] for p in cp["ports"]) > 0
-    finally:
-        py.close()
-        c.close()
 
 
 @compiled
