@@ -48,7 +48,7 @@ if not os.environ.get("PYTHONPATH"):
 CATEGORIES = (
     ("codec", ("fastcodec.", "isal", "libz.", "zlib.", "codec.")),
     ("switch", ("switchplane.", "switch.", "queue.", "pfc.", "forwarding.")),
-    ("host path", ("runtimes/udp", "io.cpython", "link.cpython", "node.cpython",
+    ("host path", ("hostplane.", "io.cpython", "link.cpython", "node.cpython",
                    "driver.cpython", "_heapq", "select.", "[vdso]")),
     ("agents", ("gse_host.", "sender.", "receiver.", "scheduler.", "entropy.", "bitmap.",
                 "phases.", "interface.", "events.", "fifo.", "bits.", "timers.",
