@@ -65,6 +65,7 @@ MODULES = {
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",
     "gse.runtimes.udp.switchplane": "cython/gse/runtimes/udp/switchplane.pyx",
+    "gse.runtimes.udp.hostplane": "cython/gse/runtimes/udp/hostplane.pyx",
     "switchmodel.queue": "",
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
@@ -78,6 +79,7 @@ C_SOURCES = {
     "gse.wire.fastcodec": ("cython/gse/wire/gse_codec.c",),
     "gse.runtimes.udp.io": ("cython/gse/runtimes/udp/gse_udp_io.c",),
     "gse.runtimes.udp.switchplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
+    "gse.runtimes.udp.hostplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
 }
 # Their headers: every module that cimports such a .pxd includes one, so they are sources
 # of every compiled module (as INLINE_PXD), and their folders are on the include path.

@@ -36,6 +36,14 @@ cdef long long MAX_KIND
 # exported C API, since gse_codec.c is linked into this extension only.
 cdef int header_parse(const unsigned char *p, Py_ssize_t n, gse_header *h) noexcept
 cdef unsigned int crc_datagram(const unsigned char *p, Py_ssize_t n) noexcept
+# ... and for the hosts' packet path (gse.runtimes.udp.hostplane): a packet's header
+# fields (False: it needs the reference encoder), the datagram's length, the writer, the
+# payload pattern's check
+cdef bint packet_header(Packet pkt, gse_header *h) except -1
+cdef Py_ssize_t header_datagram_len(const gse_header *h) noexcept
+cdef void header_write(unsigned char *b, Py_ssize_t n, const gse_header *h) noexcept
+cdef bint pattern_ok(const unsigned char *p, Py_ssize_t n, long long src, long long msg_id,
+                     long long psn) noexcept
 
 cpdef Packet decode_datagram(object data, Py_ssize_t max_datagram=*)
 cpdef Packet decode_header(object data, Py_ssize_t max_datagram=*)

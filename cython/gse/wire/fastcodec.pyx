@@ -110,15 +110,15 @@ cdef Packet _decode(object data, Py_ssize_t max_datagram, bint with_payload, Pac
     return decode(data, max_datagram, with_payload)    # the verdict, or the same packet
 
 
-cpdef object encode_packet(Packet pkt):
+cdef bint packet_header(Packet pkt, gse_header *h) except -1:
+    """Fill ``h`` from ``pkt`` if the C writer may encode it: True; False when the packet
+    needs the reference (a payload object, a corrupt mark, a field past its width), which
+    then gives the same bytes or the same error."""
     cdef long long kind = pkt.kind
     cdef long long flags = pkt.flags
-    cdef gse_header h
-    cdef Py_ssize_t n
-    cdef bytes out
     if (kind < 0 or kind > MAX_KIND or flags < 0 or flags & ~KNOWN_FLAGS or pkt.corrupt
             or pkt.payload is not None):
-        return encode(pkt)
+        return False
     if (pkt.src < 0 or pkt.src > MASK32 or pkt.dst < 0 or pkt.dst > MASK32
             or pkt.msg_id < 0 or pkt.msg_id > MASK32 or pkt.psn < 0 or pkt.psn > MASK32
             or pkt.entropy < 0 or pkt.entropy > MASK16 or pkt.payload_len < 0
@@ -126,12 +126,12 @@ cpdef object encode_packet(Packet pkt):
             or pkt.credit < 0 or pkt.credit > MASK32 or pkt.aux < 0 or pkt.aux > MASK32
             or pkt.sack_base < 0 or pkt.sack_base > MASK32 or pkt.prio < 0
             or pkt.prio > 255 or (kind == ACK and pkt.sack_base & 7)):
-        return encode(pkt)
+        return False
     sack_bits = pkt.sack_bits
     ts = pkt.ts
     if (type(sack_bits) is not int or type(ts) is not int or sack_bits < 0
             or sack_bits > MASK64 or ts < 0 or ts > MASK64):
-        return encode(pkt)
+        return False
     h.kind = kind
     h.src = pkt.src
     h.dst = pkt.dst
@@ -147,7 +147,30 @@ cpdef object encode_packet(Packet pkt):
     h.sack_bits = sack_bits
     h.ts = ts
     h.prio = pkt.prio
-    n = HEADER_BYTES + (h.payload_len if kind == DATA and not flags & F_TRIMMED else 0)
+    return True
+
+
+cdef Py_ssize_t header_datagram_len(const gse_header *h) noexcept:
+    return HEADER_BYTES + (h.payload_len if h.kind == DATA and not h.flags & F_TRIMMED
+                           else 0)
+
+
+cdef void header_write(unsigned char *b, Py_ssize_t n, const gse_header *h) noexcept:
+    gse_header_write(b, n, h)
+
+
+cdef bint pattern_ok(const unsigned char *p, Py_ssize_t n, long long src, long long msg_id,
+                     long long psn) noexcept:
+    return gse_pattern_ok(p, n, src, msg_id, psn)
+
+
+cpdef object encode_packet(Packet pkt):
+    cdef gse_header h
+    cdef Py_ssize_t n
+    cdef bytes out
+    if not packet_header(pkt, &h):
+        return encode(pkt)
+    n = header_datagram_len(&h)
     out = PyBytes_FromStringAndSize(NULL, n)
     gse_header_write(<unsigned char *>PyBytes_AS_STRING(out), n, &h)
     return out

@@ -126,6 +126,8 @@ class Agent:
 
                 elif dataplane.conf_allows(conf):   # the switch's per-packet path in C
                     dataplane.attach(node, self._mark_rx)
+                elif dataplane.conf_allows_host(conf):  # the host's packet path in C
+                    dataplane.attach_host(node, self._mark_rx)
 
                 def on_datagram(data, addr, handler=handler):
                     self.last_rx = time.monotonic()

@@ -23,10 +23,10 @@ pure build has no data plane: ``attach`` does nothing there.
 
 import os
 
-from gse.runtimes.udp import switchplane
+from gse.runtimes.udp import hostplane, switchplane
 from gse.runtimes.udp.io import Endpoint
-from gse.runtimes.udp.link import EmulatedPort
-from gse.runtimes.udp.node import SwitchDriver
+from gse.runtimes.udp.link import EmulatedPort, HostNic
+from gse.runtimes.udp.node import HostDriver, SwitchDriver
 from switchmodel.switch import Switch
 
 ENV = "GSE_DATAPLANE"
@@ -99,4 +99,81 @@ def detach(drv):
         drv.endpoint.drain = None
     for port in drv.ports:
         port.restart_fn = None
+    plane.close()
+
+
+# -- hosts (issue 27, part 2) ----------------------------------------------------------
+#
+# ``gse.runtimes.udp.hostplane.HostPlane`` (compiled build): a host's datagrams received
+# into C buffers and decoded straight into the packet its agent is handed, its NIC's
+# packets encoded straight into a C send batch; the agent, the NIC's schedule and the
+# counters stay the Python objects'.  The same plain case as a switch's: the runtime's
+# IPv4 endpoint, the GSE wire profile, no ``--secure`` (end-to-end sealing is per
+# packet, in Python), no capture, no scheduled failures on the host's link.
+# ``GSE_DATAPLANE=0`` keeps hosts on the Python path too.
+
+def conf_allows_host(conf):
+    """Does a node configuration leave its host in the plain case (``why_not_host`` checks
+    the driver again)?"""
+    if conf.get("role") != "host" or conf.get("wire", "gse") != "gse":
+        return False
+    if conf.get("pcap") or conf.get("secure"):
+        return False
+    for pc in conf["ports"]:
+        if pc.get("faults") or pc.get("trigger_packets"):
+            return False
+    return True
+
+
+def why_not_host(drv):
+    """Why host ``drv`` must stay on the Python path, or None if its packet path may be C."""
+    if not enabled():
+        return "no compiled packet path" if not hostplane.AVAILABLE else "%s=0" % ENV
+    if type(drv) is not HostDriver or type(drv.nic) is not HostNic:
+        return "not a plain host"
+    ep = drv.endpoint
+    if type(ep) is not Endpoint or not ep.c4 or ep.closed or ep.drain is not None:
+        return "not an IPv4 runtime endpoint"
+    if drv.codec is not None or drv.tss is not None or drv.link_auth is not None:
+        return "another wire profile or authenticated packets"
+    nic = drv.nic
+    if (nic.endpoint is not ep or nic.fault is not None or nic.seal is not None
+            or nic.codec is not None or nic.wire or nic.plane is not None
+            or ":" in str(nic.peer_addr[0])):
+        return "a link with faults, another codec or packets held"
+    return None
+
+
+def attach_host(drv, on_receive=None):
+    """Put host ``drv`` on the compiled packet path if it may (``why_not_host``): its
+    endpoint's readiness calls the plane's ``drain``, its NIC sends through the plane.
+    ``on_receive()`` is called once per drain.  Returns the plane or None."""
+    if why_not_host(drv) is not None:
+        return None
+    plane = hostplane.HostPlane(drv)
+    plane.on_receive = on_receive
+    nic = drv.nic
+    nic.plane = plane
+    nic.ep = None                       # every send of the NIC through the plane, in order
+    nic.send = plane.send_to
+    drv.endpoint.drain = plane.drain
+    return plane
+
+
+def detach_host(drv):
+    """Back to the Python path (what the plane holds is sent first; what waits on the
+    emulated wire in its buffers is dropped: the run is over)."""
+    nic = drv.nic
+    plane = getattr(nic, "plane", None)
+    if plane is None:
+        return
+    if nic.wire:
+        kept = [item for item in nic.wire if item[1] is not None]
+        nic.wire.clear()
+        nic.wire.extend(kept)
+    if drv.endpoint.drain == plane.drain:
+        drv.endpoint.drain = None
+    nic.plane = None
+    nic.ep = drv.endpoint
+    nic.send = drv.endpoint.send
     plane.close()

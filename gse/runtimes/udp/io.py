@@ -407,6 +407,17 @@ def flush_sends():
         ep.flush()
 
 
+def hold_flush(holder):
+    """While sends are deferred (a socket being drained, timers firing), have
+    ``holder.flush()`` called with the endpoints' when that work is done: True.  False:
+    nothing is deferred now, the caller sends at once.  (A host's compiled packet path,
+    ``gse.runtimes.udp.hostplane``, holds its datagrams this way, as an endpoint does.)"""
+    if _deferring:
+        _pending.append(holder)
+        return True
+    return False
+
+
 def record_error(errors, text):
     if len(errors) < MAX_ERRORS_KEPT:
         errors.append(text)

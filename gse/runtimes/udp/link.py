@@ -73,7 +73,7 @@ class EmulatedPort:
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
-                 "pause_expiries", "seal", "fault", "pfc_limit", "restart_fn")
+                 "pause_expiries", "seal", "fault", "pfc_limit", "restart_fn", "plane")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -122,6 +122,8 @@ class EmulatedPort:
         self.pfc_limit = 0         # most quanta a PAUSE from the neighbour may hold (0: none)
         self.restart_fn = None     # the switch's data plane holds this port's queue: it
         #                            restarts it (gse.runtimes.udp.switchplane)
+        self.plane = None          # a host's compiled packet path (gse.runtimes.udp.hostplane):
+        #                            encodes a packet straight into its send batch
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -208,6 +210,18 @@ class EmulatedPort:
                 self.wire_corrupt += 1
                 pkt.corrupt = True
                 changed = True
+        if (self.plane is not None and raw is None and not changed and self.seal is None
+                and self.codec is None):
+            # a host's compiled packet path: encoded straight into its C buffers, sent
+            # now or held on the emulated wire (None here: the plane holds the datagram)
+            depart = done + self.delay
+            if not self.wire and depart <= now + self.slack:
+                if self.plane.send_packet(pkt):
+                    return
+            elif self.plane.wire_packet(pkt):
+                self.wire.append((depart, None))
+                self._arm(depart - self.slack)
+                return
         if raw is not None and changed and pkt.flags & F_SEC:
             # secured: the switch keeps the security trailer (and TSS header)
             raw = reframe(raw, pkt) if self.codec is None else self.codec.reframe(raw, pkt)

@@ -163,6 +163,8 @@ class UdpNetwork:
                     callback = cap.datagram
                 elif dataplane.conf_allows(conf):
                     dataplane.attach(node)      # the switch's per-packet path in C
+                elif dataplane.conf_allows_host(conf):
+                    dataplane.attach_host(node)     # the host's packet path in C
                 await ep.start(callback)
         except BaseException:
             await self.close()

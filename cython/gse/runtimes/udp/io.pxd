@@ -32,6 +32,8 @@ cdef list _pending
 
 cpdef flush_sends()
 
+cpdef bint hold_flush(holder) except -1
+
 
 cdef class Reactor
 

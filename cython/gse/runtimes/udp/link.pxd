@@ -69,6 +69,7 @@ cdef class EmulatedPort:
     cdef public object fault
     cdef public long long pfc_limit
     cdef public object restart_fn
+    cdef public object plane
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)
