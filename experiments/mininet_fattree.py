@@ -115,7 +115,8 @@ def protocol_config(args, protocol):
     ns = argparse.Namespace(**vars(args))
     ns.protocol = protocol
     ns.command = "compare"             # an unprefixed --set applies where it exists
-    return udp_profile(gse_config_from_args(ns, protocol), explicit_settings(args))
+    return udp_profile(gse_config_from_args(ns, protocol), explicit_settings(args),
+                       link_gbps=args.link_gbps)
 
 
 def describe(summary, args, workload, size, cfg, runtime):

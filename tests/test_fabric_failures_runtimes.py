@@ -5,8 +5,9 @@ What the UDP leaves must share with the simulation's for a failure to mean the s
 their ``spine_fanout`` comes from the topology (so a dead aggregation-to-core link is one
 path of an uplink, not the whole uplink), and a route update rewrites the leaves' rows of
 an extended table (a leaf is routed as its first host) and restarts the containers of the
-leaf's VOQs, as ``gse.runtimes.sim.faults`` does.  Then, with leaf recovery off (the
-UDP default, ``UDP_FABRIC``) and on: every message delivered exactly once and intact, the
+leaf's VOQs, as ``gse.runtimes.sim.faults`` does.  Then, with leaf recovery on (the
+default, ``UDP_FABRIC``; its timers in packet times of the slow links, ``udp_profile``)
+and off: every message delivered exactly once and intact, the
 leaves hold nothing at the end.  Delivery and correctness only, never wall-clock speed.
 """
 
@@ -15,10 +16,11 @@ import random
 import pytest
 
 from harness import received_by_agents
-from gse.config import PS_PER_US
+from gse.config import PS_PER_US, ConfigError
 from gse.protocols import default_config
 from gse.runtimes.mininet.environment import mininet_unavailable
-from gse.runtimes.udp.config import (UDP_FABRIC, check_node_config, loopback_addresses,
+from gse.runtimes.udp.config import (PACKET_TIME_FLOORS, UDP_FABRIC, UDP_TIMERS, packet_time_ps,
+                                     slowest_link_gbps, check_node_config, loopback_addresses,
                                      node_configs, udp_profile)
 from gse.runtimes.udp.fabric import LeafDriver
 from gse.runtimes.udp.faults import RouteUpdates, leaf_rows
@@ -34,16 +36,43 @@ MS = 1000 * PS_PER_US
 REASON = mininet_unavailable()
 
 
-def fabric_config(recovery):
-    cfg = udp_profile(default_config("gse-fabric"))
+def fabric_config(recovery, gbps):
+    cfg = udp_profile(default_config("gse-fabric"), link_gbps=gbps)
     cfg.set("leaf_recovery", recovery)
     cfg.validate()
     return cfg
 
 
+def test_udp_profile_puts_the_leaves_timers_in_packet_times_of_a_slow_link():
+    """At Mininet's calibration rate one packet takes 13 ms per hop: a leaf RTO of 20 ms
+    would resend what is merely queued.  ``udp_profile`` raises fabric mode's timers to
+    packet times of the slowest link, leaves fast links' and other protocols' as they are,
+    and never touches what the user set."""
+    fast = udp_profile(default_config("gse-fabric"), link_gbps=100.0)
+    plain = udp_profile(default_config("gse-fabric"))
+    assert fast.leaf_recovery and all(
+        getattr(fast, n) == getattr(plain, n) == UDP_TIMERS[n] for n in PACKET_TIME_FLOORS)
+    slow = udp_profile(default_config("gse-fabric"), keep={"leaf_nack_timeout_ps"},
+                       link_gbps=0.0025)
+    pkt = packet_time_ps(slow, 0.0025)
+    assert pkt == (4096 + 64) * 8 * 400 * 1000                 # 13.3 ms
+    for name, packets in PACKET_TIME_FLOORS.items():
+        kept = getattr(default_config("gse-fabric"), name)        # the user's own value
+        want = kept if name == "leaf_nack_timeout_ps" else packets * pkt
+        assert getattr(slow, name) == want, name
+    assert slow.rto_ps > slow.leaf_repair_timeout_ps > slow.leaf_rto_ps
+    assert slow.rto_max_ps >= 8 * slow.rto_ps
+    gse = udp_profile(default_config("gse"), link_gbps=0.0025)    # no leaves: unchanged
+    assert gse.rto_ps == UDP_TIMERS["rto_ps"]
+    topo = fat_tree(4, link_gbps=0.5)
+    assert slowest_link_gbps(topo) == 0.5
+    with pytest.raises(ConfigError, match="link rate"):
+        packet_time_ps(slow, 0)
+
+
 def test_udp_leaves_take_spine_fanout_from_the_topology():
     topo = fat_tree(4)
-    confs = node_configs(topo, [], "gse-fabric", fabric_config(False),
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(False, 100.0),
                          address_of=loopback_addresses(topo))
     leaf_of, leaves = attachments(topo)
     tables = extended_routes(topo, leaf_of, leaves)
@@ -58,7 +87,7 @@ def test_udp_leaves_learn_the_live_paths_beyond_their_uplinks_as_the_simulation(
     pods, as ``gse.runtimes.sim.faults`` tells the simulation's leaves."""
     topo = fat_tree(4)
     sched = build_schedule(topo, ["link:agg0_0-core0@5ms"])
-    confs = node_configs(topo, [], "gse-fabric", fabric_config(True),
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(True, 100.0),
                          address_of=loopback_addresses(topo), faults=sched,
                          detect_ps=10 * MS)
     leaf_of, leaves = attachments(topo)
@@ -76,7 +105,7 @@ def test_udp_route_update_rewrites_leaf_rows_and_restarts_containers():
     """``RouteUpdates.apply`` as ``_route_event``: the first host's row is its leaf's too
     (except at that leaf itself), and every VOQ starts a new container."""
     topo = fat_tree(4)
-    confs = node_configs(topo, [], "gse-fabric", fabric_config(True),
+    confs = node_configs(topo, [], "gse-fabric", fabric_config(True, 100.0),
                          address_of=loopback_addresses(topo))
     leaf_of, leaves = attachments(topo)
     me = leaves[0]
@@ -112,7 +141,7 @@ def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
     specs = ["link:agg0_0-core0@5ms", "switch:agg2_1@6ms,restore=60ms",
              "link:agg3_0-core1@2ms,gray=5%"]
     sched = build_schedule(topo, specs)
-    result = run_udp(topo, msgs, "gse-fabric", fabric_config(recovery), seed=1,
+    result = run_udp(topo, msgs, "gse-fabric", fabric_config(recovery, 0.1), seed=1,
                      timeout_s=90.0, faults=sched, detect_ps=10 * MS)
     s = result.summary
     u = s["udp"]
@@ -135,20 +164,6 @@ def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
         assert any(n.agent.widths for n in leaves)
 
 
-def scale_leaf_timers(cfg, gbps):
-    """The leaves' recovery timers in packet times of a link this slow: ``UDP_TIMERS``
-    assume packets of tens of microseconds, but at the Mininet calibration's rate one
-    packet takes milliseconds (13 ms at 2.5 Mb/s), and a 20 ms leaf RTO resends what is
-    merely queued, over and over (seen: thousands of resends, the run stalled)."""
-    pkt = (cfg.mtu + 64) * 8 * PS_PER_US * 1_000_000 // int(gbps * 1e9)   # ps per packet
-    for name, packets in (("leaf_ack_delay_ps", 2), ("leaf_nack_timeout_ps", 20),
-                          ("leaf_rto_ps", 40), ("leaf_repair_timeout_ps", 80),
-                          ("rto_ps", 120), ("pacer_window_ps", 8)):
-        cfg.set(name, max(getattr(cfg, name), packets * pkt))
-    cfg.set("rto_max_ps", max(cfg.rto_max_ps, 8 * cfg.rto_ps))
-    cfg.validate()
-
-
 @pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASON)
 @pytest.mark.parametrize("recovery", [UDP_FABRIC["leaf_recovery"],
                                       not UDP_FABRIC["leaf_recovery"]])
@@ -161,9 +176,7 @@ def test_mininet_fabric_core_switch_down_every_message_once_and_intact(tmp_path,
     topo = fat_tree(4, link_gbps=GBPS)
     msgs = permutation(16, 120_000, random.Random(3))
     sched = build_schedule(topo, ["switch:core0@0ms"], after_packets=20)
-    cfg = fabric_config(recovery)
-    if recovery:
-        scale_leaf_timers(cfg, GBPS)
+    cfg = fabric_config(recovery, GBPS)     # the leaves' timers in packet times of GBPS
     detect = 2000 * MS
     bound = timeout_s(topo, msgs, "gse-fabric", cfg, sched, detect)
     res = run_mininet(topo, msgs, "gse-fabric", cfg, seed=1, timeout_s=bound,

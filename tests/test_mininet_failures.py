@@ -47,7 +47,7 @@ def test_core_link_down_mid_run_every_message_delivered(tmp_path, protocol):
     # the four links of a core switch die once it has forwarded AFTER_PACKETS packets:
     # traffic is crossing the core by then, however late the machine got it going
     sched = build_schedule(topo, ["switch:core0@0ms"], after_packets=AFTER_PACKETS)
-    cfg = udp_profile(default_config(protocol))
+    cfg = udp_profile(default_config(protocol), link_gbps=GBPS)
     bound = timeout_s(topo, msgs, protocol, cfg, sched, DETECT_MS * MS)
     res = run_mininet(topo, msgs, protocol, cfg, seed=1, timeout_s=bound,
                       out_dir=str(tmp_path), faults=sched, detect_ps=DETECT_MS * MS)

@@ -134,7 +134,7 @@ CASES = [("permutation", "gse", "node", False, 0.0),
 
 
 def _config(protocol):
-    cfg = udp_profile(default_config(protocol))
+    cfg = udp_profile(default_config(protocol), link_gbps=GBPS)
     if protocol == "roce":          # a low XOFF: a small backlog already pauses
         cfg.pfc_xoff_bytes = 4 * 4160
         cfg.pfc_xon_bytes = 2 * 4160

@@ -33,7 +33,8 @@ def config(scenario, protocol, lenient=False):
     """The protocol's config with the scenario's overrides and the real-time timers."""
     from gse.runtimes.udp.config import udp_profile
     return udp_profile(build.config(scenario, protocol, lenient),
-                       explicit_settings(scenario.overrides))
+                       explicit_settings(scenario.overrides),
+                       link_gbps=scenario.topology.get("link_gbps"))
 
 
 def sim_twin(scenario):

@@ -27,7 +27,8 @@ from gse.cli.faults import detect_ps, faults_from_args
 from gse.cli.observe import add_observe_options, check_outputs
 from gse.cli.progress import Progress, wanted
 from gse.metrics.stall import describe_stall
-from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs, udp_profile,
+from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs,
+                                     slowest_link_gbps, udp_profile,
                                      udp_protocols, write_node_configs)
 from gse.runtimes.udp.io import LOOPS
 from gse.wire import WIRE_PROFILES
@@ -97,7 +98,8 @@ def cmd_agent_configs(args):
                          "sends to, got %d" % args.port)
     topo = topology_from_args(args)
     messages = traffic_from_args(args, topo)
-    cfg = udp_profile(gse_config_from_args(args), explicit_settings(args))
+    cfg = udp_profile(gse_config_from_args(args), explicit_settings(args),
+                      link_gbps=slowest_link_gbps(topo))
     addrs = loopback_addresses(topo, args.base_ip, args.port)
     run = {"timeout_s": args.timeout_s, "loop": args.loop}
     stall = stall_ps(args)

@@ -42,7 +42,8 @@ from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
-from gse.runtimes.udp.config import check_protocol, node_configs, udp_profile, write_node_configs
+from gse.runtimes.udp.config import (check_protocol, node_configs, slowest_link_gbps, udp_profile,
+                                     write_node_configs)
 from gse.runtimes.udp.faults import read_origin
 from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
 from gse.workloads.faults import FaultSchedule, link_name
@@ -226,7 +227,8 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
         if not (0 <= m.src < len(topo.hosts) and 0 <= m.dst < len(topo.hosts)):
             raise ValueError("message %d: host %d->%d but the topology has hosts 0..%d"
                              % (m.msg_id, m.src, m.dst, len(topo.hosts) - 1))
-    cfg = config if config is not None else udp_profile(default_config(protocol))
+    cfg = config if config is not None else udp_profile(default_config(protocol),
+                                                        link_gbps=slowest_link_gbps(topo))
     n = len(topo.nodes)
     groups = placement_groups(topo, placement)
     budget = (default_start_budget(n, len(groups)) if start_budget_s is None

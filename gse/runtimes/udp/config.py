@@ -76,13 +76,43 @@ UDP_TIMERS = {
     "pacer_window_ps": 2_000 * PS_PER_US,
 }
 
-# Fabric mode's loss recovery between the leaves (switchmodel/fabric_recovery.py) stays off
-# over real sockets until it is validated there (issue 28, part 2): in Mininet its resends
-# and leaf ACKs overflowed spine queues (160 queue drops in a k=4 permutation that has none
-# without it), and UDP leaves still tell a spine's uplinks apart by uplink only.  The
-# leaves then skip a hole after reorder_timeout_ps and the hosts' go-back-N repairs it, as
-# before recovery existed.  ``--set leaf_recovery=1`` turns it on.
-UDP_FABRIC = {"leaf_recovery": False}
+# Fabric mode's loss recovery between the leaves (switchmodel/fabric_recovery.py), over real
+# sockets too (issue 28, part 2).  Its timers are in real time above, but on a slow emulated
+# link one packet takes milliseconds (13 ms at Mininet's 2.5 Mb/s), so a leaf RTO of 20 ms
+# resends what is merely queued, over and over: ``udp_profile`` raises them to a number of
+# packet times of the slowest link (``PACKET_TIME_FLOORS``).  ``--set leaf_recovery=0``
+# turns recovery off: the leaves then skip a hole after reorder_timeout_ps and the hosts'
+# go-back-N repairs it.
+UDP_FABRIC = {"leaf_recovery": True}
+
+# Fabric mode's timers as numbers of packet times of the slowest link (a full packet and
+# its 64-byte header on the wire), where that is longer than ``UDP_TIMERS``' value: ACK
+# coalescing two packets, a hole NACKed after 20 (the sprayed paths' skew through busy
+# processes), the source leaf's resend after 40 and a hole given up after 80, the plain
+# hosts' go-back-N RTO after 120 (above the leaves' repair, so that the leaves repair
+# first), the pacers' window eight.  The hosts' RTO ceiling is at least 8 RTOs.
+PACKET_TIME_FLOORS = {
+    "leaf_ack_delay_ps": 2,
+    "leaf_nack_timeout_ps": 20,
+    "leaf_rto_ps": 40,
+    "leaf_repair_timeout_ps": 80,
+    "rto_ps": 120,
+    "pacer_window_ps": 8,
+}
+
+
+def packet_time_ps(config: "Config", gbps: float) -> int:
+    """Picoseconds one full packet (payload and 64-byte header) takes on a ``gbps`` link."""
+    if not gbps > 0:
+        raise ConfigError("link rate must be a positive number of Gb/s, got %r" % (gbps,))
+    bits = (config.mtu + HEADER_BYTES) * 8
+    return bits * 1_000_000_000 // max(1, round(gbps * 1_000_000))   # bits / kb/s = ms
+
+
+def slowest_link_gbps(topo: "Topology") -> float:
+    """The rate of the topology's slowest link: what bounds a packet's time on a path."""
+    return min(link.gbps for link in topo.links)
+
 
 # Fewer control datagrams per data packet over real sockets, where the protocol allows:
 # every datagram costs a process a system call and a wake-up per hop whatever its size (a
@@ -102,14 +132,20 @@ UDP_COALESCING = {
 
 
 def udp_profile(config: "Config", keep: Collection[str] = (),
-                coalesce: bool = True) -> "Config":
+                coalesce: bool = True, link_gbps: float | None = None) -> "Config":
     """Set the real-time protocol timers (``UDP_TIMERS``, with fabric mode's ``UDP_FABRIC``)
     and, with ``coalesce``, the coalescing of control packets (``UDP_COALESCING``) on
     ``config`` in place, except the names in ``keep`` (what the user set explicitly).
-    Returns ``config``."""
+    ``link_gbps`` (the slowest link's rate, ``slowest_link_gbps``): fabric mode's timers
+    are at least ``PACKET_TIME_FLOORS`` packet times of it.  Returns ``config``."""
     values = dict(UDP_TIMERS, **UDP_FABRIC)
     if coalesce and "ack_delay_ps" in config.__slots__:    # (GSE: see UDP_COALESCING)
         values.update(UDP_COALESCING)
+    if link_gbps is not None and "leaf_rto_ps" in config.__slots__:   # fabric mode
+        pkt = packet_time_ps(config, link_gbps)
+        for name, packets in PACKET_TIME_FLOORS.items():
+            values[name] = max(values[name], packets * pkt)
+        values["rto_max_ps"] = max(values["rto_max_ps"], 8 * values["rto_ps"])
     for name, value in values.items():
         if name in config.__slots__ and name not in keep:
             setattr(config, name, value)

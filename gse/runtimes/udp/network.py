@@ -30,7 +30,8 @@ from gse.metrics.records import RunResult
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 from gse.protocols import default_config
 from gse.runtimes.udp import capture, dataplane
-from gse.runtimes.udp.config import check_protocol, node_configs, protocol_config, udp_profile
+from gse.runtimes.udp.config import (check_protocol, node_configs, protocol_config,
+                                     slowest_link_gbps, udp_profile)
 from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
 from gse.runtimes.udp.build import build_node
@@ -78,7 +79,8 @@ class UdpNetwork:
         self.wire = wire
         self.messages = list(messages)
         self.protocol = protocol
-        self.config = config if config is not None else udp_profile(default_config(protocol))
+        self.config = (config if config is not None else
+                       udp_profile(default_config(protocol), link_gbps=slowest_link_gbps(topo)))
         self.seed = seed
         self.loss_rate = loss_rate
         self.corrupt_rate = corrupt_rate
