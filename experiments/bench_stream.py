@@ -57,11 +57,14 @@ def child(root, run, args):
         phases = [PairwisePhase([tuple(range(s, s + g)) for s in range(0, n, g)], size,
                                 window=args.window or None)]
     c0 = time.process_time()
-    r = StreamRun(topo, phases, "gse", seed=args.seed).run()
+    run_ = StreamRun(topo, phases, "gse", seed=args.seed)
+    c1 = time.process_time()
+    r = run_.run()
     cpu = time.process_time() - c0
     s = r.summary
     return {"run": run, "root": root, "build": _build.build(), "hosts": n,
-            "bytes_per_rank": size, "cpu_s": round(cpu, 3), "events": s["events"],
+            "bytes_per_rank": size, "cpu_s": round(cpu, 3),
+            "setup_s": round(c1 - c0, 3), "events": s["events"],
             "messages": s["messages"], "delivered": s["delivered"],
             "time_us": s["collective_time_us"],
             "us_per_msg": round(cpu * 1e6 / s["messages"], 3),
@@ -126,9 +129,10 @@ def main():
                 r = spawn(root, run, args)
                 by_root[root].append(r)
                 out.append(r)
-                print("  %-9s round %d %-30s %-8s CPU %7.2f s  events %9d  msgs %7d  "
-                      "%7.2f us/msg  %.4f us/event  time %s us"
-                      % (run, i + 1, root[-30:], r["build"], r["cpu_s"], r["events"],
+                print("  %-9s round %d %-30s %-8s CPU %7.2f s (set-up %.2f)  events %9d  "
+                      "msgs %7d  %7.2f us/msg  %.4f us/event  time %s us"
+                      % (run, i + 1, root[-30:], r["build"], r["cpu_s"], r["setup_s"],
+                         r["events"],
                          r["messages"], r["us_per_msg"], r["us_per_event"], r["time_us"]),
                       flush=True)
         meds = {}

@@ -61,6 +61,7 @@ MODULES = {
     "gse.runtimes.sim.network": "",
     "gse.runtimes.sim.sampler": "",
     "gse.runtimes.sim.htsim_model": "",
+    "gse.workloads.stream": "",
     "gse.runtimes.udp.io": "",
     "gse.runtimes.udp.link": "",
     "gse.runtimes.udp.node": "",

@@ -224,6 +224,13 @@ class StreamRun(Handler):
     A message is started by an event whose arguments are its source and its id: the
     queue calls ``fire``, a C method (``event_target``)."""
 
+    __slots__ = ("topo", "phases", "protocol", "cfg", "seed", "n", "group", "pos", "base",
+                 "sends", "is_ring", "width", "window", "psize", "opcode", "coff", "csize",
+                 "order", "slot", "where", "log", "l_start", "l_deliver", "l_finish",
+                 "l_ideal", "l_retx", "l_size", "ranks", "phase_of", "entered", "next_k",
+                 "recv", "acked", "flying", "waiters", "enter_ps", "done_ps", "net", "eq",
+                 "hosts", "mtu", "ideals", "start_fn", "enter_fn", "zero_fn")
+
     def __init__(self, topo, phases, protocol="gse", config=None, seed=1):
         if protocol not in PROTOCOLS:
             raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
