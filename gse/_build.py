@@ -45,6 +45,7 @@ MODULES = {
     "gse.common.bits": "cython/gse/common/bits.pyx",
     "gse.common.timers": "cython/gse/common/timers.pyx",
     "gse.common.fairq": "",
+    "gse.common.finished": "",
     "gse.agents.bitmap": "",
     "gse.agents.entropy": "",
     "gse.agents.scheduler": "",

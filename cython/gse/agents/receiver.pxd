@@ -5,6 +5,7 @@ from gse.agents.events cimport MessageDelivered
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
 from gse.common.fifo cimport Fifo
+from gse.common.finished cimport FinishedIds
 
 cdef long long ACK
 cdef long long F_ECN_CE
@@ -50,7 +51,7 @@ cdef class ReceiverSide:
     cdef public long long ack_delay
     cdef public long long charge_cap
     cdef public dict messages
-    cdef public object finished
+    cdef public FinishedIds finished
     cdef public CreditScheduler scheduler
     cdef public long long order
     cdef public Fifo events
