@@ -47,6 +47,7 @@ MODULES = {
     "gse.common.fairq": "",
     "gse.common.finished": "",
     "gse.agents.bitmap": "",
+    "gse.agents.phases": "",
     "gse.agents.entropy": "",
     "gse.agents.scheduler": "",
     "gse.agents.sender": "",

@@ -11,6 +11,8 @@ pops, one moved earlier gets an entry of its own (``_move``).  A message's phase
 (``gse.agents.phases``) changes only through ``phases.enter``.
 """
 
+from random import Random
+
 from gse.agents.events import MessageCompleted
 from gse.agents.interface import HostAgent
 from gse.agents.phases import DONE, DRAINING, SENDING, enter
@@ -28,6 +30,20 @@ T_EXPIRE = 4
 # the named deadlines (``GseHost.deadline``): the host's, then each message's
 HOST_DEADLINES = ("pacer", "expiry")
 MESSAGE_DEADLINES = ("request", "rto", "tlp")
+
+
+def randbelow(rng, n):
+    """``rng.randrange(n)`` (n >= 1), the same number from the same state: for a
+    ``random.Random`` as CPython draws it (``Random._randbelow``: ``n.bit_length()`` bits,
+    drawn again while not below n), without randrange's Python frames, once per message;
+    any other generator is asked its own ``randrange``."""
+    if type(rng) is not Random or n < 1:
+        return rng.randrange(n)
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r
 
 
 class GseHost(HostAgent):
@@ -76,7 +92,7 @@ class GseHost(HostAgent):
         if paths is None:             # the entropy range of dst, and its suspected values
             paths = self.paths[dst] = (self.rng.getrandbits(16), {})
         msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0],
-                     cfg, now, paths[1], self.rng.randrange(cfg.n_entropies))
+                     cfg, now, paths[1], randbelow(self.rng, cfg.n_entropies))
         self.out[msg_id] = msg
         if msg.need_total > 0:
             self._send_request(msg, now, False)

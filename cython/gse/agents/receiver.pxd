@@ -2,6 +2,7 @@
 import cython
 from gse.agents.bitmap cimport ReceiveBitmap
 from gse.agents.events cimport MessageDelivered
+from gse.agents.phases cimport enter
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
 from gse.common.fifo cimport Fifo
@@ -22,6 +23,9 @@ cdef long long UNPROVEN
 cdef long long RECEIVING
 cdef long long DELIVERED
 cdef long long DROPPED
+
+
+cpdef long long reassembly_cost(long long npkts)
 
 
 cdef class InMsg:
