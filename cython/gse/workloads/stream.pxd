@@ -57,7 +57,8 @@ cdef class StreamRun(Handler):
     cdef public EventQueue eq
     cdef public list hosts
     cdef public long long mtu
-    cdef public dict ideals
+    cdef public long long[::1] ideal_size
+    cdef public long long[::1] ideal_ps
     cdef public object start_fn
     cdef public object enter_fn
     cdef public object zero_fn
@@ -74,7 +75,8 @@ cdef class StreamRun(Handler):
                    last="long long")
     cpdef _try_send(self, long long h)
 
-    @cython.locals(row="long long", mid="long long", now="long long", key="long long")
+    @cython.locals(row="long long", mid="long long", now="long long", at="long long",
+                   ideal="long long")
     cpdef _launch(self, long long h, long long dst, long long p, long long k, long long size)
 
     cpdef fire(self, a, b)
