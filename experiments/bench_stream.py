@@ -146,8 +146,12 @@ def main():
         if len(roots) == 2:
             a, b = (by_root[root][0] for root in roots)
             same = a["events"] == b["events"] and a["time_us"] == b["time_us"]
-            print("%-9s after/before CPU %.3f  (same events and time: %s)"
-                  % (run, meds[roots[1]] / meds[roots[0]], same))
+            pairs = sorted(b_["cpu_s"] / a_["cpu_s"]
+                           for a_, b_ in zip(by_root[roots[0]], by_root[roots[1]]))
+            print("%-9s after/before CPU %.3f, per round median %.3f (%.3f-%.3f)  (same "
+                  "events and time: %s)" % (run, meds[roots[1]] / meds[roots[0]],
+                                            statistics.median(pairs), pairs[0], pairs[-1],
+                                            same))
     print("load average %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     if args.json:
         with open(args.json, "w") as f:
