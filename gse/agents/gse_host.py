@@ -30,6 +30,22 @@ HOST_DEADLINES = ("pacer", "expiry")
 MESSAGE_DEADLINES = ("request", "rto", "tlp")
 
 
+def randbelow(rng, n):
+    """``rng.randrange(n)`` (n >= 1), the same number from the same state: for a
+    ``random.Random`` as CPython draws it (``Random._randbelow``: ``n.bit_length()`` bits,
+    drawn again while not below n), without randrange's Python frames, once per message;
+    any other generator is asked its own ``randrange``.  (Recognised by name: agents do
+    not import ``random``, tests/test_architecture.py.)"""
+    cls = type(rng)
+    if cls.__name__ != "Random" or cls.__module__ != "random" or n < 1:
+        return rng.randrange(n)
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r
+
+
 class GseHost(HostAgent):
     __slots__ = ("config", "rng", "out", "ring", "control",
                  "receiver", "timeouts",
@@ -76,7 +92,7 @@ class GseHost(HostAgent):
         if paths is None:             # the entropy range of dst, and its suspected values
             paths = self.paths[dst] = (self.rng.getrandbits(16), {})
         msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0],
-                     cfg, now, paths[1], self.rng.randrange(cfg.n_entropies))
+                     cfg, now, paths[1], randbelow(self.rng, cfg.n_entropies))
         self.out[msg_id] = msg
         if msg.need_total > 0:
             self._send_request(msg, now, False)

@@ -48,6 +48,10 @@ WARY = 4                     # ... when this many paths to the destination are s
 AMBIGUOUS = 0x10000          # sent_entropy flag: the psn was sent more than once
 SIGN32 = 0x80000000
 WRAP32 = 0x100000000
+# one-slot arrays repeated into a message's per-psn arrays: one allocation per message
+# and array (``array(code, [v]) * n`` makes a list and an array before the result)
+UNSENT = array("q", [-1])
+NO_ENTROPY = array("i", [0])
 
 
 class OutMsg:
@@ -90,8 +94,8 @@ class OutMsg:
         self.n_acked = 0
         # per psn, as flat C integers (no boxed int per packet sent): the last transmit
         # time (-1 while queued for retransmission) and that transmission's entropy
-        self.sent_at = array("q", [-1]) * self.npkts
-        self.sent_entropy = array("i", [0]) * self.npkts
+        self.sent_at = UNSENT * self.npkts
+        self.sent_entropy = NO_ENTROPY * self.npkts
         self.inflight = Fifo()           # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
         self.retx = Fifo()

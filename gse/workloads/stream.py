@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from gse.metrics.records import summarize, wire_bytes
 from gse.protocols import PROTOCOLS, default_config
+from gse.runtimes.sim.eventq import Handler, event_target
 from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
 from gse.runtimes.sim.run import build_network, pfc_summary
 from gse.wire.linkrate import wire_time_ps
@@ -57,6 +58,21 @@ SHIFT = 24
 INDEX = (1 << SHIFT) - 1
 
 
+OPS = ("all_reduce", "reduce_scatter", "all_gather")   # RingPhase.opcode: the index here
+
+
+def chunk_index(op: int, n: int, pos: int, step: int) -> int:
+    """Which of the ``n`` chunks the rank at ``pos`` of a ring sends in ``step``, for the
+    ring collective ``OPS[op]`` (as ``gse.workloads.collectives`` cuts it)."""
+    if op == 0:
+        if step < n - 1:
+            return (pos - step) % n
+        return (pos + 1 - (step - (n - 1))) % n
+    if op == 1:
+        return (pos - step - 1) % n
+    return (pos - step) % n
+
+
 class RingPhase:
     """A ring collective in every group (see the module docstring)."""
 
@@ -64,10 +80,11 @@ class RingPhase:
 
     def __init__(self, op: str, groups: Iterable[Iterable[int]], size: int,
                  name: str | None = None) -> None:
-        if op not in ("all_reduce", "reduce_scatter", "all_gather"):
+        if op not in OPS:
             raise ValueError("ring phase: op must be all_reduce, reduce_scatter or "
                              "all_gather, got %r" % (op,))
         self.op = op
+        self.opcode = OPS.index(op)
         self.groups = [tuple(g) for g in groups]
         n = len(self.groups[0])
         if n < 2 or any(len(g) != n for g in self.groups):
@@ -82,14 +99,7 @@ class RingPhase:
         return self.steps
 
     def chunk(self, pos, step):
-        n = self.n
-        if self.op == "all_reduce":
-            c = (pos - step) % n if step < n - 1 else (pos + 1 - (step - (n - 1))) % n
-        elif self.op == "reduce_scatter":
-            c = (pos - step - 1) % n
-        else:
-            c = (pos - step) % n
-        return self.sizes[c]
+        return self.sizes[chunk_index(self.opcode, self.n, pos, step)]
 
     def bytes_per_rank(self):
         return sum(self.chunk(0, s) for s in range(self.steps))
@@ -203,8 +213,23 @@ class StreamResult:
         self.run = run              # the StreamRun (per-rank entry and done times)
 
 
-class StreamRun:
-    """One run of ``phases`` on a fresh network (see the module docstring)."""
+class StreamRun(Handler):
+    """One run of ``phases`` on a fresh network (see the module docstring).
+
+    Compiled (cython/gse/workloads/stream.pxd), the state read on every message is C
+    integers in flat arrays: per phase (sends per rank, first log row, ring or not, ranks
+    per group, window, chunk sizes) and per (phase, host) (``order``: the group members
+    in order, ``slot``: where the host's group starts in it, ``where``: its position),
+    so a message's destination and size are computed, not looked up in Python objects.
+    A message is started by an event whose arguments are its source and its id: the
+    queue calls ``fire``, a C method (``event_target``)."""
+
+    __slots__ = ("topo", "phases", "protocol", "cfg", "seed", "n", "group", "pos", "base",
+                 "sends", "is_ring", "width", "window", "psize", "opcode", "coff", "csize",
+                 "order", "slot", "where", "log", "l_start", "l_deliver", "l_finish",
+                 "l_ideal", "l_retx", "l_size", "ranks", "phase_of", "entered", "next_k",
+                 "recv", "acked", "flying", "waiters", "enter_ps", "done_ps", "net", "eq",
+                 "hosts", "mtu", "ideal_size", "ideal_ps", "start_fn", "enter_fn", "zero_fn")
 
     def __init__(self, topo, phases, protocol="gse", config=None, seed=1):
         if protocol not in PROTOCOLS:
@@ -218,14 +243,30 @@ class StreamRun:
         self.seed = seed
         n = len(topo.hosts)
         self.n = n
-        # per phase: each host's group, position, and row index among the phase's ranks
+        np_ = len(self.phases)
+        # per phase: each host's group and position (lists of arrays, as tests read them)
         self.group = []
         self.pos = []
-        self.base = []
+        # per phase, flat: first log row, sends per rank, ring or not, ranks per group,
+        # window (pairwise), bytes per send (pairwise), ring op and first chunk size
+        self.base = array("q", [0]) * np_
+        self.sends = array("q", [ph.sends() for ph in self.phases])
+        self.is_ring = array("q", [ph.kind == "ring" for ph in self.phases])
+        self.width = array("q", [ph.n for ph in self.phases])
+        self.window = array("q", [getattr(ph, "window", 0) for ph in self.phases])
+        self.psize = array("q", [ph.size for ph in self.phases])
+        self.opcode = array("q", [getattr(ph, "opcode", 0) for ph in self.phases])
+        self.coff = array("q", [0]) * np_
+        csize = []
+        # per (phase, host) at p * n + h, flat
+        self.order = array("q", [-1]) * (np_ * n)
+        self.slot = array("q", [0]) * (np_ * n)
+        self.where = array("q", [0]) * (np_ * n)
         total = 0
         for p, ph in enumerate(self.phases):
             g = array("i", [-1]) * n
             pos = array("i", [0]) * n
+            at = 0
             for gi, members in enumerate(ph.groups):
                 for i, h in enumerate(members):
                     if not 0 <= h < n:
@@ -234,32 +275,30 @@ class StreamRun:
                         raise ValueError("phase %d: host %d is in two groups" % (p, h))
                     g[h] = gi
                     pos[h] = i
+                    self.order[p * n + at + i] = h
+                    self.slot[p * n + h] = at
+                    self.where[p * n + h] = i
+                at += ph.n
             self.group.append(g)
             self.pos.append(pos)
-            self.base.append(total)
+            self.base[p] = total
             total += n * ph.sends()           # rows: host h's k-th send of phase p
-        self.log = Log(total)
-        self.ranks = sorted({h for ph in self.phases for grp in ph.groups for h in grp})
-        # per phase, read on every message: sends per rank, ring or not, and for rings each
-        # host's successor (pairwise destinations come from the group and the round)
-        self.sends = [ph.sends() for ph in self.phases]
-        self.is_ring = [ph.kind == "ring" for ph in self.phases]
-        self.succ = []
-        for p, ph in enumerate(self.phases):
-            succ = None
+            self.coff[p] = len(csize)
             if ph.kind == "ring":
-                succ = [-1] * n
-                for members in ph.groups:
-                    for i, h in enumerate(members):
-                        succ[h] = members[(i + 1) % ph.n]
-            self.succ.append(succ)
-        # per host, for its current phase (plain lists: read on every message)
-        self.phase_of = [-1] * n
-        self.entered = [False] * n
-        self.next_k = [0] * n
-        self.recv = [0] * n
-        self.acked = [0] * n                  # its sends delivered
-        self.flying = [0] * n                 # pairwise: its sends in flight
+                csize.extend(ph.sizes)
+        self.csize = array("q", csize or [0])
+        self.log = Log(total)
+        log = self.log
+        self.l_start, self.l_deliver, self.l_finish = log.start, log.deliver, log.finish
+        self.l_ideal, self.l_retx, self.l_size = log.ideal, log.retx, log.size
+        self.ranks = sorted({h for ph in self.phases for grp in ph.groups for h in grp})
+        # per host, for its current phase
+        self.phase_of = array("q", [-1]) * n
+        self.entered = array("q", [0]) * n
+        self.next_k = array("q", [0]) * n
+        self.recv = array("q", [0]) * n
+        self.acked = array("q", [0]) * n      # its sends delivered
+        self.flying = array("q", [0]) * n     # pairwise: its sends in flight
         self.waiters = {}                     # host -> hosts whose next send waits for it
         self.enter_ps = [array("q", [-1]) * n for _ in self.phases]
         self.done_ps = [array("q", [-1]) * n for _ in self.phases]
@@ -270,14 +309,20 @@ class StreamRun:
             hn.driver.on_delivered = partial(self._on_delivered_event, h)
             hn.driver.on_completed = partial(self._sent, hn.agent.addr)
         self.mtu = self.cfg.mtu
-        self.ideals = {}
+        # ring phases: the ideal FCT of each rank's (at most two) chunk sizes, cached
+        self.ideal_size = array("q", [-1]) * (2 * np_ * n)
+        self.ideal_ps = array("q", [0]) * (2 * np_ * n)
+        # the events' callables, bound once
+        self.start_fn = event_target(self, self._start)
+        self.enter_fn = self._enter_event
+        self.zero_fn = self._zero_done
 
     # -- the ranks' state machines --------------------------------------------------------
 
     def _enter(self, h, p):
         now = self.eq.now
         self.phase_of[h] = p
-        self.entered[h] = True
+        self.entered[h] = 1
         self.next_k[h] = 0
         self.recv[h] = 0
         self.acked[h] = 0
@@ -292,6 +337,14 @@ class StreamRun:
     def _enter_event(self, h, p):
         self._enter(h, p)
 
+    def _dst(self, h, p, k):
+        """The destination of host ``h``'s send ``k`` in phase ``p``: its ring successor,
+        or in pairwise round k + 1 the member k + 1 places on."""
+        i = p * self.n + h
+        m = self.width[p]
+        step = 1 if self.is_ring[p] else k + 1
+        return self.order[p * self.n + self.slot[i] + (self.where[i] + step) % m]
+
     def _try_send(self, h):
         if not self.entered[h]:
             return
@@ -300,56 +353,71 @@ class StreamRun:
         if self.is_ring[p]:
             if k >= self.sends[p] or self.recv[h] < k:
                 return
-            dst = self.succ[p][h]
+            dst = self._dst(h, p, k)
             if not (self.entered[dst] and self.phase_of[dst] == p):
                 self.waiters.setdefault(dst, []).append(h)
                 return
             self.next_k[h] = k + 1
-            self._launch(h, dst, p, k, self.phases[p].chunk(self.pos[p][h], k))
+            c = chunk_index(self.opcode[p], self.width[p], self.where[p * self.n + h], k)
+            self._launch(h, dst, p, k, self.csize[self.coff[p] + c])
             return
-        ph = self.phases[p]
-        members = ph.groups[self.group[p][h]]
-        i = self.pos[p][h]
-        n = ph.n
-        while self.flying[h] < ph.window and k < n - 1:
-            dst = members[(i + k + 1) % n]
+        last = self.width[p] - 1
+        while self.flying[h] < self.window[p] and k < last:
+            dst = self._dst(h, p, k)
             if not (self.entered[dst] and self.phase_of[dst] == p):
                 self.waiters.setdefault(dst, []).append(h)
                 return
             k += 1
             self.next_k[h] = k
             self.flying[h] += 1
-            self._launch(h, dst, p, k - 1, ph.size)
+            self._launch(h, dst, p, k - 1, self.psize[p])
 
     def _launch(self, h, dst, p, k, size):
         row = self.base[p] + h * self.sends[p] + k
         mid = ((p + 1) << SHIFT) | k
-        log = self.log
         now = self.eq.now
-        log.start[row] = now
-        log.size[row] = size
+        self.l_start[row] = now
+        self.l_size[row] = size
         if size == 0:
-            log.ideal[row] = 1
-            self.eq.at(now, self._zero_done, h, (dst, mid))
+            self.l_ideal[row] = 1
+            self.eq.at(now, self.zero_fn, h, mid)
             return
+        ideal = -1
         if self.is_ring[p]:
-            # a ring's rank sends one or two sizes to one peer per phase: kept by an int key
-            key = (((p << 32) | size) << 24) | h
-            ideal = self.ideals.get(key)
-            if ideal is None:
-                ideal = self.ideals[key] = self._ideal_of(h, dst, size)
+            # a ring's rank sends one or two sizes to one peer per phase: two slots each
+            at = 2 * (p * self.n + h)
+            if self.ideal_size[at] == size:
+                ideal = self.ideal_ps[at]
+            elif self.ideal_size[at + 1] == size:
+                ideal = self.ideal_ps[at + 1]
+            else:
+                ideal = self._ideal_of(h, dst, size)
+                if self.ideal_size[at] < 0:
+                    self.ideal_size[at] = size
+                    self.ideal_ps[at] = ideal
+                elif self.ideal_size[at + 1] < 0:
+                    self.ideal_size[at + 1] = size
+                    self.ideal_ps[at + 1] = ideal
         else:
             ideal = self._ideal_of(h, dst, size)
-        log.ideal[row] = ideal
-        self.eq.at(now, self._start, h, (mid, dst, size))
+        self.l_ideal[row] = ideal
+        self.eq.at(now, self.start_fn, h, mid)
 
-    def _start(self, h, what):
-        mid, dst, size = what
-        self.hosts[h].driver.start(mid, dst, size, self.eq.now)   # as HostNode.start
+    def fire(self, a, b):
+        self._start(a, b)
 
-    def _zero_done(self, h, what):
-        dst, mid = what
-        self._on_delivered(dst, h, mid, self.eq.now)
+    def _start(self, h, mid):
+        """Message ``mid`` of ``h`` starts (as ``HostNode.start``): its destination from
+        the phase, its size from the log."""
+        p = (mid >> SHIFT) - 1
+        k = mid & INDEX
+        node = self.hosts[h]
+        node.driver.start(mid, self._dst(h, p, k),
+                          self.l_size[self.base[p] + h * self.sends[p] + k], self.eq.now)
+
+    def _zero_done(self, h, mid):
+        p = (mid >> SHIFT) - 1
+        self._on_delivered(self._dst(h, p, mid & INDEX), h, mid, self.eq.now)
 
     def _ideal_of(self, src, dst, size):
         """The message's ideal FCT (``gse.metrics.records.ideal_ps``); the topology keeps
@@ -367,10 +435,9 @@ class StreamRun:
         k = mid & INDEX
         sends = self.sends[p]
         row = self.base[p] + src * sends + k
-        deliver = self.log.deliver
-        if deliver[row] >= 0:
+        if self.l_deliver[row] >= 0:
             raise AssertionError("message %d->%d %d delivered twice" % (src, dst, mid))
-        deliver[row] = now
+        self.l_deliver[row] = now
         self.recv[dst] += 1
         self.acked[src] += 1
         if self.is_ring[p]:
@@ -386,20 +453,20 @@ class StreamRun:
     def _check_done(self, h, p):
         if self.phase_of[h] == p and self.entered[h] and self.acked[h] == self.sends[p] \
                 and self.recv[h] == self.sends[p]:
-            self.entered[h] = False
+            self.entered[h] = 0
             now = self.eq.now
             self.done_ps[p][h] = now
             if p + 1 < len(self.phases):
                 self.phase_of[h] = p + 1
-                self.eq.at(now, self._enter_event, h, p + 1)
+                self.eq.at(now, self.enter_fn, h, p + 1)
 
     def _sent(self, src, event):
-        mid, retransmits, now = event.msg_id, event.retransmits, event.time_ps
+        mid = event.msg_id
         p = (mid >> SHIFT) - 1
         row = self.base[p] + src * self.sends[p] + (mid & INDEX)
-        self.log.finish[row] = now
-        if retransmits:
-            self.log.retx[row] = retransmits
+        self.l_finish[row] = event.time_ps
+        if event.retransmits:
+            self.l_retx[row] = event.retransmits
 
     # -- running --------------------------------------------------------------------------
 
@@ -409,7 +476,7 @@ class StreamRun:
         no-progress watchdog) as in ``gse.runtimes.sim.run.run_simulation``."""
         for h in self.ranks:
             if self.group[0][h] >= 0:
-                self.eq.at(0, self._enter_event, h, 0)
+                self.eq.at(0, self.enter_fn, h, 0)
         make_dog = Watchdog.factory(stall_ps, self.cfg)
         dog = make_dog(self.net) if make_dog else None
         watching = [dog] + [make(self.net) for make in observers]

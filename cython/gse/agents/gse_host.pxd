@@ -4,6 +4,7 @@ from gse.common.fifo cimport Fifo
 from gse.common.timers cimport TimerHeap
 from gse.agents.events cimport MessageCompleted
 from gse.agents.interface cimport HostAgent
+from gse.agents.phases cimport enter
 from gse.wire.packet cimport Packet
 from gse.agents.receiver cimport ReceiverSide
 from gse.agents.scheduler cimport CreditScheduler
@@ -20,6 +21,9 @@ cdef long long NEVER
 cdef long long SENDING
 cdef long long DRAINING
 cdef long long DONE
+
+
+cpdef randbelow(rng, n)
 
 
 cdef class GseHost(HostAgent):

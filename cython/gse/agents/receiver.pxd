@@ -2,9 +2,11 @@
 import cython
 from gse.agents.bitmap cimport ReceiveBitmap
 from gse.agents.events cimport MessageDelivered
+from gse.agents.phases cimport enter
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
 from gse.common.fifo cimport Fifo
+from gse.common.finished cimport FinishedIds
 
 cdef long long ACK
 cdef long long F_ECN_CE
@@ -21,6 +23,9 @@ cdef long long UNPROVEN
 cdef long long RECEIVING
 cdef long long DELIVERED
 cdef long long DROPPED
+
+
+cpdef long long reassembly_cost(long long npkts)
 
 
 cdef class InMsg:
@@ -50,7 +55,7 @@ cdef class ReceiverSide:
     cdef public long long ack_delay
     cdef public long long charge_cap
     cdef public dict messages
-    cdef public object finished
+    cdef public FinishedIds finished
     cdef public CreditScheduler scheduler
     cdef public long long order
     cdef public Fifo events

@@ -2,6 +2,7 @@
 import cython
 from gse.common.fifo cimport Fifo
 from gse.agents.entropy cimport EntropySelector
+from gse.agents.phases cimport enter
 from gse.common.bits cimport le64, lowest_bit
 from gse.wire.packet cimport Packet, new_packet
 
