@@ -174,6 +174,7 @@ def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
     moved = [n for n in spines if n.plane is not None and n.route_updates is not None
              and n.route_updates.applied]
     assert bool(moved) == dataplane.enabled()
+    assert u["dataplane_switches"] == sum(1 for n in spines if n.plane is not None)
 
 
 @pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASON)
@@ -203,5 +204,8 @@ def test_mininet_fabric_core_switch_down_every_message_once_and_intact(tmp_path,
     udp = s["udp"]
     for key in ("duplicate_deliveries", "payload_errors", "malformed_total", "agent_errors"):
         assert udp[key] == 0, (key, udp)
+    # the spines and cores forward in C in their agents (GSE_DATAPLANE is inherited),
+    # but for core0 and the four aggregation switches of its links: 12 - 5
+    assert udp["dataplane_switches"] == (7 if dataplane.enabled() else 0), udp
     assert received_by_agents(tmp_path / "agents") == sorted(
         (m.src, m.msg_id, m.size) for m in msgs)

@@ -387,6 +387,7 @@ def test_runtime_puts_plain_switches_on_the_data_plane(protocol):
     end, n_planes, fast, spines, summary = run_async(go, "asyncio")
     assert end == "done" and summary["lost"] == 0 and summary["delivered"] == len(msgs)
     assert summary["udp"]["errors"] == []
+    assert summary["udp"]["dataplane_switches"] == n_planes
     assert spines == (len(topo.switches) - 8 if protocol == "gse-fabric"
                       else len(topo.switches))
     if dataplane.AVAILABLE:

@@ -99,6 +99,14 @@ def attach(drv, on_receive=None):
     return plane
 
 
+def counters(drv):
+    """``{"fast", "slow"}``, datagrams by path, if ``drv`` forwards on the data plane, else
+    None: what a run's node counters carry as ``dataplane`` (the summary counts those
+    switches, ``udp.dataplane_switches``)."""
+    plane = getattr(drv, "plane", None) if type(drv) is SwitchDriver else None
+    return None if plane is None else {"fast": plane.fast, "slow": plane.slow}
+
+
 def detach(drv):
     """Back to the Python path (what the plane still holds is dropped: the run is over)."""
     plane = getattr(drv, "plane", None)
