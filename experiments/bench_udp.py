@@ -25,6 +25,10 @@ forwarder that issue 27 compares with the ``c`` floor (target: within 1.5x) and 
 compiled data plane turned off (``gse.runtimes.udp.dataplane``), i.e. the switch as it
 was before it; in the pure build both are the Python path.  ``--compare-dataplane`` also
 runs the GSE stream with the data plane off (``GSE_DATAPLANE=0``) in each round.
+``--fabric-spine`` makes the chains' switches fabric-mode spines (``FabricSpine``, as
+``--protocol gse-fabric`` runs its spines and cores: queues of
+``queue_config("gse-fabric")``, step ECN marking at ``ecn_bytes``), each with two
+uplinks toward the next hop, chosen by byte 1 of the entropy, which the datagrams vary.
 
 The emulated links are fast (100 Gb/s by default) so that the process, not the emulated
 rate, limits the stream.  Reported per loop (asyncio, uvloop when installed), median of
@@ -36,6 +40,7 @@ the ratio of data datagrams/s to each floor.
     python experiments/bench_udp.py --loops uvloop --size 8000000 --json bench.json
     python experiments/bench_udp.py --secure domain.key      # and with authenticated packets
     python experiments/bench_udp.py --loops asyncio --switch-only --hops 9   # switch chains
+    python experiments/bench_udp.py --loops asyncio --switch-only --fabric-spine --repeat 7
 """
 
 import argparse
@@ -174,11 +179,15 @@ def floor_c(n, window):
     return float(rate), float(cpu), (user_s(resource.RUSAGE_CHILDREN) - u0) / n * 1e6
 
 
-async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0):
+async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0, spine=False):
     """Datagrams/s through source -> HOPS runtime switches -> sink on the running loop:
     each switch a ``SwitchDriver`` with two ports (back, on), the GSE queue configuration
-    and links of ``gbps``; the datagrams are DATA packets of the wire format."""
+    and links of ``gbps``; the datagrams are DATA packets of the wire format.  ``spine``:
+    fabric-mode spines instead, with fabric mode's queues and two ports on (both to the
+    next hop), byte 1 of each datagram's entropy choosing between them."""
     from gse.config import GseConfig
+    from gse.protocols import queue_config
+    from switchmodel.fabric import FabricConfig, FabricSpine
     from gse.runtimes.udp import dataplane as dp
     from gse.runtimes.udp.io import Scheduler
     from gse.runtimes.udp.link import DEFAULT_SLACK_PS, EmulatedPort
@@ -191,13 +200,16 @@ async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0):
     sched = Scheduler(loop, True)
     socks = [open_udp_socket("127.0.0.1", 0, what="switch %d" % i) for i in range(HOPS + 2)]
     addrs = [s.getsockname() for s in socks]
-    datagrams = [encode_packet(new_packet(DATA, 0, 1, 7, psn, psn & 0xFFFF, DATAGRAM
-                                          - HEADER_BYTES, F_ECT, 1 << 30, 0, PRIO_DATA,
-                                          0, 0, 0, PRIO_DATA)) for psn in range(64)]
+    datagrams = [encode_packet(new_packet(DATA, 0, 1, 7, psn,
+                                          (psn << 8 | psn) if spine else psn & 0xFFFF,
+                                          DATAGRAM - HEADER_BYTES, F_ECT, 1 << 30, 0,
+                                          PRIO_DATA, 0, 0, 0, PRIO_DATA))
+                 for psn in range(64)]
     state = {"sent": 0, "got": 0}
     done = loop.create_future()
     endpoints, drivers = [], []
-    qconf = QueueConfig.from_gse(GseConfig())
+    qconf = queue_config("gse-fabric", FabricConfig()) if spine else \
+        QueueConfig.from_gse(GseConfig())
 
     def pump():
         src = socks[0]
@@ -220,14 +232,19 @@ async def switch_chain(n, window, gbps, dataplane=True, timeout_s=60.0):
             if i == HOPS + 1:
                 await ep.start(at_sink)
                 continue
-            sw = Switch(i, "s%d" % i, [(0,), (1,)], 0x1234, "spray")
+            if spine:
+                sw = FabricSpine(i, "s%d" % i, [(0,), (1, 2)], 0x1234, "spray")
+                peers = (addrs[i - 1], addrs[i + 1], addrs[i + 1])
+            else:
+                sw = Switch(i, "s%d" % i, [(0,), (1,)], 0x1234, "spray")
+                peers = (addrs[i - 1], addrs[i + 1])
             drv = SwitchDriver(i, "s%d" % i, "edge", sched, ep, sw, 0, None)
-            for pidx, addr in enumerate((addrs[i - 1], addrs[i + 1])):
+            for pidx, addr in enumerate(peers):
                 port = EmulatedPort(sched, ep, addr, OutputQueue(qconf, random.Random(pidx)),
                                     gbps, 1_000_000, DEFAULT_SLACK_PS, i, pidx, "edge", False)
-                port.peer = i - 1 + 2 * pidx
+                port.peer = i - 1 if pidx == 0 else i + 1
                 port.owner = drv
-                drv.port_of[addr] = pidx
+                drv.port_of.setdefault(addr, pidx)
                 drv.ports.append(port)
                 ep.know(addr)
             drivers.append(drv)
@@ -291,9 +308,11 @@ async def one_round(args):
     out["floor_c"], out["floor_c_cpu"], out["floor_c_user_us"] = floor_c(
         args.floor_datagrams, args.window)
     out["switch_py"], out["switch_py_cpu"], out["switch_py_user_us"] = await switch_chain(
-        args.floor_datagrams, args.window, args.link_gbps, dataplane=False)
+        args.floor_datagrams, args.window, args.link_gbps, dataplane=False,
+        spine=args.fabric_spine)
     out["switch"], out["switch_cpu"], out["switch_user_us"] = await switch_chain(
-        args.floor_datagrams, args.window, args.link_gbps)
+        args.floor_datagrams, args.window, args.link_gbps, spine=args.fabric_spine)
+    out["switch_over_switch_py"] = out["switch"] / out["switch_py"]
     for key in ("switch", "switch_py"):
         out[key + "_over_endpoint"] = out[key] / out["floor_endpoint"]
         out[key + "_over_endpoint_cpu"] = out[key + "_cpu"] / out["floor_endpoint_cpu"]
@@ -335,7 +354,8 @@ def bench_loop(name, args):
     for key in ("floor_endpoint", "floor_c", "switch", "switch_py"):
         vals = [r[key + "_user_us"] for r in rounds if r[key + "_user_us"] is not None]
         res[key + "_user_us"] = round(med(vals), 2) if vals else None
-    for key in ("switch_over_endpoint", "switch_over_endpoint_cpu", "switch_py_over_endpoint",
+    for key in ("switch_over_switch_py", "switch_over_endpoint", "switch_over_endpoint_cpu",
+                "switch_py_over_endpoint",
                 "switch_py_over_endpoint_cpu", "c_over_switch", "c_over_switch_cpu",
                 "c_over_switch_py", "c_over_switch_py_cpu"):
         vals = [r[key] for r in rounds if key in r]
@@ -429,6 +449,9 @@ def main(argv=None):
     p.add_argument("--hops", type=int, default=HOPS,
                    help="forwarders in the floors' and switch chains (with --switch-only; "
                         "two lengths give the cost of one hop apart from source and sink)")
+    p.add_argument("--fabric-spine", action="store_true",
+                   help="the switch chains made of fabric-mode spines (FabricSpine, fabric "
+                        "mode's queues, two uplinks chosen by byte 1 of the entropy)")
     p.add_argument("--secure", metavar="KEYFILE",
                    help="also run the stream with authenticated packets (--secure), beside "
                         "the plain one")
@@ -459,14 +482,17 @@ def main(argv=None):
               "path %.2f us, switches (Python path) %.2f us, switches (data plane) %.2f us"
               % (name, "-" if r["floor_c_user_us"] is None else "%.2f" % r["floor_c_user_us"],
                  r["floor_endpoint_user_us"], r["switch_py_user_us"], r["switch_user_us"]))
-        for key, what in (("switch_py", "switches, Python path"),
-                          ("switch", "switches, data plane %s" % dataplane_name())):
+        kind = "fabric spines" if args.fabric_spine else "switches"
+        for key, what in (("switch_py", "%s, Python path" % kind),
+                          ("switch", "%s, data plane %s" % (kind, dataplane_name()))):
             print("%-8s %-38s %6d/s (%6d/cpu-s): x%.2f runtime I/O path (x%.2f per cpu-s)%s"
                   % (name, what, r[key + "_per_s"], r[key + "_cpu_per_s"],
                      r[key + "_over_endpoint"], r[key + "_over_endpoint_cpu"],
                      "" if r["c_over_" + key] is None else
                      ", C floor x%.2f of it (x%.2f per cpu-s)"
                      % (r["c_over_" + key], r["c_over_" + key + "_cpu"])))
+        print("%-8s %s: data plane x%.2f the Python path (median of per-round ratios, "
+              "the two alternating in each round)" % (name, kind, r["switch_over_switch_py"]))
         if args.switch_only:
             continue
         g = r["gse"]
@@ -493,6 +519,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"size": args.size, "link_gbps": args.link_gbps, "hops": HOPS,
+                       "fabric_spine": args.fabric_spine,
                        "settings": args.set or [],
                        "results": results, "incast": incast_rows}, f, indent=2)
             f.write("\n")

@@ -19,15 +19,17 @@ from harness import received_by_agents
 from gse.config import PS_PER_US, ConfigError
 from gse.protocols import default_config
 from gse.runtimes.mininet.environment import mininet_unavailable
+from gse.runtimes.udp import dataplane
 from gse.runtimes.udp.config import (PACKET_TIME_FLOORS, UDP_FABRIC, UDP_TIMERS, packet_time_ps,
                                      slowest_link_gbps, check_node_config, loopback_addresses,
                                      node_configs, udp_profile)
 from gse.runtimes.udp.fabric import LeafDriver
 from gse.runtimes.udp.faults import RouteUpdates, leaf_rows
 from gse.runtimes.udp.network import run_udp
+from gse.runtimes.udp.node import SwitchDriver
 from gse.workloads.faults import build_schedule
 from gse.workloads.traffic import permutation
-from switchmodel.fabric import FabricLeaf
+from switchmodel.fabric import FabricLeaf, FabricSpine
 from switchmodel.fabric_plan import attachments, extended_routes, spine_fanout
 from switchmodel.switch import Switch
 from topologies import fat_tree
@@ -162,6 +164,17 @@ def test_udp_fabric_links_fail_mid_run_every_message_once_and_intact(recovery):
     assert any(n.route_updates is not None and n.route_updates.applied for n in leaves)
     if recovery:                                  # ... and the paths left beyond uplinks
         assert any(n.agent.widths for n in leaves)
+    # the spines and cores whose own links did not fail forward on the compiled data
+    # plane, route updates and all; those of the failing links stay on Python
+    spines = [n for n in result.network.nodes if isinstance(n, SwitchDriver)]
+    assert len(spines) == 12 and all(type(n.switch) is FabricSpine for n in spines)
+    for n in spines:
+        plain = dataplane.enabled() and all(p.fault is None for p in n.ports)
+        assert (n.plane is not None) == plain, n.name
+    moved = [n for n in spines if n.plane is not None and n.route_updates is not None
+             and n.route_updates.applied]
+    assert bool(moved) == dataplane.enabled()
+    assert u["dataplane_switches"] == sum(1 for n in spines if n.plane is not None)
 
 
 @pytest.mark.skipif(REASON is not None, reason="Mininet: %s" % REASON)
@@ -191,5 +204,8 @@ def test_mininet_fabric_core_switch_down_every_message_once_and_intact(tmp_path,
     udp = s["udp"]
     for key in ("duplicate_deliveries", "payload_errors", "malformed_total", "agent_errors"):
         assert udp[key] == 0, (key, udp)
+    # the spines and cores forward in C in their agents (GSE_DATAPLANE is inherited),
+    # but for core0 and the four aggregation switches of its links: 12 - 5
+    assert udp["dataplane_switches"] == (7 if dataplane.enabled() else 0), udp
     assert received_by_agents(tmp_path / "agents") == sorted(
         (m.src, m.msg_id, m.size) for m in msgs)

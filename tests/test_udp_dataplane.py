@@ -6,7 +6,9 @@ Two switches, alike in every way, get the same datagrams on real sockets at the 
 must receive the same datagrams, byte for byte and in the same order, and every counter
 (queues, ports, switch, driver, endpoint) must read the same: forwarding decisions,
 ECN marks (the same draws of the queue's generator), trims, drops, malformed datagrams
-by reason, foreign senders, refused PAUSE frames, unroutable destinations.
+by reason, foreign senders, refused PAUSE frames, unroutable destinations.  A fabric-mode
+spine (``FabricSpine``: the uplink named by byte 1 of the entropy, step ECN marking) and
+a switch whose next-hop rows change mid-run (``RouteUpdates``) are held to the same.
 
 The clock is a stand-in scheduler whose ``now`` the test sets and whose events the test
 fires, so nothing here depends on how fast the machine runs.
@@ -19,12 +21,14 @@ import zlib
 import pytest
 
 from gse.runtimes.udp import dataplane
+from gse.runtimes.udp.faults import RouteUpdates
 from gse.runtimes.udp.io import Endpoint, Scheduler, open_udp_socket
 from gse.runtimes.udp.link import EmulatedPort
 from gse.runtimes.udp.node import SwitchDriver
 from gse.wire.fastcodec import encode_packet
 from gse.wire.packet import (ACK, DATA, F_ECT, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME,
                              new_packet)
+from switchmodel.fabric import FabricSpine
 from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
 from switchmodel.switch import Switch
@@ -67,16 +71,22 @@ def data(src, dst, psn, entropy=0, payload=1000, flags=F_ECT, kind=DATA, prio=PR
 class Rig:
     """One switch with three neighbours (sockets the test reads and writes)."""
 
-    def __init__(self, qconf, gbps, plane, pfc=None, lossy=False):
+    def __init__(self, qconf, gbps, plane, pfc=None, lossy=False, spine=False, updates=()):
         self.sched = StepScheduler()
         self.sock = open_udp_socket("127.0.0.1", 0, what="switch")
         self.ep = Endpoint(self.sock, "switch")
         self.peers = [open_udp_socket("127.0.0.1", 0, what="peer") for _ in range(3)]
         self.stranger = open_udp_socket("127.0.0.1", 0, what="stranger")
         # hosts 0..3: 0 behind port 0, 1 behind port 1, 2 and 3 sprayed over ports 1, 2
-        sw = Switch(1, "s1", [(0,), (1,), (1, 2), (1, 2), ()], 0xBEEF, "spray")
+        # (spine: a fabric-mode spine, the uplink by byte 1 of the entropy)
+        rows = [(0,), (1,), (1, 2), (1, 2), ()]
+        sw = (FabricSpine if spine else Switch)(1, "s1", rows, 0xBEEF, "spray")
         state = None if pfc is None else PfcState(pfc, 3)
         self.drv = SwitchDriver(1, "s1", "edge", self.sched, self.ep, sw, 0, state)
+        if updates:                     # (t_ps, [[host, [ports]], ...]) as faults.install
+            route = self.drv.route_updates = RouteUpdates(sw)
+            for t, change in updates:
+                self.sched.at(t, route.apply, change)
         for pidx, peer in enumerate(self.peers):
             addr = peer.getsockname()
             port = EmulatedPort(self.sched, self.ep, addr,
@@ -176,6 +186,10 @@ QUEUES = {
     "one-fifo": QueueConfig(15_000, ecn=True, ecn_kmin=2_000, ecn_kmax=6_000,
                             control_priority=False),
 }
+# fabric mode's spines and cores (gse.protocols.queue_config("gse-fabric")): drop-tail,
+# no trimming, the fabric's DATA marked CE above ecn_bytes (step marking: kmin == kmax)
+FABRIC_QUEUE = QueueConfig(15_000, 8_000, False, None, True, 4_000, 4_000)
+STEP_PS = 3 * PS_PER_US     # run()'s step
 
 
 @contextmanager
@@ -236,6 +250,55 @@ def test_data_plane_loss_and_corruption_as_the_python_path():
 
 
 @compiled
+def test_data_plane_fabric_spine_as_the_python_path():
+    """A fabric-mode spine (``FabricSpine``, ``paths="leaf"``): byte 1 of the entropy
+    names the uplink, the queues mark the fabric's DATA CE above ``ecn_bytes``."""
+    with same_as_python(FABRIC_QUEUE, spine=True) as (py, c, cp):
+        assert type(c.drv.switch) is FabricSpine
+        queues = [p.queue.counters for p in py.drv.ports]
+        assert queues[1].tx_packets > 0 and queues[2].tx_packets > 0   # both uplinks
+        assert sum(q.ecn_marks for q in queues) > 0 and sum(q.drops for q in queues) > 0
+        assert sum(q.trims for q in queues) == 0
+        assert cp["unroutable"] > 0 and cp["unreachable"] > 0
+        assert c.plane.fast > 0
+    # the spine's choice is not the plain switch's hash: the two send differently
+    plain, spine = Rig(FABRIC_QUEUE, 2.0, plane=True), Rig(FABRIC_QUEUE, 2.0, plane=True,
+                                                           spine=True)
+    try:
+        assert run(plain) != run(spine)
+    finally:
+        plain.close()
+        spine.close()
+
+
+# two updates of the next-hop rows mid-run: host 2 moves to port 2 alone and host 3 is
+# cut off, then host 3 comes back on both ports and host 1 is sprayed over ports 2 and 1
+UPDATES = [(10 * STEP_PS, [[2, [2]], [3, []]]),
+           (25 * STEP_PS + 1, [[3, [1, 2]], [1, [2, 1]]])]
+
+
+@compiled
+@pytest.mark.parametrize("spine", [False, True])
+def test_data_plane_route_updates_as_the_python_path(spine):
+    """``RouteUpdates`` rewrite the switch's next-hop rows mid-run: the plane reads the
+    rows at every datagram, so it routes by the new rows from the next one on."""
+    queue = FABRIC_QUEUE if spine else QUEUES["trim+ecn"]
+    with same_as_python(queue, spine=spine, updates=UPDATES) as (py, c, cp):
+        assert c.drv.route_updates is not None
+        assert cp["route_updates"] == {"applied": 2, "entries": 4}
+        assert cp["unreachable"] > 0 and c.plane.fast > 0
+        assert tuple(c.drv.switch.next_hops[1]) == (2, 1)
+    # without the updates the same inputs leave differently
+    plain, moved = Rig(queue, 2.0, plane=True, spine=spine), Rig(queue, 2.0, plane=True,
+                                                                 spine=spine, updates=UPDATES)
+    try:
+        assert run(plain) != run(moved)
+    finally:
+        plain.close()
+        moved.close()
+
+
+@compiled
 def test_data_plane_fast_path_needs_no_python_packet():
     """A clean datagram to an idle port goes through C alone (the ``fast`` count)."""
     rig = Rig(QUEUES["trim+ecn"], 100.0, plane=True)
@@ -259,8 +322,10 @@ def test_conf_allows_only_the_plain_case():
     assert dataplane.conf_allows(conf)
     assert dataplane.conf_allows(dict(conf, pfc={"xoff_bytes": 1},
                                       ports=[{"port": 0, "pfc_quanta": 10}]))
+    for change in ({"fabric": {"role": "spine"}}, {"route_updates": [[1, [[2, [0]]]]]}):
+        assert dataplane.conf_allows(dict(conf, **change)), change
     for change in ({"switch_latency_ps": 5}, {"wire": "uet"},
-                   {"fabric": {"role": "spine"}}, {"route_updates": [[1, 2]]},
+                   {"fabric": {"role": "leaf"}}, {"pcap": {"ports": [0]}},
                    {"role": "host"}, {"secure": {"key_file": "k"}}):
         assert not dataplane.conf_allows(dict(conf, **change)), change
     assert dataplane.conf_allows(dict(conf, ports=[{"port": 0, "loss": 0.1, "corrupt": 0.1}]))
@@ -291,10 +356,11 @@ def test_env_turns_the_data_plane_off(monkeypatch):
         rig.close()
 
 
-@pytest.mark.parametrize("protocol", ["gse", "roce"])
+@pytest.mark.parametrize("protocol", ["gse", "roce", "gse-fabric"])
 def test_runtime_puts_plain_switches_on_the_data_plane(protocol):
-    """``UdpNetwork`` attaches every switch of a plain run (RoCE's PFC included) in the
-    compiled build, none in the pure one; the run delivers everything either way."""
+    """``UdpNetwork`` attaches every switch of a plain run (RoCE's PFC included), and
+    every spine and core of a fabric-mode run (not its leaves), in the compiled build, none
+    in the pure one; the run delivers everything either way."""
     import asyncio
 
     from gse.protocols import default_config
@@ -313,13 +379,18 @@ def test_runtime_puts_plain_switches_on_the_data_plane(protocol):
             end = await net.run(timeout_s=60)
             planes = [n.plane for n in net.nodes if getattr(n, "plane", None) is not None]
             fast = sum(p.fast for p in planes)
+            spines = sum(1 for conf in net.confs if conf["role"] == "switch"
+                         and (conf.get("fabric") or {"role": "spine"})["role"] == "spine")
         await asyncio.sleep(0)
-        return end, len(planes), fast, net.result().summary
+        return end, len(planes), fast, spines, net.result().summary
 
-    end, n_planes, fast, summary = run_async(go, "asyncio")
+    end, n_planes, fast, spines, summary = run_async(go, "asyncio")
     assert end == "done" and summary["lost"] == 0 and summary["delivered"] == len(msgs)
     assert summary["udp"]["errors"] == []
+    assert summary["udp"]["dataplane_switches"] == n_planes
+    assert spines == (len(topo.switches) - 8 if protocol == "gse-fabric"
+                      else len(topo.switches))
     if dataplane.AVAILABLE:
-        assert n_planes == len(topo.switches) and fast > 0
+        assert n_planes == spines and fast > 0
     else:
         assert n_planes == 0

@@ -8,9 +8,11 @@ import pytest
 
 from gse.config import ConfigError, PS_PER_US
 from gse.protocols import default_config
+from gse.runtimes.udp import dataplane
 from gse.runtimes.udp.config import (check_node_config, loopback_addresses, node_configs,
                                      udp_profile)
 from gse.runtimes.udp.network import run_udp
+from gse.runtimes.udp.node import SwitchDriver
 from gse.workloads.faults import build_schedule
 from gse.workloads.traffic import permutation
 from topologies import fat_tree
@@ -82,6 +84,16 @@ def test_links_fail_mid_run_over_udp_and_every_message_arrives(protocol):
     assert len(events) == 2 * 6 and all(events)
     assert f["route_updates"] > 0
     assert f["entries"][2]["black_holed"] == 0                  # gray: never dead
+    # a switch whose rows changed but whose own links did not fail forwards on the
+    # compiled data plane (it reads the rewritten rows in place), the others on Python
+    moved = [n for n in result.network.nodes if isinstance(n, SwitchDriver)
+             and n.route_updates is not None and n.route_updates.applied]
+    assert any(all(p.fault is None for p in n.ports) for n in moved)
+    for n in moved:
+        plain = dataplane.enabled() and all(p.fault is None for p in n.ports)
+        assert (n.plane is not None) == plain, n.name
+    if dataplane.enabled():
+        assert sum(n.plane.fast for n in moved if n.plane is not None) > 0
 
 
 class Owner:

@@ -312,6 +312,9 @@ class Agent:
                          if ep is not None and not ep.closed else {})
                 complete = (node is not None and (conf["role"] != "host"
                                                   or self._host_complete(conf, node)))
+                plane = dataplane.counters(node) if node is not None else None
+                if plane is not None:   # the switch forwarded on the compiled data plane
+                    c["dataplane"] = plane
                 if node is not None and conf["role"] == "host":
                     c["waiting"] = node.agent.waiting()     # its unfinished messages
                     if self.stall is not None:

@@ -6,15 +6,22 @@ object per datagram (docs/udp-runtime.md, "The switch data plane").  It covers t
 that carries a run's traffic, and a switch outside it keeps the Python path whole:
 
 * the compiled build, Linux, an IPv4 endpoint of the runtime's own ``Endpoint``;
-* a plain ``SwitchDriver`` and ``Switch`` (not a fabric-mode leaf or spine);
+* a ``SwitchDriver`` whose switch is a plain ``Switch`` or a fabric-mode spine
+  (``FabricSpine``: ``--protocol gse-fabric`` with ``paths="leaf"``, byte 1 of the
+  entropy naming the uplink; its queues' step ECN marking of the fabric's DATA above
+  ``ecn_bytes`` is the ``OutputQueue`` model's own).  Fabric-mode leaves keep their
+  scheduler and their packet path in Python (``LeafDriver``);
 * no switch latency, the GSE wire profile (not ``--wire uet``), no PFC frames
   authenticated per link (``--secure`` with PFC; secured datagrams are otherwise
   forwarded, their trims and marks through ``reframe``); PFC is in (RoCE: ``PfcState``
   counts in C calls,
   the PAUSE and RESUME frames the switch makes join its C queues, a PAUSE received
   holds the C queue through the Python port's ``queue.paused``);
-* no scheduled failures or route updates on its ports (``gse.runtimes.udp.faults`` acts
-  on the Python queues), no packet capture (it taps the Python ports' sends).  Emulated
+* route updates are in (``gse.runtimes.udp.faults.RouteUpdates``: the plane reads the
+  switch's own next-hop row at every datagram, so a rewritten row routes the next one);
+  a port with scheduled failures (``faults``, ``trigger_packets``: the failing link
+  itself, whose ``LinkFault`` acts on the Python queues and wire) keeps its switch on the
+  Python path, and so does packet capture (it taps the Python ports' sends).  Emulated
   loss and corruption are in (the port's own generator, draw for draw).
 
 ``GSE_DATAPLANE=0`` keeps every switch on the Python path (to compare the two).  The
@@ -27,10 +34,12 @@ from gse.runtimes.udp import hostplane, switchplane
 from gse.runtimes.udp.io import Endpoint
 from gse.runtimes.udp.link import EmulatedPort, HostNic
 from gse.runtimes.udp.node import HostDriver, SwitchDriver
+from switchmodel.fabric import FabricSpine
 from switchmodel.switch import Switch
 
 ENV = "GSE_DATAPLANE"
 AVAILABLE = switchplane.AVAILABLE
+SWITCHES = (Switch, FabricSpine)    # the switch classes whose route the plane follows
 
 
 def enabled():
@@ -41,12 +50,14 @@ def enabled():
 
 def conf_allows(conf):
     """Does a node configuration (``gse.runtimes.udp.config``) leave its switch in the
-    data plane's plain case?  (The driver is checked again by ``why_not``.)"""
-    if conf.get("role") != "switch" or conf.get("fabric"):
+    case the data plane covers (a fabric-mode spine, route updates included)?  (The
+    driver is checked again by ``why_not``.)"""
+    fabric = conf.get("fabric")
+    if conf.get("role") != "switch" or (fabric and fabric.get("role") != "spine"):
         return False
     if conf.get("switch_latency_ps", 0) or conf.get("wire", "gse") != "gse":
         return False
-    if conf.get("route_updates") or conf.get("pcap") or conf.get("secure"):
+    if conf.get("pcap") or conf.get("secure"):
         return False
     for pc in conf["ports"]:
         if pc.get("faults") or pc.get("trigger_packets"):
@@ -58,14 +69,13 @@ def why_not(drv):
     """Why ``drv`` must stay on the Python path, or None if the data plane may take it."""
     if not enabled():
         return "no compiled data plane" if not AVAILABLE else "%s=0" % ENV
-    if type(drv) is not SwitchDriver or type(drv.switch) is not Switch:
-        return "not a plain switch"
+    if type(drv) is not SwitchDriver or type(drv.switch) not in SWITCHES:
+        return "not a plain switch or fabric-mode spine"
     ep = drv.endpoint
     if type(ep) is not Endpoint or not ep.c4 or ep.closed:
         return "not an IPv4 runtime endpoint"
-    if drv.latency or drv.codec is not None or drv.link_auth is not None \
-            or drv.route_updates is not None:
-        return "switch latency, another wire profile, PFC authentication or route updates"
+    if drv.latency or drv.codec is not None or drv.link_auth is not None:
+        return "switch latency, another wire profile or PFC authentication"
     for port in drv.ports:
         if (type(port) is not EmulatedPort or port.fault is not None
                 or port.seal is not None or port.codec is not None
@@ -87,6 +97,14 @@ def attach(drv, on_receive=None):
     drv.endpoint.drain = plane.drain
     drv.plane = plane
     return plane
+
+
+def counters(drv):
+    """``{"fast", "slow"}``, datagrams by path, if ``drv`` forwards on the data plane, else
+    None: what a run's node counters carry as ``dataplane`` (the summary counts those
+    switches, ``udp.dataplane_switches``)."""
+    plane = getattr(drv, "plane", None) if type(drv) is SwitchDriver else None
+    return None if plane is None else {"fast": plane.fast, "slow": plane.slow}
 
 
 def detach(drv):

@@ -324,7 +324,14 @@ class UdpNetwork:
         return out
 
     def node_counters(self):
-        return [n.counters(self.elapsed_ps) for n in self.nodes]
+        out = []
+        for n in self.nodes:
+            c = n.counters(self.elapsed_ps)
+            plane = dataplane.counters(n)
+            if plane is not None:       # the switch forwarded on the compiled data plane
+                c["dataplane"] = plane
+            out.append(c)
+        return out
 
     def result(self) -> RunResult:
         """Summary (the schema of ``gse sim``) and per-message records."""

@@ -42,6 +42,7 @@ from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch cimport Switch, mix32
 
 from gse.runtimes.udp.io import record_error
+from switchmodel.fabric import FabricSpine
 from gse.wire.codec import reframe
 from gse.wire.fastcodec import decode_header, encode_packet
 from gse.wire.packet import (DATA, F_ECN_CE, F_ECT, F_SEC, F_TRIMMED, HEADER_BYTES, PAUSE,
@@ -113,6 +114,7 @@ cdef class SwitchPlane:
     cdef Py_ssize_t max_datagram
     cdef PfcState pfc
     cdef bint active
+    cdef bint leaf_paths
 
     def __init__(self, SwitchDriver drv):
         cdef EmulatedPort port
@@ -125,6 +127,9 @@ cdef class SwitchPlane:
         self.max_datagram = drv.max_datagram
         self.pfc = drv.pfc
         self.active = False
+        # a fabric-mode spine with paths="leaf" (FabricSpine.route): byte 1 of the entropy
+        # names the uplink
+        self.leaf_paths = isinstance(self.sw, FabricSpine)
         self.d = dp_new(self.ep.fd, drv.max_datagram + 1, len(self.ports))
         if self.d == NULL:
             raise MemoryError()
@@ -268,7 +273,11 @@ cdef class SwitchPlane:
 
     cdef long long _route(self, long long src, long long dst, long long msg_id,
                           long long entropy) except? -2:
-        """``Switch.route`` on the header's fields (its counters too)."""
+        """``Switch.route`` (or ``FabricSpine.route``) on the header's fields, its
+        counters too.  The next-hop row is the switch's own, read at every datagram
+        (``hops_to``), so a route update (``gse.runtimes.udp.faults.RouteUpdates``, which
+        writes the row's overrides) takes effect at the next datagram, as on the Python
+        path."""
         cdef Switch sw = self.sw
         cdef Py_ssize_t n
         cdef unsigned long long key
@@ -277,6 +286,14 @@ cdef class SwitchPlane:
             sw.unroutable += 1
             return -1
         n = len(<tuple>hops)
+        if self.leaf_paths:
+            if n == 0:
+                sw.unreachable += 1
+                return -1
+            sw.forwarded += 1
+            if n == 1:
+                return <long long>(<tuple>hops)[0]
+            return <long long>(<tuple>hops)[((entropy >> 8) & 0xFF) % n]
         if n == 1:
             sw.forwarded += 1
             return <long long>(<tuple>hops)[0]
