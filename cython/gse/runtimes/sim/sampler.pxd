@@ -10,26 +10,30 @@ from gse.runtimes.sim.network cimport HostNode, LinkPort
 from switchmodel.queue cimport OutputQueue, PortCounters
 
 cdef Py_ssize_t NPORT
-cdef Py_ssize_t ROW
+cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
 cdef Py_ssize_t PREV
 
 
-@cython.locals(n="Py_ssize_t", x="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t",
-               h="Py_ssize_t", m="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t",
-               port=LinkPort, node=HostNode, q=OutputQueue, c=PortCounters, gr=ReceiverSide,
-               rr=RoceReceiver, o="long long", p="long long", v="long long",
-               tx="long long", paused="long long", pps="long long", trims="long long",
-               drops="long long", ecn="long long")
-cpdef Py_ssize_t sample(list ports, list hosts, list receivers, long long since,
-                        long long now, long long[:] out, Py_ssize_t pos, long long[:] prev,
-                        long long[:] run_peak, list busy, list watch,
-                        list host_watch) except -1
+@cython.locals(y="int", x="Py_ssize_t", i="long long", j="Py_ssize_t", h="Py_ssize_t",
+               k="Py_ssize_t", r="Py_ssize_t", base="Py_ssize_t", mask="long long",
+               ports=list, nodes=list, port=LinkPort, node=HostNode, q=OutputQueue,
+               c=PortCounters, gr=ReceiverSide, rr=RoceReceiver, o="long long",
+               p="long long", v="long long", tx="long long", paused="long long",
+               pps="long long", trims="long long", drops="long long", ecn="long long")
+cpdef Py_ssize_t sample(list busy, list watch, list spare, list hosts, list host_watch,
+                        list receivers, long long since, long long now, long long b,
+                        long long[:] out, Py_ssize_t pos, long long[:] prev) except -1
 
 
-@cython.locals(s="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t", end="Py_ssize_t")
-cpdef scatter(long long[:] chunk, long long[:] spans, Py_ssize_t m, Py_ssize_t n,
-              Py_ssize_t f, long long[:] col)
+@cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
+               w="long long", mask="Py_ssize_t", below="Py_ssize_t", pop="long long[:]")
+cpdef scatter(long long[:] chunk, Py_ssize_t end, Py_ssize_t n, Py_ssize_t f,
+              long long[:] col)
+
+
+@cython.locals(k="Py_ssize_t", base="Py_ssize_t", s="Py_ssize_t")
+cpdef scatter_hosts(long long[:] chunk, Py_ssize_t end, Py_ssize_t m, long long[:] col)
 
 
 @cython.locals(m="Py_ssize_t", b="Py_ssize_t", h="Py_ssize_t")
