@@ -46,12 +46,11 @@ from gse.metrics.timeseries import PORT_DYNAMIC, TimeSeries, port_static
 NPORT = len(PORT_DYNAMIC)          # values per port per bin, in the order of PORT_DYNAMIC
 HEAD = 3                           # a stored bin starts (bin, port words, host pairs)
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
-PREV = 8                           # what sample() keeps per port between bins (a cache line)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
 
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
-@cython.wraparound(False)    # that a whole bin fits) or within prev
+@cython.wraparound(False)    # that a whole bin fits) or within prev (a host's)
 def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out, pos,
            prev):
     """Bin ``b``, from ``since`` to ``now``, written into ``out`` from ``pos``: its
@@ -73,9 +72,11 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
     them); a port whose values are all zero (idle, nothing queued, not paused) gets none.
     Most values of a busy port are zero in a bin (no pause, trim, drop or mark), so a
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
-    page faults) are a third.  ``prev`` holds, per port, the totals at the previous
-    bin's end (tx bytes, trims, drops, ECN marks, paused ps), the queue's bytes then and
-    the queue's peak over the run so far, then one total per host.
+    page faults) are a third.  What the previous bin read of a port is in the port's
+    own ``s_*`` fields (totals of bytes sent, trims, drops, ECN marks and paused ps, the
+    queue's bytes then, and the queue's peak over the run so far), in the cache line
+    after the one read first, not in an array of the sampler's (a line more to fetch);
+    ``prev`` holds each host's accepted payload at the previous bin's end.
 
     A port that was empty at ``since``, has not been serialising since (``busy_until``),
     and was not paused is idle for the whole bin: nothing can have been queued, trimmed,
@@ -86,40 +87,38 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
         ports = busy if y == 0 else watch
         for x in range(len(ports)):
             port = ports[x]
-            i = port.index
-            j = PREV * i
-            if (prev[j + 5] == 0 and port.busy_until <= since and port.paused_since < 0
-                    and port.paused_ps == prev[j + 4]):
+            if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
+                    and port.paused_ps == port.s_paused):
                 port.watch = watch
                 continue
             q = port.queue
             c = q.counters
             o = q.data_bytes + q.control_bytes
-            prev[j + 5] = o
+            port.s_queue = o
             p = c.peak_bytes
-            if p > prev[j + 6]:
-                prev[j + 6] = p
+            if p > port.s_peak:
+                port.s_peak = p
             c.peak_bytes = o
             v = c.tx_bytes
-            tx = v - prev[j]
-            prev[j] = v
+            tx = v - port.s_tx
+            port.s_tx = v
             if q.paused:
                 paused = 1
                 v = port.paused_ps + now - port.paused_since
             else:
                 paused = 0
                 v = port.paused_ps
-            pps = v - prev[j + 4]
-            prev[j + 4] = v
+            pps = v - port.s_paused
+            port.s_paused = v
             v = c.trims
-            trims = v - prev[j + 1]
-            prev[j + 1] = v
+            trims = v - port.s_trims
+            port.s_trims = v
             v = c.drops
-            drops = v - prev[j + 2]
-            prev[j + 2] = v
+            drops = v - port.s_drops
+            port.s_drops = v
             v = c.ecn_marks
-            ecn = v - prev[j + 3]
-            prev[j + 3] = v
+            ecn = v - port.s_ecn
+            port.s_ecn = v
             r = k
             k += 1
             mask = 0
@@ -156,7 +155,7 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
                 k += 1
                 mask |= 128
             if mask:
-                out[r] = (i << 8) | mask
+                out[r] = (port.index << 8) | mask
             else:
                 k = r
             if o or port.busy_until > now or port.paused_since >= 0:
@@ -167,7 +166,6 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
     del watch[:]
     out[pos] = b
     out[pos + 1] = k - pos - HEAD
-    base = len(prev) - len(receivers)
     r = k
     for y in range(2):
         nodes = hosts if y == 0 else host_watch
@@ -184,11 +182,11 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
             else:
                 v = rv.payload_bytes
             node.watch = host_watch
-            if v != prev[base + h]:
+            if v != prev[h]:
                 out[k] = h
-                out[k + 1] = v - prev[base + h]
+                out[k + 1] = v - prev[h]
                 k += 2
-                prev[base + h] = v
+                prev[h] = v
     del hosts[:]
     del host_watch[:]
     out[pos + 2] = (k - r) >> 1
@@ -268,14 +266,16 @@ class Sampler:
         self.receivers = [h.agent.receiver for h in net.hosts]
         self.nic_index = array("q", [h.nic.index for h in net.hosts])
         self.host_gbps = [h.nic.mbps / 1000.0 for h in net.hosts]
-        prev: list[int] = []
         for p in self.ports:
             c = p.queue.counters
-            prev += [c.tx_bytes, c.trims, c.drops, c.ecn_marks, p.paused_total_ps(start_ps),
-                     -1,          # (unknown occupancy: the first bin reads every port)
-                     c.peak_bytes, 0]
-        prev += [r.payload_bytes for r in self.receivers]
-        self.prev = array("q", prev)
+            p.s_tx = c.tx_bytes
+            p.s_trims = c.trims
+            p.s_drops = c.drops
+            p.s_ecn = c.ecn_marks
+            p.s_paused = p.paused_total_ps(start_ps)
+            p.s_queue = -1        # (unknown occupancy: the first bin reads every port)
+            p.s_peak = c.peak_bytes
+        self.prev = array("q", [r.payload_bytes for r in self.receivers])
         self.n = len(self.ports)
         self.busy: list[Any] = list(self.ports)   # the ports the next bin reads, with
         self.watch: list[Any] = []                # those that turn busy in the meantime
@@ -300,12 +300,11 @@ class Sampler:
             self._sample(now)             # the last, partial bin
         for h in self.hosts:
             h.watch = None
-        prev = self.prev
-        for i, p in enumerate(self.ports):
+        for p in self.ports:
             p.watch = None
             c = p.queue.counters
-            if prev[PREV * i + 6] > c.peak_bytes:
-                c.peak_bytes = prev[PREV * i + 6]   # the run's peak, as the summary says
+            if p.s_peak > c.peak_bytes:
+                c.peak_bytes = p.s_peak   # the run's peak, as the summary reports it
         if self.chunks:
             self.ends[len(self.ends) - 1] = self.pos
         self.busy = []

@@ -12,11 +12,10 @@ from switchmodel.queue cimport OutputQueue, PortCounters
 cdef Py_ssize_t NPORT
 cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
-cdef Py_ssize_t PREV
 
 
-@cython.locals(y="int", x="Py_ssize_t", i="long long", j="Py_ssize_t", h="Py_ssize_t",
-               k="Py_ssize_t", r="Py_ssize_t", base="Py_ssize_t", mask="long long",
+@cython.locals(y="int", x="Py_ssize_t", h="Py_ssize_t",
+               k="Py_ssize_t", r="Py_ssize_t", mask="long long",
                ports=list, nodes=list, port=LinkPort, node=HostNode, q=OutputQueue,
                c=PortCounters, gr=ReceiverSide, rr=RoceReceiver, o="long long",
                p="long long", v="long long", tx="long long", paused="long long",
