@@ -243,7 +243,10 @@ def gather(col, n, nb, index, out):
 class Sampler:
     """Samples ``net`` (a ``gse.runtimes.sim.network.Network``) every ``bin_ps``.
 
-    One sampler per network at a time: it keeps the ports' ``watch`` until it closes."""
+    One sampler per network at a time: it keeps the ports' ``watch`` until it closes.
+    Compiled, it is an extension type whose per-bin state is C fields: a bin costs a C
+    call to ``sample`` on views of the current chunk and of ``prev`` taken once (taking
+    a view of an array per call, as a plain class must, was most of a quiet bin's cost)."""
 
     def __init__(self, net: Any, bin_ps: int, start_ps: int = 0) -> None:
         if bin_ps <= 0:
@@ -276,6 +279,7 @@ class Sampler:
             p.s_queue = -1        # (unknown occupancy: the first bin reads every port)
             p.s_peak = c.peak_bytes
         self.prev = array("q", [r.payload_bytes for r in self.receivers])
+        self.pview = self.prev                # (compiled: a typed view, taken once)
         self.n = len(self.ports)
         self.busy: list[Any] = list(self.ports)   # the ports the next bin reads, with
         self.watch: list[Any] = []                # those that turn busy in the meantime
@@ -286,6 +290,8 @@ class Sampler:
         self.chunks: list[array] = []
         self.ends: list[int] = []             # the used length of each chunk
         self.out = array("q")
+        self.view = self.out                  # (compiled: a typed view of the chunk)
+        self.size = 0                         # its length
         self.pos = 0
         self.closed = False
 
@@ -315,10 +321,12 @@ class Sampler:
         self.closed = True
 
     def _sample(self, now):
-        if len(self.out) - self.pos < self.most:
+        if self.size - self.pos < self.most:
             if self.chunks:
                 self.ends[len(self.ends) - 1] = self.pos
-            self.out = array("q", [0]) * max(CHUNK, self.most)
+            self.size = max(CHUNK, self.most)
+            self.out = array("q", [0]) * self.size
+            self.view = self.out
             self.chunks.append(self.out)
             self.ends.append(0)
             self.pos = 0
@@ -326,8 +334,8 @@ class Sampler:
         self.busy = self.spare
         self.spare = busy                 # (sample() empties it)
         self.pos = sample(busy, self.watch, self.busy, self.host_busy, self.host_watch,
-                          self.receivers, self.since, now, len(self.edges) - 1, self.out,
-                          self.pos, self.prev)
+                          self.receivers, self.since, now, len(self.edges) - 1, self.view,
+                          self.pos, self.pview)
         self.since = now
         self.edges.append(now)
 

@@ -1,8 +1,8 @@
 # Augments gse/runtimes/sim/sampler.py.  The per-bin read of the ports is C field reads
 # (ports, queues, counters and the receivers' payload are extension types) written through
 # a typed memoryview into the current storage chunk (no bounds checks: sample()'s
-# directives), and the dense table after the run is C loops; the Sampler class stays a
-# Python class.
+# directives), and the dense table after the run is C loops; the Sampler is an extension
+# type (its per-bin state C fields, its views of the chunk and of prev taken once).
 import cython
 from gse.agents.receiver cimport ReceiverSide
 from gse.agents.roce_receiver cimport RoceReceiver
@@ -38,3 +38,39 @@ cpdef scatter_hosts(long long[:] chunk, Py_ssize_t end, Py_ssize_t m, long long[
 @cython.locals(m="Py_ssize_t", b="Py_ssize_t", h="Py_ssize_t")
 cpdef gather(long long[:] col, Py_ssize_t n, Py_ssize_t nb, long long[:] index,
              long long[:] out)
+
+
+cdef class Sampler:
+    cdef public list ports
+    cdef public list hosts
+    cdef public long long bin_ps
+    cdef public long long next_stop
+    cdef public list edges
+    cdef public long long since
+    cdef public object topo
+    cdef public list receivers
+    cdef public object nic_index
+    cdef public list host_gbps
+    cdef public object prev
+    cdef long long[:] pview
+    cdef public Py_ssize_t n
+    cdef public list busy
+    cdef public list watch
+    cdef public list spare
+    cdef public list host_busy
+    cdef public list host_watch
+    cdef public Py_ssize_t most
+    cdef public list chunks
+    cdef public list ends
+    cdef public object out
+    cdef long long[:] view
+    cdef public Py_ssize_t size
+    cdef public Py_ssize_t pos
+    cdef public bint closed
+
+    cpdef at_stop(self, long long now)
+
+    cpdef close(self, long long now)
+
+    @cython.locals(busy=list)
+    cpdef _sample(self, long long now)
