@@ -47,6 +47,12 @@ NPORT = len(PORT_DYNAMIC)          # values per port per bin, in the order of PO
 HEAD = 3                           # a stored bin starts (bin, port words, host pairs)
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
+# The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
+# in its list (the port, then its queue, then the queue's counters: each a pointer read
+# from a line fetched before), gse_prefetch and gse_prefetch2 of sampler.pxd
+# (__builtin_prefetch): the misses on them, most of its time, overlap instead of
+# following one another.  The pure build never calls them.
+PREFETCH = cython.compiled
 
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
@@ -85,7 +91,18 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
     k = pos + HEAD
     for y in range(2):
         ports = busy if y == 0 else watch
-        for x in range(len(ports)):
+        n = len(ports)
+        for x in range(n):
+            if PREFETCH:              # (compiled) fetch what the ports ahead will read
+                if x + 6 < n:
+                    ahead = ports[x + 6]
+                    gse_prefetch2(ahead)                  # the port's first two lines
+                if x + 4 < n:
+                    ahead = ports[x + 4]
+                    gse_prefetch(ahead.queue)             # (fetched 2 ports ago)
+                if x + 2 < n:
+                    ahead = ports[x + 2]
+                    gse_prefetch(ahead.queue.counters)    # (and that, 2 ports ago)
             port = ports[x]
             if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
                     and port.paused_ps == port.s_paused):

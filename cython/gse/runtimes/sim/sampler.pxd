@@ -9,12 +9,24 @@ from gse.agents.roce_receiver cimport RoceReceiver
 from gse.runtimes.sim.network cimport HostNode, LinkPort
 from switchmodel.queue cimport OutputQueue, PortCounters
 
+cdef extern from *:
+    """
+    static CYTHON_INLINE void gse_prefetch(PyObject *o) { __builtin_prefetch(o); }
+    static CYTHON_INLINE void gse_prefetch2(PyObject *o) {
+        __builtin_prefetch(o);
+        __builtin_prefetch((char *)o + 64);
+    }
+    """
+    void gse_prefetch(object o)
+    void gse_prefetch2(object o)
+
+cdef bint PREFETCH
 cdef Py_ssize_t NPORT
 cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
 
 
-@cython.locals(y="int", x="Py_ssize_t", h="Py_ssize_t",
+@cython.locals(y="int", x="Py_ssize_t", n="Py_ssize_t", h="Py_ssize_t", ahead=LinkPort,
                k="Py_ssize_t", r="Py_ssize_t", mask="long long",
                ports=list, nodes=list, port=LinkPort, node=HostNode, q=OutputQueue,
                c=PortCounters, gr=ReceiverSide, rr=RoceReceiver, o="long long",
