@@ -265,6 +265,11 @@ class Sampler:
     call to ``sample`` on views of the current chunk and of ``prev`` taken once (taking
     a view of an array per call, as a plain class must, was most of a quiet bin's cost)."""
 
+    __slots__ = ("ports", "hosts", "bin_ps", "next_stop", "edges", "since", "topo",
+                 "receivers", "nic_index", "host_gbps", "prev", "pview", "n", "busy", "watch",
+                 "spare", "host_busy", "host_watch", "most", "chunks", "ends", "out", "view",
+                 "size", "pos", "closed")
+
     def __init__(self, net: Any, bin_ps: int, start_ps: int = 0) -> None:
         if bin_ps <= 0:
             raise ValueError("the sampling interval must be positive, got %r ps" % (bin_ps,))
