@@ -5,10 +5,11 @@ time it reads counters the simulation keeps anyway (queue bytes, bytes sent, tri
 drops, ECN marks, paused time, the receivers' accepted payload) and schedules nothing, so
 a sampled run executes the same events as an unsampled one and its results are
 bit-identical; a run without sampling pays nothing but a ``None`` test where a port
-turns busy or paused.  The one thing it touches is each queue's running peak: it resets
-``counters.peak_bytes`` to the occupancy at every bin's end, so that the counter at the
-next is the bin's peak, and puts back the run's peak when the run ends (the summary's
-``peak_queue_bytes`` are unchanged).
+turns busy or paused.  What it touches of the simulation's is each queue's running peak:
+it resets ``counters.peak_bytes`` to the occupancy at every bin's end, so that the
+counter at the next is the bin's peak, and puts back the run's peak when the run ends
+(the summary's ``peak_queue_bytes`` are unchanged); and it keeps what it last read of a
+port in the port's ``s_*`` fields, which nothing else reads.
 
 Reading in O(ports that changed): a port idle at a bin's end (empty, not serialising,
 not paused) has nothing to report until it turns busy or paused, which only
@@ -20,10 +21,12 @@ RoCE's long tail, instead of all of them every bin.  Likewise a host's accepted 
 changes only when a packet reaches it: a host node joins its ``watch`` list then
 (``HostNode.touch``), and a bin reads the receivers of those hosts alone.
 
-Compiled (``cython/gse/runtimes/sim/sampler.pxd``): a bin is C field reads written as
-rows into ``array('q')`` chunks, and the dense table is built from them by C loops, each
-column when it is first read (``DenseColumns``), without numpy (whose import alone cost
-more than sampling a run).
+Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension type and
+a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
+chunks; the dense table is built from them by C loops, each column when it is first read
+(``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
+A bin's cost is cache misses on the ports, queues and counters it reads, and what it
+writes: docs/timeseries.md ("Cost") says how both are kept small.
 What the values mean and the tables they become: ``gse.metrics.timeseries`` and
 docs/timeseries.md.
 """
