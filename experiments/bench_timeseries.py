@@ -3,6 +3,7 @@
 
     python experiments/bench_timeseries.py                   # gse, roce, gse-fabric; 1, 10 us
     python experiments/bench_timeseries.py --protocols roce --sample-us 1 10 --repeat 5
+    python experiments/bench_timeseries.py --split --sample-us 1 --repeat 9   # sampler apart
 
 Every run is its own process; with ``--repeat N`` the unsampled and sampled runs
 alternate N times and the median of each is shown (the machine is shared and noisy).
@@ -14,8 +15,12 @@ columns are built when first read: ``gse.runtimes.sim.sampler.DenseColumns``), `
 the time to write the time series as Parquet after that (what the command adds after
 the run).  ``same`` says whether every run's per-message results equal the unsampled
 run's.  ``--in-process`` runs every round of a protocol in one process instead (the
-same memory layout for all: steadier ratios; CPU of ``run_simulation`` only).  ``--root
-DIR`` measures the tree at DIR (another checkout) with this script.
+same memory layout for all: steadier ratios; CPU of ``run_simulation`` only).  ``--split``
+runs every round in one process too, on the bare event loop (``run_observed``), and also
+times the sampler's own calls (CPU time of its ``at_stop``, read with ``time.thread_time``
+around each): on a shared machine the run's total moves by more than the sampler costs,
+its own time much less.  ``--root DIR`` measures the tree at DIR (another checkout) with
+this script.
 Figures are printed, never asserted.  Run it under ``flock /tmp/gse-bench.lock`` on a
 shared machine.
 """
@@ -99,6 +104,61 @@ def in_process(root, protocol, samples, k, size, seed, rounds):
             100 * (paired - 1)))
 
 
+class Timed:
+    """The sampler with the CPU time of its calls added up (``--split``)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.cpu = 0.0
+        self.next_stop = sampler.next_stop
+
+    def at_stop(self, now):
+        t0 = time.thread_time()
+        self.sampler.at_stop(now)
+        self.cpu += time.thread_time() - t0
+        self.next_stop = self.sampler.next_stop
+
+    def close(self, now):
+        t0 = time.thread_time()
+        self.sampler.close(now)
+        self.cpu += time.thread_time() - t0
+
+
+def split(root, protocol, samples, k, size, seed, rounds):
+    """``rounds`` rounds of the bare loop, unsampled and sampled in turn, in one process:
+    the total's overhead, the sampler's own CPU and the rest."""
+    sys.path.insert(0, root)
+    from gse.config import PS_PER_US
+    from gse.protocols import default_config
+    from gse.runtimes.sim.observe import run_observed
+    from gse.runtimes.sim.run import build_network
+    from gse.runtimes.sim.sampler import Sampler
+    from gse.workloads import traffic
+    from topologies import fat_tree
+    topo = fat_tree(k)
+    msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
+    runs = {us: [] for us in [0.0] + samples}
+    for _ in range(rounds):
+        for us in runs:
+            net = build_network(topo, protocol, default_config(protocol), seed)
+            net.schedule(msgs)
+            obs = [Timed(Sampler(net, int(round(us * PS_PER_US))))] if us else []
+            c0 = time.process_time()
+            run_observed(net, -1, obs)
+            runs[us].append((time.process_time() - c0, obs[0].cpu if obs else 0.0,
+                             len(obs[0].sampler.edges) - 1 if obs else 0))
+    base = statistics.median(r[0] for r in runs[0.0])
+    for us in samples:
+        cpu = statistics.median(r[0] for r in runs[us])
+        own = statistics.median(r[1] for r in runs[us])
+        print("%-11s %7g  loop %.3f s against %.3f s: %+.1f%% [rounds %+.1f%%]; the sampler's "
+              "own %.1f ms (%.1f%% of the unsampled loop), %.2f us per bin" % (
+                  protocol, us, cpu, base, 100 * (cpu / base - 1),
+                  100 * (statistics.median(r[0] / b[0] for r, b in
+                                           zip(runs[us], runs[0.0])) - 1),
+                  1000 * own, 100 * own / base, 1e6 * own / max(1, runs[us][0][2])))
+
+
 def spawn(protocol, sample_us, args):
     out = subprocess.run([sys.executable, __file__, "--child", args.root, protocol,
                           str(sample_us), str(args.k), str(args.size), str(args.seed)],
@@ -117,26 +177,30 @@ def main():
     ap.add_argument("--root", default=ROOT, help="the tree to measure (default: this one)")
     ap.add_argument("--in-process", action="store_true",
                     help="all rounds in one process per protocol (CPU of run_simulation)")
+    ap.add_argument("--split", action="store_true",
+                    help="all rounds in one process, the sampler's own CPU time apart")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
-    ap.add_argument("--in-process-child", nargs=7, help=argparse.SUPPRESS)
+    ap.add_argument("--in-process-child", nargs=8, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.in_process_child:
-        root, p, us, k, size, seed, rounds = args.in_process_child
-        in_process(root, p, [float(x) for x in us.split(",")], int(k), int(size), int(seed),
-                   int(rounds))
+        root, p, us, k, size, seed, rounds, how = args.in_process_child
+        (split if how == "split" else in_process)(
+            root, p, [float(x) for x in us.split(",")], int(k), int(size), int(seed),
+            int(rounds))
         return 0
     if args.child:
         root, p, s, k, size, seed = args.child
         child(root, p, float(s), int(k), int(size), int(seed))
         return 0
     args.root = os.path.abspath(args.root)
-    if args.in_process:
+    if args.in_process or args.split:
         print("%s: k=%d permutation of %d-byte messages, %d rounds in one process per "
               "protocol" % (args.root, args.k, args.size, args.repeat))
         for protocol in args.protocols.split(","):
             subprocess.run([sys.executable, __file__, "--in-process-child", args.root,
                             protocol, ",".join(map(str, args.sample_us)), str(args.k),
-                            str(args.size), str(args.seed), str(args.repeat)],
+                            str(args.size), str(args.seed), str(args.repeat),
+                            "split" if args.split else "total"],
                            check=True, cwd=args.root)
         return 0
     print("%s: k=%d permutation of %d-byte messages, %d rounds; each round runs the "

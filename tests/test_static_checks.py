@@ -90,16 +90,18 @@ def test_mypy_configuration_catches_a_planted_fault(tmp_path):
 
 
 @_needs("ruff")
-def test_the_names_io_py_takes_from_c_are_the_ones_its_pxd_declares():
-    # pyproject.toml lets ruff's F821 (undefined name) pass in gse/runtimes/udp/io.py, whose
-    # compiled build calls the C that cython/gse/runtimes/udp/io.pxd declares: every name
-    # ruff would call undefined there must be declared in that .pxd, or it is a real bug
+@pytest.mark.parametrize("module", ["gse/runtimes/udp/io", "gse/runtimes/sim/sampler"])
+def test_the_names_a_module_takes_from_c_are_the_ones_its_pxd_declares(module):
+    # pyproject.toml lets ruff's F821 (undefined name) pass in gse/runtimes/udp/io.py and
+    # gse/runtimes/sim/sampler.py, whose compiled builds call the C that their .pxd
+    # declare: every name ruff would call undefined there must be declared in that .pxd,
+    # or it is a real bug
     import json
     import re
     code, out = _run(["ruff", "check", "--no-cache", "--isolated", "--select", "F821",
-                      "--output-format", "json", "gse/runtimes/udp/io.py"])
+                      "--output-format", "json", module + ".py"])
     names = {re.search(r"`(\w+)`", d["message"]).group(1) for d in json.loads(out or "[]")}
     assert names, "no C name found: the check checks nothing (ruff output: %s)" % out[:200]
-    with open(os.path.join(ROOT, "cython", "gse", "runtimes", "udp", "io.pxd")) as f:
+    with open(os.path.join(ROOT, "cython", *module.split("/")) + ".pxd") as f:
         declared = set(re.findall(r"\w+", f.read()))
     assert sorted(names - declared) == []

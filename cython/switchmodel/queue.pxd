@@ -31,6 +31,11 @@ cdef class PortCounters:
 
 
 cdef class OutputQueue:
+    # the sampler's four first (with the header and the vtable, one cache line)
+    cdef public long long data_bytes
+    cdef public long long control_bytes
+    cdef public PortCounters counters
+    cdef public bint paused
     cdef public QueueConfig cfg
     cdef public object rng
     cdef public Packet data_head
@@ -39,10 +44,6 @@ cdef class OutputQueue:
     cdef public Packet control_tail
     cdef public long long n_data
     cdef public long long n_control
-    cdef public long long data_bytes
-    cdef public long long control_bytes
-    cdef public PortCounters counters
-    cdef public bint paused
 
     cpdef long long backlog(self)
 

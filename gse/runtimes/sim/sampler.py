@@ -5,10 +5,11 @@ time it reads counters the simulation keeps anyway (queue bytes, bytes sent, tri
 drops, ECN marks, paused time, the receivers' accepted payload) and schedules nothing, so
 a sampled run executes the same events as an unsampled one and its results are
 bit-identical; a run without sampling pays nothing but a ``None`` test where a port
-turns busy or paused.  The one thing it touches is each queue's running peak: it resets
-``counters.peak_bytes`` to the occupancy at every bin's end, so that the counter at the
-next is the bin's peak, and puts back the run's peak when the run ends (the summary's
-``peak_queue_bytes`` are unchanged).
+turns busy or paused.  What it touches of the simulation's is each queue's running peak:
+it resets ``counters.peak_bytes`` to the occupancy at every bin's end, so that the
+counter at the next is the bin's peak, and puts back the run's peak when the run ends
+(the summary's ``peak_queue_bytes`` are unchanged); and it keeps what it last read of a
+port in the port's ``s_*`` fields, which nothing else reads.
 
 Reading in O(ports that changed): a port idle at a bin's end (empty, not serialising,
 not paused) has nothing to report until it turns busy or paused, which only
@@ -20,10 +21,12 @@ RoCE's long tail, instead of all of them every bin.  Likewise a host's accepted 
 changes only when a packet reaches it: a host node joins its ``watch`` list then
 (``HostNode.touch``), and a bin reads the receivers of those hosts alone.
 
-Compiled (``cython/gse/runtimes/sim/sampler.pxd``): a bin is C field reads written as
-rows into ``array('q')`` chunks, and the dense table is built from them by C loops, each
-column when it is first read (``DenseColumns``), without numpy (whose import alone cost
-more than sampling a run).
+Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension type and
+a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
+chunks; the dense table is built from them by C loops, each column when it is first read
+(``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
+A bin's cost is cache misses on the ports, queues and counters it reads, and what it
+writes: docs/timeseries.md ("Cost") says how both are kept small.
 What the values mean and the tables they become: ``gse.metrics.timeseries`` and
 docs/timeseries.md.
 """
@@ -44,124 +47,207 @@ from gse.metrics.timeseries import PORT_DYNAMIC, TimeSeries, port_static
 
 
 NPORT = len(PORT_DYNAMIC)          # values per port per bin, in the order of PORT_DYNAMIC
-ROW = NPORT + 1                    # a stored row: the port's index, then its values
-CHUNK = 1 << 17                    # values per storage chunk (1 MiB)
-PREV = 6                           # what sample() keeps per port between bins
+HEAD = 3                           # a stored bin starts (bin, port words, host pairs)
+CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
+POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
+# The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
+# in its list (the port, then its queue, then the queue's counters: each a pointer read
+# from a line fetched before), gse_prefetch and gse_prefetch2 of sampler.pxd
+# (__builtin_prefetch): the misses on them, most of its time, overlap instead of
+# following one another.  The pure build never calls them.
+PREFETCH = cython.compiled
 
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
-@cython.wraparound(False)    # that a whole bin fits) or within prev and run_peak
-def sample(ports, hosts, receivers, since, now, out, pos, prev, run_peak, busy, watch,
-           host_watch):
-    """One bin, from ``since`` to ``now``: a row for every port of ``ports`` with
-    anything to report, then every host's new accepted payload, written into ``out`` from
-    ``pos``; returns the position after them.
+@cython.wraparound(False)    # that a whole bin fits) or within prev (a host's)
+def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out, pos,
+           prev):
+    """Bin ``b``, from ``since`` to ``now``, written into ``out`` from ``pos``: its
+    head (``b``, the number of words of port rows, the number of host pairs), a row for
+    every port with anything to report, then a (host, value) pair for every host whose
+    accepted payload grew; returns the position after them.
 
-    ``ports``: the ports that may have something to report (busy or paused at ``since``,
-    or turned so since); every other port was idle for the whole bin.  Those still busy
-    or paused at ``now`` go into ``busy`` (read again next bin); the others get ``watch``,
-    the list they join when they turn busy again (``LinkPort.touch``).  ``hosts``: the
-    host nodes that received a packet in the bin (``HostNode.touch``), the only ones whose
-    receivers are read (the others accepted nothing: 0); they get ``host_watch`` back.
+    The ports read are those of ``busy`` (busy or paused at ``since``) and of ``watch``
+    (turned so since: ``LinkPort.touch``); every other port was idle for the whole bin.
+    Those still busy or paused at ``now`` go into ``spare`` (the next bin's ``busy``);
+    the others get ``watch``, the list they join when they turn busy again.  ``busy`` and
+    ``watch`` are emptied.  ``hosts`` and ``host_watch``: the host nodes that received a
+    packet in the bin (``HostNode.touch``; every host at the first bin), the only ones
+    whose receivers are read (the others accepted nothing); they get ``host_watch`` back,
+    and both lists are emptied.
 
-    A row is the port's index and its ``NPORT`` values; a port whose values are all zero
-    (idle, nothing queued, not paused) gets none, which keeps a long run's memory and
-    writes (and so its cost) to the ports that are busy.  ``prev`` holds, per port, the
-    totals at the previous bin's end (tx bytes, trims, drops, ECN marks, paused ps) and
-    the queue's bytes then, then one total per host; ``run_peak`` every queue's peak so
-    far.
+    A row is one word, the port's index shifted left by 8 with a bit per value of
+    ``PORT_DYNAMIC`` that is not zero, then those values in that order (``POP[mask]`` of
+    them); a port whose values are all zero (idle, nothing queued, not paused) gets none.
+    Most values of a busy port are zero in a bin (no pause, trim, drop or mark), so a
+    row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
+    page faults) are a third.  What the previous bin read of a port is in the port's
+    own ``s_*`` fields (totals of bytes sent, trims, drops, ECN marks and paused ps, the
+    queue's bytes then, and the queue's peak over the run so far), in the cache line
+    after the one read first, not in an array of the sampler's (a line more to fetch);
+    ``prev`` holds each host's accepted payload at the previous bin's end.
 
     A port that was empty at ``since``, has not been serialising since (``busy_until``),
     and was not paused is idle for the whole bin: nothing can have been queued, trimmed,
     dropped or marked there (a packet reaching an idle, unpaused port is sent at once),
     so it is skipped after reading the port alone, not its queue and counters."""
-    n = len(ports)
-    k = pos
-    for x in range(n):
-        port = ports[x]
-        i = port.index
-        j = PREV * i
-        if (prev[j + 5] == 0 and port.busy_until <= since and port.paused_since < 0
-                and port.paused_ps == prev[j + 4]):
-            port.watch = watch
-            continue
-        q = port.queue
-        c = q.counters
-        o = q.data_bytes + q.control_bytes
-        prev[j + 5] = o
-        p = c.peak_bytes
-        if p > run_peak[i]:
-            run_peak[i] = p
-        c.peak_bytes = o
-        v = c.tx_bytes
-        tx = v - prev[j]
-        prev[j] = v
-        if q.paused:
-            paused = 1
-            v = port.paused_ps + now - port.paused_since
-        else:
-            paused = 0
-            v = port.paused_ps
-        pps = v - prev[j + 4]
-        prev[j + 4] = v
-        v = c.trims
-        trims = v - prev[j + 1]
-        prev[j + 1] = v
-        v = c.drops
-        drops = v - prev[j + 2]
-        prev[j + 2] = v
-        v = c.ecn_marks
-        ecn = v - prev[j + 3]
-        prev[j + 3] = v
-        if p or tx or paused or pps or trims or drops or ecn:
-            out[k] = i
-            out[k + 1] = o
-            out[k + 2] = p
-            out[k + 3] = tx
-            out[k + 4] = paused
-            out[k + 5] = pps
-            out[k + 6] = trims
-            out[k + 7] = drops
-            out[k + 8] = ecn
-            k += ROW
-        if o or port.busy_until > now or port.paused_since >= 0:
-            busy.append(port)
-        else:
-            port.watch = watch
-    m = len(receivers)
-    base = len(prev) - m
-    for h in range(m):
-        out[k + h] = 0
-    for x in range(len(hosts)):
-        node = hosts[x]
-        h = node.index
-        r = receivers[h]
-        if isinstance(r, ReceiverSide):       # (compiled: a C field, not a getattr)
-            gr = r
-            v = gr.payload_bytes
-        elif isinstance(r, RoceReceiver):
-            rr = r
-            v = rr.payload_bytes
-        else:
-            v = r.payload_bytes
-        out[k + h] = v - prev[base + h]
-        prev[base + h] = v
-        node.watch = host_watch
-    k += m
+    k = pos + HEAD
+    for y in range(2):
+        ports = busy if y == 0 else watch
+        n = len(ports)
+        for x in range(n):
+            if PREFETCH:              # (compiled) fetch what the ports ahead will read
+                if x + 6 < n:
+                    ahead = ports[x + 6]
+                    gse_prefetch2(ahead)                  # the port's first two lines
+                if x + 4 < n:
+                    ahead = ports[x + 4]
+                    gse_prefetch(ahead.queue)             # (fetched 2 ports ago)
+                if x + 2 < n:
+                    ahead = ports[x + 2]
+                    gse_prefetch(ahead.queue.counters)    # (and that, 2 ports ago)
+            port = ports[x]
+            if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
+                    and port.paused_ps == port.s_paused):
+                port.watch = watch
+                continue
+            q = port.queue
+            c = q.counters
+            o = q.data_bytes + q.control_bytes
+            port.s_queue = o
+            p = c.peak_bytes
+            if p > port.s_peak:
+                port.s_peak = p
+            c.peak_bytes = o
+            v = c.tx_bytes
+            tx = v - port.s_tx
+            port.s_tx = v
+            if q.paused:
+                paused = 1
+                v = port.paused_ps + now - port.paused_since
+            else:
+                paused = 0
+                v = port.paused_ps
+            pps = v - port.s_paused
+            port.s_paused = v
+            v = c.trims
+            trims = v - port.s_trims
+            port.s_trims = v
+            v = c.drops
+            drops = v - port.s_drops
+            port.s_drops = v
+            v = c.ecn_marks
+            ecn = v - port.s_ecn
+            port.s_ecn = v
+            r = k
+            k += 1
+            mask = 0
+            if o:
+                out[k] = o
+                k += 1
+                mask = 1
+            if p:
+                out[k] = p
+                k += 1
+                mask |= 2
+            if tx:
+                out[k] = tx
+                k += 1
+                mask |= 4
+            if paused:
+                out[k] = 1
+                k += 1
+                mask |= 8
+            if pps:
+                out[k] = pps
+                k += 1
+                mask |= 16
+            if trims:
+                out[k] = trims
+                k += 1
+                mask |= 32
+            if drops:
+                out[k] = drops
+                k += 1
+                mask |= 64
+            if ecn:
+                out[k] = ecn
+                k += 1
+                mask |= 128
+            if mask:
+                out[r] = (port.index << 8) | mask
+            else:
+                k = r
+            if o or port.busy_until > now or port.paused_since >= 0:
+                spare.append(port)
+            else:
+                port.watch = watch
+    del busy[:]
+    del watch[:]
+    out[pos] = b
+    out[pos + 1] = k - pos - HEAD
+    r = k
+    for y in range(2):
+        nodes = hosts if y == 0 else host_watch
+        for x in range(len(nodes)):
+            node = nodes[x]
+            h = node.index
+            rv = receivers[h]
+            if isinstance(rv, ReceiverSide):      # (compiled: a C field, not a getattr)
+                gr = rv
+                v = gr.payload_bytes
+            elif isinstance(rv, RoceReceiver):
+                rr = rv
+                v = rr.payload_bytes
+            else:
+                v = rv.payload_bytes
+            node.watch = host_watch
+            if v != prev[h]:
+                out[k] = h
+                out[k + 1] = v - prev[h]
+                k += 2
+                prev[h] = v
+    del hosts[:]
+    del host_watch[:]
+    out[pos + 2] = (k - r) >> 1
     return k
 
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def scatter(chunk, spans, m, n, f, col):
-    """Value ``f`` of the rows stored in ``chunk`` into the dense column ``col`` (row
-    ``b * n + port``); ``spans``: (bin, start, end) of each bin stored in ``chunk``, its
-    ``m`` host values last."""
-    for s in range(0, len(spans), 3):
-        base = spans[s] * n
-        end = spans[s + 2] - m
-        for k in range(spans[s + 1], end, ROW):
-            col[base + chunk[k]] = chunk[k + 1 + f]
+def scatter(chunk, end, n, f, col):
+    """Value ``f`` of the port rows stored in ``chunk`` (up to ``end``) into the dense
+    column ``col`` (row ``b * n + port``; the others stay 0)."""
+    below = (1 << f) - 1
+    pop = POP
+    k = 0
+    while k < end:
+        base = chunk[k] * n
+        stop = k + HEAD + chunk[k + 1]
+        last = stop + 2 * chunk[k + 2]
+        k += HEAD
+        while k < stop:
+            w = chunk[k]
+            mask = w & 255
+            if (mask >> f) & 1:
+                col[base + (w >> 8)] = chunk[k + 1 + pop[mask & below]]
+            k += 1 + pop[mask]
+        k = last
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def scatter_hosts(chunk, end, m, col):
+    """The host pairs stored in ``chunk`` (up to ``end``) into the dense column ``col``
+    (row ``b * m + host``; the others stay 0)."""
+    k = 0
+    while k < end:
+        base = chunk[k] * m
+        s = k + HEAD + chunk[k + 1]
+        k = s + 2 * chunk[k + 2]
+        while s < k:
+            col[base + chunk[s]] = chunk[s + 1]
+            s += 2
 
 
 @cython.boundscheck(False)
@@ -177,7 +263,15 @@ def gather(col, n, nb, index, out):
 class Sampler:
     """Samples ``net`` (a ``gse.runtimes.sim.network.Network``) every ``bin_ps``.
 
-    One sampler per network at a time: it keeps the ports' ``watch`` until it closes."""
+    One sampler per network at a time: it keeps the ports' ``watch`` until it closes.
+    Compiled, it is an extension type whose per-bin state is C fields: a bin costs a C
+    call to ``sample`` on views of the current chunk and of ``prev`` taken once (taking
+    a view of an array per call, as a plain class must, was most of a quiet bin's cost)."""
+
+    __slots__ = ("ports", "hosts", "bin_ps", "next_stop", "edges", "since", "topo",
+                 "receivers", "nic_index", "host_gbps", "prev", "pview", "n", "busy", "watch",
+                 "spare", "host_busy", "host_watch", "most", "chunks", "ends", "out", "view",
+                 "size", "pos", "closed")
 
     def __init__(self, net: Any, bin_ps: int, start_ps: int = 0) -> None:
         if bin_ps <= 0:
@@ -195,27 +289,35 @@ class Sampler:
         self.bin_ps = bin_ps
         self.next_stop = start_ps + bin_ps
         self.edges = [start_ps]
+        self.since = start_ps
         self.topo = net.topo
         self.receivers = [h.agent.receiver for h in net.hosts]
         self.nic_index = array("q", [h.nic.index for h in net.hosts])
         self.host_gbps = [h.nic.mbps / 1000.0 for h in net.hosts]
-        self.run_peak = array("q", [p.queue.counters.peak_bytes for p in self.ports])
-        prev: list[int] = []
         for p in self.ports:
             c = p.queue.counters
-            prev += [c.tx_bytes, c.trims, c.drops, c.ecn_marks, p.paused_total_ps(start_ps),
-                     -1]          # (unknown occupancy: the first bin reads every port)
-        prev += [r.payload_bytes for r in self.receivers]
-        self.prev = array("q", prev)
+            p.s_tx = c.tx_bytes
+            p.s_trims = c.trims
+            p.s_drops = c.drops
+            p.s_ecn = c.ecn_marks
+            p.s_paused = p.paused_total_ps(start_ps)
+            p.s_queue = -1        # (unknown occupancy: the first bin reads every port)
+            p.s_peak = c.peak_bytes
+        self.prev = array("q", [r.payload_bytes for r in self.receivers])
+        self.pview = self.prev                # (compiled: a typed view, taken once)
         self.n = len(self.ports)
         self.busy: list[Any] = list(self.ports)   # the ports the next bin reads, with
         self.watch: list[Any] = []                # those that turn busy in the meantime
+        self.spare: list[Any] = []                # (the list the next busy ones go to)
         self.host_busy: list[Any] = list(self.hosts)   # the hosts to read (all at first),
         self.host_watch: list[Any] = []           # and those a packet reaches meanwhile
-        self.most = ROW * self.n + len(self.receivers)   # one bin at its largest
+        self.most = HEAD + (1 + NPORT) * self.n + 2 * len(self.receivers)   # a bin at most
         self.chunks: list[array] = []
+        self.ends: list[int] = []             # the used length of each chunk
+        self.out = array("q")
+        self.view = self.out                  # (compiled: a typed view of the chunk)
+        self.size = 0                         # its length
         self.pos = 0
-        self.spans: list[array] = []          # per chunk: (bin, start, end) of its bins
         self.closed = False
 
     def at_stop(self, now: int) -> None:
@@ -225,15 +327,17 @@ class Sampler:
     def close(self, now: int) -> None:
         if self.closed:
             return
-        if now > self.edges[len(self.edges) - 1]:
+        if now > self.since:
             self._sample(now)             # the last, partial bin
         for h in self.hosts:
             h.watch = None
-        for p, peak in zip(self.ports, self.run_peak):
+        for p in self.ports:
             p.watch = None
             c = p.queue.counters
-            if peak > c.peak_bytes:
-                c.peak_bytes = peak       # the run's peak, as the summary reports it
+            if p.s_peak > c.peak_bytes:
+                c.peak_bytes = p.s_peak   # the run's peak, as the summary reports it
+        if self.chunks:
+            self.ends[len(self.ends) - 1] = self.pos
         self.busy = []
         self.watch = []
         self.host_busy = []
@@ -242,24 +346,22 @@ class Sampler:
         self.closed = True
 
     def _sample(self, now):
-        chunks = self.chunks
-        if not chunks or len(chunks[len(chunks) - 1]) - self.pos < self.most:
-            chunks.append(array("q", [0]) * max(CHUNK, self.most))   # (one write, not two)
-            self.spans.append(array("q"))
+        if self.size - self.pos < self.most:
+            if self.chunks:
+                self.ends[len(self.ends) - 1] = self.pos
+            self.size = max(CHUNK, self.most)
+            self.out = array("q", [0]) * self.size
+            self.view = self.out
+            self.chunks.append(self.out)
+            self.ends.append(0)
             self.pos = 0
-        start = self.pos
-        since = self.edges[len(self.edges) - 1]
-        watch = self.watch
-        ports = self.busy + watch if watch else self.busy
-        del watch[:]                      # (the ports hold this very list)
-        self.busy = []
-        host_watch = self.host_watch
-        hosts = self.host_busy + host_watch if host_watch else self.host_busy
-        del host_watch[:]
-        self.host_busy = []
-        self.pos = sample(ports, hosts, self.receivers, since, now, chunks[len(chunks) - 1],
-                          start, self.prev, self.run_peak, self.busy, watch, host_watch)
-        self.spans[len(self.spans) - 1].extend((len(self.edges) - 1, start, self.pos))
+        busy = self.busy
+        self.busy = self.spare
+        self.spare = busy                 # (sample() empties it)
+        self.pos = sample(busy, self.watch, self.busy, self.host_busy, self.host_watch,
+                          self.receivers, self.since, now, len(self.edges) - 1, self.view,
+                          self.pos, self.pview)
+        self.since = now
         self.edges.append(now)
 
     def result(self, meta: Mapping[str, Any] | None = None) -> TimeSeries:
@@ -268,7 +370,10 @@ class Sampler:
         ``DenseColumns``)."""
         n = self.n
         m = len(self.receivers)
-        bins = Bins(self.chunks, self.spans, n, m, len(self.edges) - 1, self.nic_index)
+        ends = list(self.ends)
+        if ends:
+            ends[len(ends) - 1] = self.pos
+        bins = Bins(self.chunks, ends, n, m, len(self.edges) - 1, self.nic_index)
         info = {"bin_ps": self.bin_ps, "ports": n, "hosts": m}
         info.update(meta or {})
         topo = self.topo
@@ -283,13 +388,14 @@ class Sampler:
 
 class Bins:
     """What a ``Sampler`` stored: per bin, a row for each port with something to report
-    and every host's value, in chunks; ``column`` builds (once) a dense column from them,
-    one value per port or host per bin (row ``b * n + i``)."""
+    and a pair for each host that received, in chunks (``sample``); ``column`` builds
+    (once) a dense column from them, one value per port or host per bin (row ``b * n +
+    i``)."""
 
-    def __init__(self, chunks: list[array], spans: list[array], n: int, m: int, nb: int,
+    def __init__(self, chunks: list[array], ends: list[int], n: int, m: int, nb: int,
                  nic_index: array) -> None:
         self.chunks = chunks
-        self.spans = spans
+        self.ends = ends
         self.n = n
         self.m = m
         self.nb = nb
@@ -309,17 +415,15 @@ class Bins:
         if kind == "port":
             f = [p for p, _ in PORT_DYNAMIC].index(name)
             col = array("q", [0]) * (n * nb)
-            for chunk, spans in zip(self.chunks, self.spans):
-                scatter(chunk, spans, m, n, f, col)
+            for chunk, end in zip(self.chunks, self.ends):
+                scatter(chunk, end, n, f, col)
             return col
+        col = array("q", [0]) * (m * nb)
         if name == "tx_bytes":                # a host's: its NIC's
-            col = array("q", [0]) * (m * nb)
             gather(self.column("port", "tx_bytes"), n, nb, self.nic_index, col)
             return col
-        col = array("q")
-        for chunk, spans in zip(self.chunks, self.spans):
-            for s in range(0, len(spans), 3):
-                col.extend(chunk[spans[s + 2] - m:spans[s + 2]])
+        for chunk, end in zip(self.chunks, self.ends):
+            scatter_hosts(chunk, end, m, col)
         return col
 
 

@@ -19,13 +19,29 @@ cdef long long ENQUEUED
 cdef class HostNode
 
 cdef class LinkPort(Handler):
-    cdef public EventQueue eq
+    # what the sampler reads of every busy port first, in the object's first cache
+    # line (after the header and the vtable: 24 + 5 x 8 = 64 bytes), then its own
+    # totals for the port in the next; of the port's queue it reads the first line, and
+    # the line of its counters.
     cdef public OutputQueue queue
+    cdef public long long busy_until
+    cdef public long long paused_since
+    cdef public long long paused_ps
+    cdef public long long index
+    # the sampler's own totals for this port (its next cache line, with watch)
+    cdef public long long s_tx
+    cdef public long long s_trims
+    cdef public long long s_drops
+    cdef public long long s_ecn
+    cdef public long long s_paused
+    cdef public long long s_queue
+    cdef public long long s_peak
+    cdef public list watch
+    cdef public EventQueue eq
     cdef public long long mbps
     cdef public long long delay
     cdef public object peer
     cdef public long long peer_port
-    cdef public long long busy_until
     cdef public bint wake_pending
     cdef public double loss
     cdef public double corrupt
@@ -38,15 +54,11 @@ cdef class LinkPort(Handler):
     cdef public bint faces_host
     cdef public PfcState pfc
     cdef public object owner
-    cdef public long long paused_since
-    cdef public long long paused_ps
     cdef public long long pauses_received
     cdef public long long pause_until
     cdef public object wake_fn
     cdef public object deliver
     cdef public object fault
-    cdef public long long index
-    cdef public list watch
 
     cpdef fire(self, a, b)
 

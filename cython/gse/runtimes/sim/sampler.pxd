@@ -1,37 +1,88 @@
 # Augments gse/runtimes/sim/sampler.py.  The per-bin read of the ports is C field reads
 # (ports, queues, counters and the receivers' payload are extension types) written through
 # a typed memoryview into the current storage chunk (no bounds checks: sample()'s
-# directives), and the dense table after the run is C loops; the Sampler class stays a
-# Python class.
+# directives), and the dense table after the run is C loops; the Sampler is an extension
+# type (its per-bin state C fields, its views of the chunk and of prev taken once).
 import cython
 from gse.agents.receiver cimport ReceiverSide
 from gse.agents.roce_receiver cimport RoceReceiver
 from gse.runtimes.sim.network cimport HostNode, LinkPort
 from switchmodel.queue cimport OutputQueue, PortCounters
 
+cdef extern from *:
+    """
+    static CYTHON_INLINE void gse_prefetch(PyObject *o) { __builtin_prefetch(o); }
+    static CYTHON_INLINE void gse_prefetch2(PyObject *o) {
+        __builtin_prefetch(o);
+        __builtin_prefetch((char *)o + 64);
+    }
+    """
+    void gse_prefetch(object o)
+    void gse_prefetch2(object o)
+
+cdef bint PREFETCH
 cdef Py_ssize_t NPORT
-cdef Py_ssize_t ROW
+cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
-cdef Py_ssize_t PREV
 
 
-@cython.locals(n="Py_ssize_t", x="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t",
-               h="Py_ssize_t", m="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t",
-               port=LinkPort, node=HostNode, q=OutputQueue, c=PortCounters, gr=ReceiverSide,
-               rr=RoceReceiver, o="long long", p="long long", v="long long",
-               tx="long long", paused="long long", pps="long long", trims="long long",
-               drops="long long", ecn="long long")
-cpdef Py_ssize_t sample(list ports, list hosts, list receivers, long long since,
-                        long long now, long long[:] out, Py_ssize_t pos, long long[:] prev,
-                        long long[:] run_peak, list busy, list watch,
-                        list host_watch) except -1
+@cython.locals(y="int", x="Py_ssize_t", n="Py_ssize_t", h="Py_ssize_t", ahead=LinkPort,
+               k="Py_ssize_t", r="Py_ssize_t", mask="long long",
+               ports=list, nodes=list, port=LinkPort, node=HostNode, q=OutputQueue,
+               c=PortCounters, gr=ReceiverSide, rr=RoceReceiver, o="long long",
+               p="long long", v="long long", tx="long long", paused="long long",
+               pps="long long", trims="long long", drops="long long", ecn="long long")
+cpdef Py_ssize_t sample(list busy, list watch, list spare, list hosts, list host_watch,
+                        list receivers, long long since, long long now, long long b,
+                        long long[:] out, Py_ssize_t pos, long long[:] prev) except -1
 
 
-@cython.locals(s="Py_ssize_t", k="Py_ssize_t", base="Py_ssize_t", end="Py_ssize_t")
-cpdef scatter(long long[:] chunk, long long[:] spans, Py_ssize_t m, Py_ssize_t n,
-              Py_ssize_t f, long long[:] col)
+@cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
+               w="long long", mask="Py_ssize_t", below="Py_ssize_t", pop="long long[:]")
+cpdef scatter(long long[:] chunk, Py_ssize_t end, Py_ssize_t n, Py_ssize_t f,
+              long long[:] col)
+
+
+@cython.locals(k="Py_ssize_t", base="Py_ssize_t", s="Py_ssize_t")
+cpdef scatter_hosts(long long[:] chunk, Py_ssize_t end, Py_ssize_t m, long long[:] col)
 
 
 @cython.locals(m="Py_ssize_t", b="Py_ssize_t", h="Py_ssize_t")
 cpdef gather(long long[:] col, Py_ssize_t n, Py_ssize_t nb, long long[:] index,
              long long[:] out)
+
+
+cdef class Sampler:
+    cdef public list ports
+    cdef public list hosts
+    cdef public long long bin_ps
+    cdef public long long next_stop
+    cdef public list edges
+    cdef public long long since
+    cdef public object topo
+    cdef public list receivers
+    cdef public object nic_index
+    cdef public list host_gbps
+    cdef public object prev
+    cdef long long[:] pview
+    cdef public Py_ssize_t n
+    cdef public list busy
+    cdef public list watch
+    cdef public list spare
+    cdef public list host_busy
+    cdef public list host_watch
+    cdef public Py_ssize_t most
+    cdef public list chunks
+    cdef public list ends
+    cdef public object out
+    cdef long long[:] view
+    cdef public Py_ssize_t size
+    cdef public Py_ssize_t pos
+    cdef public bint closed
+
+    cpdef at_stop(self, long long now)
+
+    cpdef close(self, long long now)
+
+    @cython.locals(busy=list)
+    cpdef _sample(self, long long now)
