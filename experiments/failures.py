@@ -5,6 +5,7 @@
     python experiments/failures.py                       # the study, seed 1 (~10 min)
     python experiments/failures.py --quick               # k=4, small sizes: a smoke run
     python experiments/failures.py --only permutation --detect-us 1000 --seeds 1 2 3
+    python experiments/failures.py --protocols gse-fabric --set trim=1   # one field changed
 
 Workloads (128 hosts, 100 Gb/s, 1 us per link): a permutation of 2 MB messages, and a
 ring all-reduce of 8 MiB over 32 ranks, one per leaf, in a seeded random ring order so
@@ -81,10 +82,22 @@ def ring_hosts(topo, n, seed):
     return hosts
 
 
-def run_case(workload, protocol, spec, detect_ps, seed, topo, sz):
+def protocol_config(protocol, settings=()):
+    """The protocol's defaults with ``NAME=VALUE`` settings applied where the protocol has
+    that field (a study of one field changed, e.g. ``trim=1`` for fabric mode)."""
+    cfg = default_config(protocol)
+    for item in settings:
+        name, _, value = item.partition("=")
+        if name.strip() in cfg.__slots__:
+            cfg.set(name.strip(), value.strip())
+    cfg.validate()
+    return cfg
+
+
+def run_case(workload, protocol, spec, detect_ps, seed, topo, sz, settings=()):
     """One run: (summary, records, network, time series)."""
     sched = build_schedule(topo, [spec] if spec else [], seed=seed)
-    cfg = default_config(protocol)
+    cfg = protocol_config(protocol, settings)
     if workload == "permutation":
         msgs = traffic.permutation(len(topo.hosts), sz["perm"], random.Random(seed))
         res = run_simulation(topo, msgs, protocol, cfg, seed, sample_ps=BIN_PS, faults=sched,
@@ -173,7 +186,15 @@ def main(argv=None):
     p.add_argument("--out-dir", default=os.path.join(ROOT, "results", "failures"),
                    help="where the table, JSON rows and plots go (default results/failures)")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a protocol parameter, for the protocols that have it (repeatable)")
     args = p.parse_args(argv)
+    for item in args.set:
+        if "=" not in item:
+            p.error("--set takes NAME=VALUE, got %r" % item)
+        if not any(item.split("=", 1)[0].strip() in default_config(x).__slots__
+                   for x in PROTOCOLS):
+            p.error("--set %s: no protocol has that parameter" % item)
     sz = sizes(args.quick)
     topo = fat_tree(sz["k"])
     cases = dict(CASES)
@@ -189,13 +210,13 @@ def main(argv=None):
     for workload in args.only or WORKLOADS:
         for seed in args.seeds:
             for protocol in protocols:
-                base = run_case(workload, protocol, None, -1, seed, topo, sz)
+                base = run_case(workload, protocol, None, -1, seed, topo, sz, args.set)
                 rows.append(row_of(workload, "none", "-", protocol, seed, base, None))
                 series[(workload, seed, "none", "-", protocol)] = base[3]
                 for case in chosen:
                     for det in args.detect_us:
                         run = run_case(workload, protocol, cases[case],
-                                       int(det * PS_PER_US), seed, topo, sz)
+                                       int(det * PS_PER_US), seed, topo, sz, args.set)
                         row = row_of(workload, case, "%g us" % det, protocol, seed, run, base)
                         rows.append(row)
                         series[(workload, seed, case, row["detect_us"], protocol)] = run[3]
@@ -210,7 +231,8 @@ def main(argv=None):
             "largest shortfall of a 10 us bin's goodput against the same bin without "
             "failure; rec first/last: extra FCT "
             "of the first and last message the failure hit to complete." % (
-                sz["k"], FAIL_US, ", ".join(map(str, args.seeds))), ""]
+                sz["k"], FAIL_US, ", ".join(map(str, args.seeds))),
+            "Settings: %s." % (", ".join(args.set) or "the protocols' defaults"), ""]
     for workload in args.only or WORKLOADS:
         text += [table(rows, workload), ""]
     report = "\n".join(text)

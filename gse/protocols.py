@@ -50,9 +50,10 @@ def queue_config(protocol, config):
     """Switch egress queues as the protocol expects them."""
     if protocol == "gse":
         return QueueConfig.from_gse(config)
-    if protocol == "gse-fabric":      # drop-tail, no trimming (plain hosts); ECN (step
-        k = config.ecn_bytes          # marking) on the DATA the leaves spray, for the leaves
-        return QueueConfig(config.queue_bytes, config.control_queue_bytes, False, None,
+    if protocol == "gse-fabric":      # drop-tail or trimming (repaired by the leaves); ECN
+        k = config.ecn_bytes          # (step marking) on the DATA the leaves spray
+        trim = config.trim and config.leaf_recovery and config.reorder == "leaf"
+        return QueueConfig(config.queue_bytes, config.control_queue_bytes, trim, None,
                            k > 0, k, k)
     limit = config.switch_buffer_bytes if config.pfc else config.queue_bytes
     return QueueConfig(limit, limit, False, None, config.ecn, config.ecn_kmin_bytes,

@@ -218,6 +218,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.retx_peak = self.retx_unbuffered = self.paths_suspected = self.all_suspected = 0
         self.paths_cleared = 0
         self.ce_received = self.pacer_cuts = self.paths_hot = self.repair_charges = 0
+        self.trimmed_nacks = self.trimmed_stale = 0
         self.pacer_low = 1.0
 
     # -- runtime interface ----------------------------------------------------------------
@@ -235,6 +236,10 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
             elif pkt.dst in self.host_ports:
                 self._arrive(pkt, now)
                 return
+        elif kind == DATA and pkt.dst in self.host_ports and self.recovery \
+                and in_port not in self.port_host:
+            self._trimmed(pkt, now)      # a spine trimmed it: NACK it at once, not down
+            return
         elif pkt.dst == self.node:
             if pkt.corrupt:
                 self.bad_frames += 1
@@ -309,7 +314,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                 "paths_cleared": self.paths_cleared,
                 "sent_buffers_live": len(self.sent_bufs), "ce_received": self.ce_received,
                 "pacer_cuts": self.pacer_cuts, "pacer_low_pct": int(self.pacer_low * 100),
-                "paths_hot": self.paths_hot, "repair_charges": self.repair_charges}
+                "paths_hot": self.paths_hot, "repair_charges": self.repair_charges,
+                "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale}
 
     # -- source side ----------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ class FabricConfig(_Config):
         "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes", "path_suspect_ps",
         # congestion inside the fabric (switchmodel.fabric_congestion)
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
-        "path_hot_skips", "path_hot_per_mark",
+        "path_hot_skips", "path_hot_per_mark", "trim",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -88,7 +88,11 @@ class FabricConfig(_Config):
         # made no difference, see docs/fabric-mode.md)
         self.path_hot_skips = 0
         self.path_hot_per_mark = 1
-        self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail, no trimming
+        # spine and core queues trim fabric DATA to its header instead of dropping it, and
+        # the destination leaf NACKs a trimmed packet at once (only with leaf recovery and
+        # reorder="leaf": a plain host could not use a trimmed header; else drop-tail)
+        self.trim = True
+        self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
         # leaf's peers do not coordinate, so their grants may briefly exceed its uplinks

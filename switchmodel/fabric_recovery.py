@@ -26,8 +26,8 @@ destination's side of the timers lives in ``switchmodel.fabric_order``.  Wire me
 docs/wire-format.md, "Fabric mode".
 """
 
-from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, NACK, PRIO_CONTROL, make_packet,
-                             new_packet)
+from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_TRIMMED, NACK, PRIO_CONTROL,
+                             PRIO_DATA, make_packet, new_packet)
 from switchmodel.fabric_order import NEVER, unwrap32
 from switchmodel.fabric_plan import path_entropy
 
@@ -184,12 +184,12 @@ class LeafRecovery:
         if port < 0:
             self.unroutable += 1
             return
-        old = s.pkt
-        flags = old.flags & ~F_ECN_CE
-        flags = flags | F_ECT if self.ecn else flags & ~F_ECT
+        old = s.pkt                      # (in the simulation the very object sprayed,
+        flags = old.flags & ~(F_ECN_CE | F_TRIMMED)     # which a spine may have trimmed
+        flags = flags | F_ECT if self.ecn else flags & ~F_ECT   # in place: resent whole)
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
                          old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
-                         s.host_entropy, old.sack_bits, old.ts, old.prio)
+                         s.host_entropy, old.sack_bits, old.ts, PRIO_DATA)
         pkt.payload = old.payload
         s.pkt = pkt
         s.port = port
@@ -347,6 +347,33 @@ class LeafRecovery:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=ACK, src=self.node, dst=src_leaf, msg_id=host,
                                 psn=expected & MASK32, sack_bits=self._hot_echo(key),
+                                entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
+
+    def _trimmed(self, pkt, now):
+        """A spine trimmed one of the pair's packets (``trim``): the destination leaf knows
+        it is lost, so it NACKs it at once instead of waiting for the hole's age (the
+        trimmed header goes no further: a plain host could not use it).  The NACK names
+        only the trimmed packet missing: what is below it and not held may still be on its
+        way (the hole's timer NACKs it if it is not), and resending it now would double
+        the load of a fabric that is trimming."""
+        if pkt.corrupt or not 0 <= pkt.src < len(self.leaf_of):
+            self.bad_frames += 1
+            return
+        key = (self.leaf_of[pkt.src], pkt.dst)
+        rb = self.reorders.get(key)
+        expected = rb.expected if rb is not None else self.rtails.get(key, 1)
+        seq = unwrap32(pkt.aux, expected)
+        offset = seq - expected
+        if not 0 <= offset < NACK_SPAN or (rb is not None and seq in rb.held):
+            self.trimmed_stale += 1      # beyond what one NACK names, or already here:
+            return                       # the hole's timer covers it
+        bits = 1 << offset
+        if self.ecn:
+            self._charge_repairs(pkt.dst, 1, now)
+        self.trimmed_nacks += 1
+        self.entropy = (self.entropy + 1) & 0xFFFF
+        self._route(make_packet(kind=NACK, src=self.node, dst=key[0], msg_id=pkt.dst,
+                                psn=expected & MASK32, sack_bits=bits, credit=offset + 1,
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from test_fabric_leaf import LEAF_OF, UP, D, S, US, data, table, take
 from test_failure_properties import TOPO, deliverable
 
+from gse.protocols import queue_config
 from gse.runtimes.sim.fabric_nodes import leaf_agents
 from gse.runtimes.sim.run import run_simulation
 from gse.wire.codec import decode, encode
@@ -100,6 +101,41 @@ def test_a_packet_dropped_on_a_spine_link_is_nacked_and_resent_on_another_path()
     s.receive(ack, 2, nack_at + 3 * US)
     assert s.sent_bufs == {} and s.retx_bytes == 0 and s.idle()
     assert s.counters()["retx_peak_bytes"] == 8 * sent[0][1].size
+
+
+def test_a_packet_a_spine_trimmed_is_nacked_at_once_and_never_reaches_the_host():
+    """``trim``: a spine queue trims fabric DATA instead of dropping it.  The destination
+    leaf then knows the packet is lost when its header arrives, and NACKs it at once (not
+    a NACK timeout later), naming only it: seq 4 below it is not held yet, but may still
+    be on its way, so it is left to the hole's timer."""
+    s, d = leaf(S, trim=True), leaf(D, trim=True)
+    sent = granted_burst(s, d, 8)
+    t = 10 * US
+    deliver(d, sent[:2], t)                                  # seq 1, 2 in order
+    _, cut = sent[4]                                         # seq 5 trimmed on a spine
+    header = decode(encode(cut))
+    header.trim()
+    d.receive(header, 2, t + 1 * US)
+    (_, nack), = take(d, NACK)
+    assert (nack.src, nack.dst, nack.msg_id, nack.psn) == (D, S, 2, 3)
+    assert nack.credit == 3 and nack.sack_bits == 0b100      # only seq 5 named missing
+    assert to_host(d) == [0, 1] and d.trimmed_nacks == 1    # the header went nowhere
+    assert d.counters()["trimmed_nacks"] == 1
+    s.receive(nack, 2, t + 2 * US)
+    (_, again), = take(s, DATA)
+    assert again.aux == 5 and again.psn == cut.psn and s.leaf_resends == 1
+    deliver(d, sent[2:4] + [(0, again)] + sent[5:], t + 3 * US)
+    assert to_host(d) == [2, 3, 4, 5, 6, 7] and d.hole_skips == 0
+    d.receive(header, 2, t + 4 * US)      # the header again, behind the cumulative point
+    assert take(d, NACK) == [] and d.trimmed_stale == 1
+
+
+def test_spines_trim_only_where_the_leaves_repair():
+    """A trimmed header is the destination leaf's to repair: without leaf recovery (or
+    with the hosts reordering) the spines drop instead, as a plain host could not use it."""
+    assert queue_config("gse-fabric", FabricConfig()).trim            # the default
+    for kw in (dict(trim=False), dict(leaf_recovery=False), dict(reorder="host")):
+        assert not queue_config("gse-fabric", FabricConfig(**kw)).trim, kw
 
 
 def test_the_buffer_is_freed_by_a_delayed_ack_and_new_sprays_avoid_the_suspected_path():
