@@ -26,11 +26,11 @@ before the current bucket then sends the ring back to the heap and restarts from
 dense, with stops) and compares what they run.
 """
 
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyTypeObject, inquiry, traverseproc, visitproc
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, uintptr_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 
 cdef extern from "gse_eventq.h":
@@ -138,22 +138,25 @@ cdef class EventQueue:
         return 0
 
     cdef int _grow_slots(self) except -1:
-        """Double the slots (moved: slot numbers stay, pointers into them do not)."""
+        """Double the slots (slot numbers stay, pointers into them do not).  Grown in place
+        by realloc, which moves a large block's pages (mremap) rather than copying them,
+        so growing never holds the old and the new array at once."""
         cdef Py_ssize_t cap = self._scap * 2 if self._scap else 1024
+        cdef Py_ssize_t old = <char*>self._slot - <char*>self._sraw
+        cdef Py_ssize_t off
         cdef void* raw
-        cdef gse_evslot_t* slot
         if cap > (1 << GSE_SLOT_BITS):
             raise OverflowError("event queue: more than %d events pending"
                                 % (1 << GSE_SLOT_BITS))
-        raw = PyMem_Malloc(cap * sizeof(gse_evslot_t) + 64)
+        raw = PyMem_Realloc(self._sraw, cap * sizeof(gse_evslot_t) + 64)
         if raw == NULL:
             raise MemoryError()
-        slot = <gse_evslot_t*>((<uintptr_t>raw + 63) & ~(<uintptr_t>63))
-        if self._nslots:
-            memcpy(slot, self._slot, self._nslots * sizeof(gse_evslot_t))
-        PyMem_Free(self._sraw)
+        off = ((64 - (<uintptr_t>raw & 63)) & 63)      # the first 64-byte boundary
+        if self._nslots and off != old:                # a new offset: slide the slots
+            memmove(<char*>raw + off, <char*>raw + old,
+                    self._nslots * sizeof(gse_evslot_t))
         self._sraw = raw
-        self._slot = slot
+        self._slot = <gse_evslot_t*>(<char*>raw + off)
         self._scap = cap
         return 0
 
@@ -305,7 +308,8 @@ cdef class EventQueue:
                 self._bucket[i] = s
                 if s < 0:
                     self._occ[i >> 6] &= ~(1ULL << (i & 63))
-                else:                          # most likely the next event to run
+                    s = self._bucket[(i + 1) & GSE_MASK]
+                if s >= 0:                     # most likely the next event to run
                     gse_prefetch_event(&self._slot[s])
                 self._nring -= 1
                 fn = gse_take(&sl.fn)          # the slot's references, moved
