@@ -28,10 +28,10 @@ cdef class EventQueue:
     cdef unsigned long long* _occ
     cdef long long _cb           # absolute number (time >> SHIFT) of the current bucket
     cdef Py_ssize_t _nring
-    # the slots: one 64-byte line per pending event (gse_eventq.h), reused through a free
-    # list; as many as events were ever pending at once (doubling), never per time span
+    # the slots: 48 bytes per pending event (gse_eventq.h), reused through a free list;
+    # as many as events were ever pending at once (doubling), never per time span
     cdef void* _sraw             # the allocation behind _slot
-    cdef gse_evslot_t* _slot     # 64-byte aligned
+    cdef gse_evslot_t* _slot     # from a 64-byte boundary
     cdef Py_ssize_t _nslots      # slots ever used (the rest of the capacity is untouched)
     cdef Py_ssize_t _scap
     cdef int32_t _free           # first free slot, -1 if none

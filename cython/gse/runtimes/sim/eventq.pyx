@@ -4,12 +4,13 @@
 Events run in (time, seq) order, seq counting ``at`` calls: the order is total, so any
 correct priority queue runs the same events in the same order as the reference's
 ``heapq`` of tuples.  Each event is one 16-byte key, (time << 64 | seq << 26 | slot),
-and one slot: a 64-byte C struct holding the key, the callable and its two arguments (as
+and one slot: a 48-byte C struct holding the key, the callable and its two arguments (as
 owned references, which the type's ``tp_traverse`` shows to the garbage collector), the
 next slot of its bucket and whether the callable is a :class:`Handler` (run through its C
-method ``fire``, without a Python call).  Popping an event reads that one cache line, and
-asks for the next event's line and its target while the current one runs.  Slots are
-reused through a free list, so their number is the most events ever pending at once.
+method ``fire``, without a Python call).  Popping an event reads that one place (before:
+a key array, a link array and three Python lists), and asks for the next event's slot
+and its target while the current one runs.  Slots are reused through a free list, so
+their number is the most events ever pending at once, not a function of the time span.
 
 A simulator's events are dense and near: a packet delivered a link delay later, a port
 free a serialisation later.  So the queue is a calendar (Brown's calendar queue, fixed

@@ -19,9 +19,11 @@ typedef unsigned __int128 gse_evkey_t;
 #define GSE_MASK (GSE_NB - 1)
 #define GSE_NW (GSE_NB / 64)
 
-/* One pending event's whole state in one 64-byte cache line: popping an event reads one
-   line (its key, its callable and arguments, the next slot of its bucket), and a free slot
-   links to the next free one through the same field.  The queue owns a reference to each
+/* One pending event's whole state in 48 bytes: popping an event reads its key, its
+   callable and arguments and the next slot of its bucket from one place (one cache line,
+   or two adjacent ones for half the slots), and a free slot links to the next free one
+   through the same field.  48 bytes, not a padded 64, so the slots take no more memory
+   than the separate arrays and lists they replace.  The queue owns a reference to each
    non-NULL object (visited by its tp_traverse: cython/gse/runtimes/sim/eventq.pyx). */
 typedef struct {
     gse_evkey_t key;           /* while in the ring: (time, seq, this slot) */
@@ -30,12 +32,14 @@ typedef struct {
     PyObject* b;
     int32_t next;              /* next slot of its bucket (-1: none), or next free slot */
     int32_t handler;           /* 1: fn is a Handler, run through its C method fire */
-} __attribute__((aligned(64))) gse_evslot_t;
+} gse_evslot_t;
+_Static_assert(sizeof(gse_evslot_t) == 48, "an event slot is 48 bytes");
 
 /* Ask for the next event's line and the objects it will touch (its target, its first
    argument) while the current event runs: a hint, never a condition of correctness. */
 static inline void gse_prefetch_event(const gse_evslot_t* e) {
     __builtin_prefetch(e, 1, 3);
+    __builtin_prefetch((const char*)e + sizeof(gse_evslot_t) - 1, 1, 3);
     __builtin_prefetch(e->fn, 0, 3);
     __builtin_prefetch(e->a, 0, 3);
 }
