@@ -9,7 +9,8 @@ owned references, which the type's ``tp_traverse`` shows to the garbage collecto
 next slot of its bucket and whether the callable is a :class:`Handler` (run through its C
 method ``fire``, without a Python call).  Popping an event reads that one place (before:
 a key array, a link array and three Python lists), and asks for the next event's slot
-and its target while the current one runs.  Slots are reused through a free list, so
+while the current one runs (not its target and arguments too: reaching them through the
+slot's pointers made k=32 runs 3.5-5% slower, docs/scale.md).  Slots are reused through a free list, so
 their number is the most events ever pending at once, not a function of the time span.
 
 A simulator's events are dense and near: a packet delivered a link delay later, a port
@@ -47,7 +48,7 @@ cdef extern from "gse_eventq.h":
     void gse_heap_push(gse_evkey_t* h, Py_ssize_t n, gse_evkey_t key) noexcept nogil
     gse_evkey_t gse_heap_pop(gse_evkey_t* h, Py_ssize_t n) noexcept nogil
     int __builtin_ctzll(unsigned long long x) noexcept nogil
-    void gse_prefetch_event(const gse_evslot_t* e) noexcept
+    void __builtin_prefetch(const void* p) noexcept nogil
     object gse_take(PyObject** p)
     void gse_put(PyObject** p, object o) noexcept
     void gse_slots_clear(gse_evslot_t* s, Py_ssize_t n) noexcept
@@ -310,8 +311,9 @@ cdef class EventQueue:
                 if s < 0:
                     self._occ[i >> 6] &= ~(1ULL << (i & 63))
                     s = self._bucket[(i + 1) & GSE_MASK]
-                if s >= 0:                     # most likely the next event to run
-                    gse_prefetch_event(&self._slot[s])
+                if s >= 0:                     # most likely the next event: its slot
+                    __builtin_prefetch(&self._slot[s])
+                    __builtin_prefetch(<char*>&self._slot[s] + 47)
                 self._nring -= 1
                 fn = gse_take(&sl.fn)          # the slot's references, moved
                 a = gse_take(&sl.a)
