@@ -35,15 +35,6 @@ typedef struct {
 } gse_evslot_t;
 _Static_assert(sizeof(gse_evslot_t) == 48, "an event slot is 48 bytes");
 
-/* Ask for the next event's line and the objects it will touch (its target, its first
-   argument) while the current event runs: a hint, never a condition of correctness. */
-static inline void gse_prefetch_event(const gse_evslot_t* e) {
-    __builtin_prefetch(e, 1, 3);
-    __builtin_prefetch((const char*)e + sizeof(gse_evslot_t) - 1, 1, 3);
-    __builtin_prefetch(e->fn, 0, 3);
-    __builtin_prefetch(e->a, 0, 3);
-}
-
 /* Hand the slot's reference to the caller (a Cython ``object`` result owns it). */
 static inline PyObject* gse_take(PyObject** p) {
     PyObject* o = *p;
