@@ -262,6 +262,41 @@ def test_event_queue_exception_counts_events_run():
         assert eq.run() is True and eq.events == 3
 
 
+def test_event_queue_releases_what_its_events_hold():
+    """A run event's callable and arguments are let go, and a queue in a cycle with what
+    its pending events hold (a network's ports hold the queue) is collected: the compiled
+    queue keeps them in C slots that its tp_traverse shows to the garbage collector."""
+    import gc
+    import weakref
+    from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
+
+    class Owner:
+        pass
+
+    class Port(Handler):
+        def fire(self, a, b):
+            self.fired = (a, b)
+
+    for cls in (EventQueue, _pure_eventq()):
+        eq = cls()
+        done, late, port = Owner(), Owner(), Port()
+        done.eq = late.eq = port.eq = eq                     # cycles through the queue
+        eq.at(1, event_target(port, port.fire) if cls is EventQueue else port.fire,
+              done, None)
+        eq.at(2, lambda a, b: None, late, None)
+        refs = [weakref.ref(x) for x in (done, late, port)]
+        del done, late
+        assert eq.run(1) is False and port.fired[1] is None
+        port.fired = None
+        assert refs[0]() is None                             # ran: let go
+        assert refs[1]() is not None and eq.pending() == 1   # pending: held
+        if cls is EventQueue and _build.build() == "compiled":
+            assert any(x is refs[1]() for x in gc.get_referents(eq))
+        del eq, port
+        gc.collect()
+        assert [r() for r in refs] == [None, None, None], cls
+
+
 # -- the bit helpers' twins agree ----------------------------------------------------------
 
 def _pure_module(name):

@@ -5,6 +5,7 @@
 #define GSE_EVENTQ_H
 
 #include <Python.h>
+#include <stdint.h>
 
 /* One event as one unsigned 128-bit key: time in the high 64 bits, then the sequence
    number (38 bits), then the slot holding its (fn, a, b) (26 bits).  Ordering keys
@@ -17,6 +18,56 @@ typedef unsigned __int128 gse_evkey_t;
 #define GSE_NB 4096                       /* ring: 4.2 us ahead */
 #define GSE_MASK (GSE_NB - 1)
 #define GSE_NW (GSE_NB / 64)
+
+/* One pending event's whole state in 48 bytes: popping an event reads its key, its
+   callable and arguments and the next slot of its bucket from one place (one cache line,
+   or two adjacent ones for half the slots), and a free slot links to the next free one
+   through the same field.  48 bytes, not a padded 64, so the slots take no more memory
+   than the separate arrays and lists they replace.  The queue owns a reference to each
+   non-NULL object (visited by its tp_traverse: cython/gse/runtimes/sim/eventq.pyx). */
+typedef struct {
+    gse_evkey_t key;           /* while in the ring: (time, seq, this slot) */
+    PyObject* fn;              /* NULL while the slot is free */
+    PyObject* a;
+    PyObject* b;
+    int32_t next;              /* next slot of its bucket (-1: none), or next free slot */
+    int32_t handler;           /* 1: fn is a Handler, run through its C method fire */
+} gse_evslot_t;
+_Static_assert(sizeof(gse_evslot_t) == 48, "an event slot is 48 bytes");
+
+/* Hand the slot's reference to the caller (a Cython ``object`` result owns it). */
+static inline PyObject* gse_take(PyObject** p) {
+    PyObject* o = *p;
+    *p = NULL;
+    return o;
+}
+
+/* Store a new reference to ``o`` in the slot field ``p`` (empty before). */
+static inline void gse_put(PyObject** p, PyObject* o) {
+    Py_INCREF(o);
+    *p = o;
+}
+
+/* Drop the references of slots [0, n). */
+static inline void gse_slots_clear(gse_evslot_t* s, Py_ssize_t n) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        Py_CLEAR(s[i].fn);
+        Py_CLEAR(s[i].a);
+        Py_CLEAR(s[i].b);
+    }
+}
+
+/* Visit the objects the slots [0, n) hold, for the garbage collector. */
+static inline int gse_slots_visit(gse_evslot_t* s, Py_ssize_t n, visitproc visit, void* arg) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        Py_VISIT(s[i].fn);
+        Py_VISIT(s[i].a);
+        Py_VISIT(s[i].b);
+    }
+    return 0;
+}
 
 static inline long long gse_time_of(gse_evkey_t key) { return (long long)(key >> 64); }
 static inline Py_ssize_t gse_slot_of(gse_evkey_t key) {
