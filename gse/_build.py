@@ -87,7 +87,7 @@ C_SOURCES = {
 # Their headers: every module that cimports such a .pxd includes one, so they are sources
 # of every compiled module (as INLINE_PXD), and their folders are on the include path.
 C_HEADERS = ("cython/gse/wire/gse_codec.h", "cython/gse/runtimes/udp/gse_udp_io.h",
-             "cython/gse/runtimes/sim/gse_eventq.h",
+             "cython/gse/runtimes/sim/gse_eventq.h", "cython/gse/runtimes/sim/gse_prefetch.h",
              "cython/gse/runtimes/udp/gse_switchplane.h")
 # Packages holding compiled modules, each with its own ``_compiled/`` folder; their
 # ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.

@@ -9,14 +9,7 @@ from gse.agents.roce_receiver cimport RoceReceiver
 from gse.runtimes.sim.network cimport HostNode, LinkPort
 from switchmodel.queue cimport OutputQueue, PortCounters
 
-cdef extern from *:
-    """
-    static CYTHON_INLINE void gse_prefetch(PyObject *o) { __builtin_prefetch(o); }
-    static CYTHON_INLINE void gse_prefetch2(PyObject *o) {
-        __builtin_prefetch(o);
-        __builtin_prefetch((char *)o + 64);
-    }
-    """
+cdef extern from "gse_prefetch.h":
     void gse_prefetch(object o)
     void gse_prefetch2(object o)
 
