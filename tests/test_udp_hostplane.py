@@ -16,11 +16,12 @@ how fast the machine runs.
 import random
 
 import pytest
+from test_udp_dataplane import StepScheduler   # a clock the test moves
 
 from gse.config import GseConfig
 from gse.protocols import host_factory
 from gse.runtimes.udp import dataplane
-from gse.runtimes.udp.io import Endpoint, Scheduler, open_udp_socket
+from gse.runtimes.udp.io import Endpoint, open_udp_socket
 from gse.runtimes.udp.link import HostNic
 from gse.runtimes.udp.node import HostDriver
 from gse.wire.fastcodec import encode_packet
@@ -32,27 +33,6 @@ compiled = pytest.mark.skipif(not dataplane.AVAILABLE,
                               reason="the host packet path is compiled only (pure build)")
 
 PS_PER_US = 1_000_000
-
-
-class StepScheduler(Scheduler):
-    """A scheduler on a clock the test moves (as tests/test_udp_dataplane.py's)."""
-
-    def __init__(self):
-        Scheduler.__init__(self, None, True)
-        self.t = 0
-
-    def now(self):
-        return self.t
-
-    def _arm(self, t):
-        pass
-
-    def advance(self, t):
-        from heapq import heappop
-        self.t = t
-        while self.heap and self.heap[0][0] <= t:
-            when, _, fn, arg = heappop(self.heap)
-            fn(when, arg)
 
 
 class Pair:
