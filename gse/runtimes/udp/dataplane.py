@@ -55,14 +55,17 @@ def conf_allows(conf):
     fabric = conf.get("fabric")
     if conf.get("role") != "switch" or (fabric and fabric.get("role") != "spine"):
         return False
-    if conf.get("switch_latency_ps", 0) or conf.get("wire", "gse") != "gse":
+    if conf.get("switch_latency_ps", 0):
         return False
-    if conf.get("pcap") or conf.get("secure"):
+    return _plain_wire_and_ports(conf)
+
+
+def _plain_wire_and_ports(conf):
+    """What switches and hosts share of the plain case: the GSE wire profile, no capture,
+    no ``--secure``, no failure scheduled on any of the node's ports."""
+    if conf.get("wire", "gse") != "gse" or conf.get("pcap") or conf.get("secure"):
         return False
-    for pc in conf["ports"]:
-        if pc.get("faults") or pc.get("trigger_packets"):
-            return False
-    return True
+    return not any(pc.get("faults") or pc.get("trigger_packets") for pc in conf["ports"])
 
 
 def why_not(drv):
@@ -133,14 +136,7 @@ def detach(drv):
 def conf_allows_host(conf):
     """Does a node configuration leave its host in the plain case (``why_not_host`` checks
     the driver again)?"""
-    if conf.get("role") != "host" or conf.get("wire", "gse") != "gse":
-        return False
-    if conf.get("pcap") or conf.get("secure"):
-        return False
-    for pc in conf["ports"]:
-        if pc.get("faults") or pc.get("trigger_packets"):
-            return False
-    return True
+    return conf.get("role") == "host" and _plain_wire_and_ports(conf)
 
 
 def why_not_host(drv):
