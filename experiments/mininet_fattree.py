@@ -254,6 +254,7 @@ def run_rate(args, out=None):
     if not args.no_mininet:
         from gse.runtimes.mininet import run as mininet
         from gse.runtimes.mininet.environment import mininet_unavailable
+        from gse.runtimes.mininet.progress import ProgressLine
         reason = mininet_unavailable()
         if reason:
             print("mininet_fattree: %s (--no-mininet runs the simulation only)" % reason,
@@ -265,7 +266,7 @@ def run_rate(args, out=None):
           % (args.topology, len(topo.hosts), len(topo.nodes) - len(topo.hosts),
              len(topo.links), args.link_gbps, ", ".join(args.protocols),
              ", ".join(args.workloads)))
-    progress = None if (args.quiet or mininet is None) else mininet.ProgressLine()
+    progress = None if (args.quiet or mininet is None) else ProgressLine()
     if out is None:
         out = {"experiment": "mininet_fattree", "topology": describe_topology_args(args),
                "seed": args.seed, "runs": []}

@@ -205,7 +205,7 @@ def _start_experiment(out_dir):
     cmd = [sys.executable, os.path.join(ROOT, "experiments", "mininet_fattree.py"),
            "--workload", "permutation", "--protocol", "gse", "--no-sim",
            "--size", "20000000", "--link-gbps", "0.005", "--timeout-s", "120",
-           "--out-dir", str(out_dir), "--quiet"]
+           "--out-dir", str(out_dir)]        # not --quiet: the progress line runs too
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
