@@ -73,9 +73,10 @@ MODULES = {
     "switchmodel.switch": "",
     "switchmodel.pfc": "",
 }
-# ``.pxd`` files holding ``cdef inline`` bodies that compiled modules cimport (so C compiles
-# them into each): no module of their own, but a source of every compiled module.
-INLINE_PXD = ("cython/gse/wire/linkrate.pxd",)
+# ``.pxd`` files with no module of their own that compiled modules cimport: ``cdef inline``
+# bodies (C compiles them into each) or C declarations shared by several modules; a source
+# of every compiled module.
+INLINE_PXD = ("cython/gse/wire/linkrate.pxd", "cython/gse/runtimes/udp/slots.pxd")
 # Hand-written C compiled into a module's extension (setup.py adds them to its sources),
 # declared by ``cdef extern from "<header>"`` in the module's .pxd.
 C_SOURCES = {

@@ -42,39 +42,14 @@ from gse.runtimes.udp.node cimport HostDriver
 from gse.wire.fastcodec cimport (gse_header, header_datagram_len, header_parse, header_write,
                                  packet_header, pattern_ok)
 from gse.wire.packet cimport Packet, new_packet
+from gse.runtimes.udp.slots cimport (DP_BATCH, dp_flush, dp_free, dp_give, dp_got, dp_ingress,
+                                     dp_new, dp_out, dp_pop, dp_push, dp_recv, dp_sender,
+                                     dp_set_peer, dp_slot, dp_state, dp_take)
 
 from gse.runtimes.udp.io import record_error
 from gse.wire.packet import DATA, F_TRIMMED, HEADER_BYTES, PAUSE, RESUME
 
 AVAILABLE = True     # the pure twin says False
-
-cdef extern from "gse_switchplane.h":
-    int DP_BATCH
-    int DP_OUT
-    ctypedef struct dp_slot:
-        dp_slot *next
-        int n
-        unsigned char buf[1]
-    ctypedef struct dp_fifo:
-        dp_slot *head
-        dp_slot *tail
-    ctypedef struct dp_state:
-        int fd, bufsize, nports, nout, nslots
-        dp_slot *sslot[64]
-        dp_fifo *wire
-    void dp_push(dp_fifo *f, dp_slot *s)
-    dp_slot *dp_pop(dp_fifo *f)
-    void dp_give(dp_state *d, dp_slot *s)
-    dp_slot *dp_take(dp_state *d)
-    dp_state *dp_new(int fd, int bufsize, int nports)
-    void dp_free(dp_state *d)
-    int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port)
-    int dp_recv(dp_state *d, int want)
-    dp_slot *dp_got(dp_state *d, int i)
-    int dp_ingress(dp_state *d, int i)
-    void dp_sender(dp_state *d, int i, char *ip, int *port)
-    void dp_flush(dp_state *d, long long *out)
-    int dp_out(dp_state *d, dp_slot *s, int port)
 
 cdef long long C_DATA = DATA
 cdef long long C_F_TRIMMED = F_TRIMMED

@@ -40,6 +40,9 @@ from gse.wire.packet cimport Packet
 from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch cimport Switch, mix32
+from gse.runtimes.udp.slots cimport (DP_BATCH, dp_flush, dp_free, dp_give, dp_got, dp_ingress,
+                                     dp_new, dp_out, dp_pop, dp_push, dp_put16, dp_put32, dp_recv,
+                                     dp_sender, dp_set_peer, dp_slot, dp_state, dp_take)
 
 from gse.runtimes.udp.io import record_error
 from switchmodel.fabric import FabricSpine
@@ -49,37 +52,6 @@ from gse.wire.packet import (DATA, F_ECN_CE, F_ECT, F_SEC, F_TRIMMED, HEADER_BYT
                              PRIO_CONTROL, PRIO_DATA, RESUME)
 
 AVAILABLE = True     # the pure twin says False
-
-cdef extern from "gse_switchplane.h":
-    int DP_BATCH
-    ctypedef struct dp_slot:
-        dp_slot *next
-        long long depart, size, flags
-        int n, kind, prio, ingress
-        unsigned char buf[1]
-    ctypedef struct dp_fifo:
-        dp_slot *head
-        dp_slot *tail
-    ctypedef struct dp_state:
-        int fd, bufsize, nports, nout, nslots
-        dp_fifo *ctl
-        dp_fifo *data
-        dp_fifo *wire
-    void dp_push(dp_fifo *f, dp_slot *s)
-    dp_slot *dp_pop(dp_fifo *f)
-    void dp_give(dp_state *d, dp_slot *s)
-    dp_slot *dp_take(dp_state *d)
-    dp_state *dp_new(int fd, int bufsize, int nports)
-    void dp_free(dp_state *d)
-    int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port)
-    int dp_recv(dp_state *d, int want)
-    dp_slot *dp_got(dp_state *d, int i)
-    int dp_ingress(dp_state *d, int i)
-    void dp_sender(dp_state *d, int i, char *ip, int *port)
-    void dp_flush(dp_state *d, long long *out)
-    int dp_out(dp_state *d, dp_slot *s, int port)
-    void dp_put16(unsigned char *p, long long v)
-    void dp_put32(unsigned char *p, unsigned int v)
 
 cdef long long C_DATA = DATA
 cdef long long C_F_ECN_CE = F_ECN_CE
