@@ -28,6 +28,7 @@ SCENARIOS = {
     "incast32-k8-nounsched": dict(k=8, traffic="incast", size=2_000_000, senders=32,
                                   unsched=0),
     "perm-k16": dict(k=16, traffic="permutation", size=2_000_000),
+    "perm-k32": dict(k=32, traffic="permutation", size=2_000_000),
 }
 
 

@@ -81,6 +81,7 @@ INLINE_PXD = ("cython/gse/wire/linkrate.pxd", "cython/gse/runtimes/udp/slots.pxd
 # declared by ``cdef extern from "<header>"`` in the module's .pxd.
 C_SOURCES = {
     "gse.wire.fastcodec": ("cython/gse/wire/gse_codec.c",),
+    "gse.runtimes.sim.eventq": ("cython/gse/runtimes/sim/gse_arena.c",),
     "gse.runtimes.udp.io": ("cython/gse/runtimes/udp/gse_udp_io.c",),
     "gse.runtimes.udp.switchplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
     "gse.runtimes.udp.hostplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
@@ -89,7 +90,7 @@ C_SOURCES = {
 # of every compiled module (as INLINE_PXD), and their folders are on the include path.
 C_HEADERS = ("cython/gse/wire/gse_codec.h", "cython/gse/runtimes/udp/gse_udp_io.h",
              "cython/gse/runtimes/sim/gse_eventq.h", "cython/gse/runtimes/sim/gse_prefetch.h",
-             "cython/gse/runtimes/udp/gse_switchplane.h")
+             "cython/gse/runtimes/udp/gse_switchplane.h", "cython/gse/runtimes/sim/gse_arena.h")
 # Packages holding compiled modules, each with its own ``_compiled/`` folder; their
 # ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.
 PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))

@@ -2,6 +2,15 @@
 nodes (``network``), GSE fabric-mode leaves on the event queue (``fabric_nodes``), and
 one run from topology, traffic, protocol and seed to summary (``run``)."""
 
+import os
+
 from gse import _build
 
 _build.activate(__path__, __name__)   # compiled modules first (gse/_build.py)
+
+if os.environ.get("GSE_HUGE_PAGES", "").strip().lower() not in ("0", "false", "no"):
+    # before the first network is built: its objects are the events' working set
+    # (gse.runtimes.sim.eventq.huge_pages; the pure build leaves memory as it is)
+    from gse.runtimes.sim.eventq import huge_pages
+
+    huge_pages()

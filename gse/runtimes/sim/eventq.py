@@ -28,6 +28,21 @@ def event_target(handler, method):
     return method
 
 
+def huge_pages(reserve_gib=64):
+    """Serve the interpreter's object arenas from memory backed by huge pages: whether that
+    is so (now or from an earlier call).
+
+    The compiled twin does it (``cython/gse/runtimes/sim/gse_arena.h`` says why: an event
+    touches objects spread over hundreds of MiB, and each page a TLB entry); this build
+    leaves memory as it is."""
+    return False
+
+
+def huge_pages_used():
+    """Bytes of arenas handed out from the huge-page region so far (0: none)."""
+    return 0
+
+
 class EventQueue:
     __slots__ = ("heap", "seq", "now", "events")
 

@@ -55,6 +55,11 @@ cdef extern from "gse_eventq.h":
     int gse_slots_visit(gse_evslot_t* s, Py_ssize_t n, visitproc visit, void* arg) noexcept
 
 
+cdef extern from "gse_arena.h":
+    int gse_arena_install(size_t reserve)
+    size_t gse_arena_used()
+
+
 cdef class Handler:
     """An object the queue calls as ``fire(a, b)``, a C method, instead of a bound method."""
 
@@ -68,6 +73,19 @@ def event_target(handler, method):
     if isinstance(handler, Handler):
         return handler
     return method
+
+
+def huge_pages(reserve_gib=64):
+    """Serve pymalloc's arenas from a region of ``reserve_gib`` GiB (virtual, reserved
+    without commitment) marked for transparent huge pages (gse_arena.h): whether that is
+    so, now or from an earlier call.  False when the region cannot be mapped (a limit on
+    the address space, strict overcommit): memory stays as it was."""
+    return gse_arena_install(<size_t>reserve_gib << 30) >= 0
+
+
+def huge_pages_used():
+    """Bytes of arenas handed out from the huge-page region so far (0: none)."""
+    return gse_arena_used()
 
 
 cdef class EventQueue:

@@ -1,0 +1,69 @@
+"""The simulation's objects on huge pages (``gse.runtimes.sim.eventq.huge_pages``).
+
+The compiled build serves pymalloc's arenas from a region marked for transparent huge
+pages (cython/gse/runtimes/sim/gse_arena.h): memory is laid out differently and nothing
+else changes.  Each case runs in a fresh interpreter, since the arena allocator is the
+process's own from the first import of ``gse.runtimes.sim`` on."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gse import _build
+
+ROOT = _build.ROOT
+
+_RUN = r"""
+import json, random, resource, sys
+limit = int(sys.argv[1])
+if limit:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from gse import _build
+import gse.runtimes.sim
+from gse.runtimes.sim.eventq import huge_pages, huge_pages_used
+from gse.config import GseConfig
+from gse.runtimes.sim.run import run_simulation
+from gse.workloads import traffic
+from topologies import fat_tree
+used_before = huge_pages_used()
+keep = [(i, str(i)) for i in range(200_000)]        # small objects: new arenas
+r = run_simulation(fat_tree(4), traffic.incast(16, 6, 200_000, random.Random(5)), "gse",
+                   GseConfig(), 5, loss_rate=0.002)
+print(json.dumps({"build": _build.build(), "on": huge_pages(), "used": huge_pages_used(),
+                  "used_before": used_before, "events": r.summary["events"],
+                  "per_message": r.per_message()}))
+"""
+
+
+def _run(huge=True, limit=0):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if not huge:
+        env["GSE_HUGE_PAGES"] = "0"
+    out = subprocess.run([sys.executable, "-c", _RUN, str(limit)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_huge_pages_change_the_memory_not_the_run():
+    on, off = _run(huge=True), _run(huge=False)
+    assert off["used"] == 0
+    if on["build"] == "compiled":
+        assert on["on"] is True
+        assert on["used"] >= 8 << 20, on["used"]      # the objects' arenas came from it
+    else:
+        assert on["on"] is False and on["used"] == 0  # the pure build leaves memory be
+    assert on["events"] == off["events"] and on["per_message"] == off["per_message"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS as Linux has it")
+def test_no_region_when_the_address_space_is_limited():
+    # 4 GiB of address space cannot hold the 64 GiB reservation: memory stays as it was,
+    # and the run is the same
+    limited, free = _run(limit=4 << 30), _run(huge=False)
+    assert limited["on"] is False and limited["used"] == 0
+    assert limited["per_message"] == free["per_message"]
