@@ -20,6 +20,9 @@ link, a full queue, a bad frame) is resent by its source leaf, not by the host's
   that destination leaf and the sprayer skips it, as GSE's endpoint sender skips entropy
   values suspected dead (``gse.agents.entropy``).  A path is (uplink port, the spine's
   uplink choice), the spine's choice being byte 1 of the entropy modulo ``spine_fanout``.
+  With ``leaf_repair_priority`` (on) a resend crosses the fabric at control priority: its
+  hole holds up the whole pair at the destination leaf, so it should not wait behind
+  new data in queues a failure just filled (the destination leaf hands it down as data).
 
 ``LeafRecovery`` is the part of ``switchmodel.fabric.FabricLeaf`` that does this; the
 destination's side of the timers lives in ``switchmodel.fabric_order``.  Wire messages:
@@ -27,7 +30,7 @@ docs/wire-format.md, "Fabric mode".
 """
 
 from gse.wire.packet import (ACK, DATA, F_ECN_CE, F_ECT, F_TRIMMED, NACK, PRIO_CONTROL,
-                             PRIO_DATA, make_packet, new_packet)
+                             make_packet, new_packet)
 from switchmodel.fabric_order import NEVER, unwrap32
 from switchmodel.fabric_plan import path_entropy
 
@@ -189,7 +192,7 @@ class LeafRecovery:
         flags = flags | F_ECT if self.ecn else flags & ~F_ECT   # in place: resent whole)
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
                          old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
-                         s.host_entropy, old.sack_bits, old.ts, PRIO_DATA)
+                         s.host_entropy, old.sack_bits, old.ts, self.repair_prio)
         pkt.payload = old.payload
         s.pkt = pkt
         s.port = port
