@@ -28,7 +28,7 @@ class FabricConfig(_Config):
         # congestion inside the fabric (switchmodel.fabric_congestion)
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
-        "path_share_headroom",
+        "path_share_headroom", "path_share_start",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -101,9 +101,12 @@ class FabricConfig(_Config):
         # the line rate its live paths carry toward the destination (live over all paths,
         # times path_share_headroom, at most 1): live is what the widths a route update
         # tells it, less the paths it suspects.  Off: with even spraying a pair's live
-        # paths are not its share (docs/fabric-mode.md, "Pacing by the live paths")
+        # paths are not its share (docs/fabric-mode.md, "What remains with a quarter ...")
         self.path_share_pacing = False
         self.path_share_headroom = 1.0
+        # a route change starts each busy downlink's pacer at the lowest live-path share
+        # of the pairs it serves (then ECN raises it); off: mixed per seed (fabric-mode.md)
+        self.path_share_start = False
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source

@@ -44,6 +44,11 @@ failure against 1.57x for max-min fair rates under the same even spraying), so i
 off; docs/fabric-mode.md has the figures.  The destination's pacer still grants at its
 rate (the credit waits at the source).
 
+A milder form (``path_share_start``, off): when a route change tells the destination
+leaf the widths, each downlink's pacer starts at the lowest live-path share of the
+pairs that want its credit, and the ECN response raises it from there (a Fat-Tree's
+paths are the same both ways, so the destination's own widths give the pair's).
+
 Without a failure nothing marks (the queues stay below ``ecn_bytes``), no widths are
 told, and nothing changes.  ``LeafCongestion`` is the part of
 ``switchmodel.fabric.FabricLeaf`` that does this.
@@ -70,6 +75,27 @@ class LeafCongestion:
         link bandwidth does); only with leaf recovery and ``paths="leaf"``."""
         if self.recovery and self.leaf_paths:
             self.widths = widths
+            if self.share_start and self.ecn:
+                self._share_start()
+
+    def _share_start(self):
+        """``path_share_start``: a route change starts each busy downlink's pacer at the
+        lowest live-path share (``_path_share``, toward a host of the source leaf: the
+        paths of a Fat-Tree are the same both ways) of the pairs that want its credit,
+        if that is below its rate; ECN's clean windows raise it from there."""
+        first = {}
+        for h, leaf in enumerate(self.leaf_of):
+            if leaf != self.node:
+                first.setdefault(leaf, h)
+        for dl in self.downlinks.values():
+            low = 1.0
+            for d in dl.active:
+                h = first.get(d.src_leaf)
+                if h is not None:
+                    low = min(low, self._path_share(h, d.src_leaf, -1))
+            if low < dl.scale:
+                dl.scale = low
+                dl.rate = max(1, int(dl.mbps * low))
 
     def _init_share(self, cfg, host_gbps):
         """Path-share pacing's state: on only with leaf recovery and ``paths="leaf"`` (the
@@ -84,11 +110,13 @@ class LeafCongestion:
                 self.full_paths = len(rows[h]) * self.spine_fanout
                 break
         self.share_holds = 0
+        self.share_start = bool(cfg.path_share_start) and self.recovery and self.leaf_paths
         self.repair_prio = PRIO_CONTROL if cfg.leaf_repair_priority else PRIO_DATA
 
     def _path_share(self, dst, dst_leaf, now):
         """The share of the line rate the pair's live paths carry: (the widths' live paths
-        toward ``dst``, less the suspected ones) over all paths, times the headroom."""
+        toward ``dst``, less the ones suspected at ``now``; ``now`` < 0: the widths alone)
+        over all paths, times the headroom."""
         hops = self.switch.next_hops[dst]
         n = len(hops)
         fanout = self.spine_fanout
@@ -96,7 +124,7 @@ class LeafCongestion:
         if widths is not None and len(widths) != n:
             widths = None                # (stale, as in _next_path)
         live = sum(widths) if widths is not None else n * fanout
-        paths = self.suspects.get(dst_leaf) if self.suspects else None
+        paths = self.suspects.get(dst_leaf) if self.suspects and now >= 0 else None
         if paths:
             for key, entry in paths.items():
                 if entry[0] <= now:

@@ -165,6 +165,21 @@ def test_path_share_pacing_spaces_a_pair_to_its_live_paths_share():
     assert s.share_holds == 3 and s.counters()["share_holds"] == 3
 
 
+@pytest.mark.parametrize("start", [True, False])
+def test_path_share_start_lowers_a_busy_pacer_to_its_pairs_live_share(start):
+    s, d = leaf(S), leaf(D, path_share_start=start)
+    for psn in range(40):                                    # a demand D cannot grant
+        s.receive(data(0, 2, psn, n=40), 0, 0)               # at once: its pacer is busy
+    for _, p in take(s, REQUEST):
+        d.receive(p, 2, 0)
+    assert d.downlinks[2].active and d.downlinks[2].scale == 1.0
+    d.set_widths({0: (1, 0), 1: (1, 0)})                     # toward S's hosts: 1 path of 2
+    dl = d.downlinks[2]
+    assert dl.scale == (0.5 if start else 1.0)
+    assert dl.rate == (dl.mbps // 2 if start else dl.mbps)
+    assert d.downlinks[3].scale == 1.0                       # idle: left alone
+
+
 def test_a_packet_a_spine_trimmed_is_nacked_at_once_and_never_reaches_the_host():
     """``trim``: a spine queue trims fabric DATA instead of dropping it.  The destination
     leaf then knows the packet is lost when its header arrives, and NACKs it at once (not
