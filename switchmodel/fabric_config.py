@@ -78,8 +78,9 @@ class FabricConfig(_Config):
         self.leaf_repair_timeout_ps = 500 * PS_PER_US
         self.leaf_retx_buffer_bytes = 32 * 1024 * 1024  # sent-but-unACKed memory per leaf
         self.path_suspect_ps = 500 * PS_PER_US          # avoid a path that lost a packet
-        # a leaf's resends cross the fabric at control priority: a hole stalls its whole
-        # pair at the destination leaf, so its repair should not queue behind new data
+        # a NACKed packet's resend crosses the fabric at control priority: a hole stalls
+        # its whole pair at the destination leaf, so its repair should not queue behind
+        # new data (the source's timeout resends stay data)
         self.leaf_repair_priority = True
         # spine and core queues mark fabric DATA CE above this many bytes (0: no ECN); the
         # destination leaf slows the pacer of a downlink whose data came marked, and tells

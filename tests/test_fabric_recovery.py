@@ -283,6 +283,8 @@ def test_a_lost_tail_is_resent_by_the_source_timer_and_a_duplicate_is_dropped():
     s.on_timer(rto)
     (_, again), = take(s, DATA)
     assert again.aux == 4 and s.leaf_timeouts == 1 and s.leaf_resends == 1
+    assert again.prio == PRIO_DATA       # a timeout's resend stays data (only NACKed holes
+                                         # cross at control priority)
     d.receive(again, 2, rto + 1 * US)
     assert to_host(d) == [3]
     d.receive(sent[3][1], 2, rto + 2 * US)                  # the original, very late
