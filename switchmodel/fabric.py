@@ -21,25 +21,23 @@ docs/wire-format.md, "Fabric mode".
 Destination side (GSP egress).  One grant pacer per host-facing port hands out credit
 round robin over the source VOQs that want it, at the port's rate times
 ``grant_rate_fraction``: a grant of ``b`` wire bytes is followed by the next one ``b``'s
-wire time later, so scheduled arrivals never exceed the downlink.  GRANTs carry the
-cumulative credit of the VOQ, so a lost or duplicated GRANT is repaired by the next one,
-and a starved source's re-REQUEST (``F_RETX``, carrying the credit it has seen) makes the
-pacer repeat the total.  Fabric data is put back in VOQ order before it goes down to the
-host (``reorder="leaf"``), or forwarded as it comes for a host that reorders itself
-(``reorder="host"``).  With ``leaf_recovery`` (the default, with ``reorder="leaf"``) the
-leaves repair fabric losses themselves: the source leaf keeps what it sprayed until the
-destination leaf acknowledges it, the destination leaf NACKs holes, the source resends on
-another path and steers away from paths that lost packets (``switchmodel.fabric_recovery``).
+wire time later, so scheduled arrivals never exceed the downlink.  GRANTs carry the VOQ's
+cumulative credit (a lost or duplicated GRANT is repaired by the next; a starved source's
+re-REQUEST, ``F_RETX``, with the credit it has seen, makes the pacer repeat the total).
+Fabric data is put back in VOQ order before it goes down to the host (``reorder="leaf"``),
+or forwarded as it comes to a host that reorders itself (``reorder="host"``).  With
+``leaf_recovery`` (the default, with ``reorder="leaf"``) the leaves repair fabric losses:
+the source leaf keeps what it sprayed until the destination leaf acknowledges it, the
+destination NACKs holes, the source resends on another path and steers away from paths
+that lost packets (``switchmodel.fabric_recovery``).
 A hole that no repair fills (or, without recovery, one older than ``reorder_timeout_ps``)
-is skipped: the host's go-back-N (NAK, RTO) resends it end to end.
+is skipped: the host's go-back-N (NAK, RTO) resends it end to end.  Traffic between two
+hosts of one leaf asks the same pacer by function calls: it sees every byte for its port.
 
-Traffic between two hosts of the same leaf is scheduled by the same pacer (the request and
-the grant are function calls), so the pacer sees every byte headed to its port.
-
-What stays after a queue is freed is one small record per peer (byte total and sequence
-number at the source, granted total and expected sequence at the destination), as a
-switch keeps a table entry per destination; byte totals and sequence numbers travel as
-32-bit serial numbers (RFC 1982) and are widened against that record.
+A freed queue leaves one record per peer (byte total and sequence number at the source,
+granted total and expected sequence at the destination), as a switch keeps a table entry
+per destination; totals and sequence numbers travel as 32-bit serial numbers (RFC 1982),
+widened against that record.
 
 Driven like a host agent (``receive(pkt, in_port, now)``, ``on_timer(now)``,
 ``next_deadline()``), it appends ``(port, packet)`` to ``out`` and ``(port, PAUSE or RESUME)``
@@ -53,7 +51,7 @@ from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import (ACK, DATA, F_ECT, F_LAST, F_RETX, F_TRIMMED, GRANT,
                              HEADER_BYTES, NACK, PAUSE, PRIO_CONTROL, REQUEST, RESUME, make_packet)
 from switchmodel.fabric_config import FabricConfig
-from switchmodel.fabric_congestion import LeafCongestion
+from switchmodel.fabric_congestion import T_PACE, LeafCongestion
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
 from switchmodel.fabric_plan import path_entropy
 from switchmodel.fabric_recovery import T_RETX, LeafRecovery
@@ -97,7 +95,7 @@ class Voq:
 
     __slots__ = ("dst", "dst_leaf", "pkts", "bytes", "enq_total", "req_total", "granted",
                  "sent", "seq", "rr", "req_seq", "req_deadline", "req_armed", "req_backoff",
-                 "cont_left", "cont_port", "cont_entropy")
+                 "cont_left", "cont_port", "cont_entropy", "pace_next", "pace_armed")
 
     def __init__(self, dst, dst_leaf, total, seq):
         self.dst = dst
@@ -117,6 +115,7 @@ class Voq:
         self.cont_left = 0        # packets left in the current container
         self.cont_port = -1
         self.cont_entropy = 0
+        self.pace_next, self.pace_armed = 0, False   # path-share pacing (fabric_congestion)
 
 
 class Demand:
@@ -179,6 +178,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
         self.hot_per_mark = cfg.path_hot_per_mark
         self.mtu_wire = cfg.mtu + HEADER_BYTES   # a repair's size, for the pacer
+        self._init_share(cfg, host_gbps)
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
         self.hot = {}             # dst leaf -> {path key: avoided until}
         self.widths = {}          # dst host -> live paths beyond each uplink (set_widths)
@@ -203,10 +203,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.tseq = 0
         self.salt = switch.salt
         self.entropy = switch.salt & 0xFFFF
-        self.out = []
-        self.pfc_out = []
-        self.voq_bytes = 0
-        self.reorder_bytes = 0
+        self.out, self.pfc_out = [], []
+        self.voq_bytes = self.reorder_bytes = 0
         # counters
         self.voq_peak = self.reorder_peak = self.voq_drops = self.voqs_created = 0
         self.requests = self.rerequests = self.grants = self.regrants = 0
@@ -284,6 +282,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                 self._hole_timer(obj, now)
             elif kind == T_RETX:
                 self._retx_timer(obj, now)
+            elif kind == T_PACE:
+                self._pace_timer(obj, now)
             else:
                 self._ack_timer(obj, now)
 
@@ -315,7 +315,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                 "sent_buffers_live": len(self.sent_bufs), "ce_received": self.ce_received,
                 "pacer_cuts": self.pacer_cuts, "pacer_low_pct": int(self.pacer_low * 100),
                 "paths_hot": self.paths_hot, "repair_charges": self.repair_charges,
-                "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale}
+                "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale,
+                "share_holds": self.share_holds}
 
     # -- source side ----------------------------------------------------------------------
 
@@ -425,7 +426,10 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         credit = voq.granted - voq.sent
         local = voq.dst_leaf == self.node
         out = self.out
+        share = self.share_pacing and not local and (self.widths or self.suspects)
         while pkts and pkts[0].size <= credit:
+            if share and self._share_hold(voq, pkts[0].size, now):
+                break                     # paced to its live paths' share: a timer resumes
             pkt = pkts.popleft()
             size = pkt.size
             credit -= size

@@ -24,9 +24,11 @@ class FabricConfig(_Config):
         # loss recovery between the leaves (switchmodel.fabric_recovery)
         "leaf_recovery", "leaf_ack_packets", "leaf_ack_delay_ps", "leaf_nack_timeout_ps",
         "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes", "path_suspect_ps",
+        "leaf_repair_priority",
         # congestion inside the fabric (switchmodel.fabric_congestion)
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
-        "path_hot_skips", "path_hot_per_mark", "trim",
+        "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
+        "path_share_headroom", "path_share_start",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -76,6 +78,10 @@ class FabricConfig(_Config):
         self.leaf_repair_timeout_ps = 500 * PS_PER_US
         self.leaf_retx_buffer_bytes = 32 * 1024 * 1024  # sent-but-unACKed memory per leaf
         self.path_suspect_ps = 500 * PS_PER_US          # avoid a path that lost a packet
+        # a NACKed packet's resend crosses the fabric at control priority: a hole stalls
+        # its whole pair at the destination leaf, so its repair should not queue behind
+        # new data (the source's timeout resends stay data)
+        self.leaf_repair_priority = True
         # spine and core queues mark fabric DATA CE above this many bytes (0: no ECN); the
         # destination leaf slows the pacer of a downlink whose data came marked, and tells
         # the source leaf which paths marked it, which then avoids them for path_hot_ps
@@ -92,6 +98,16 @@ class FabricConfig(_Config):
         # the destination leaf NACKs a trimmed packet at once (only with leaf recovery and
         # reorder="leaf": a plain host could not use a trimmed header; else drop-tail)
         self.trim = True
+        # the source leaf sends a remote VOQ's granted packets no faster than the share of
+        # the line rate its live paths carry toward the destination (live over all paths,
+        # times path_share_headroom, at most 1): live is what the widths a route update
+        # tells it, less the paths it suspects.  Off: with even spraying a pair's live
+        # paths are not its share (docs/fabric-mode.md, "What remains with a quarter ...")
+        self.path_share_pacing = False
+        self.path_share_headroom = 1.0
+        # a route change starts each busy downlink's pacer at the lowest live-path share
+        # of the pairs it serves (then ECN raises it); off: mixed per seed (fabric-mode.md)
+        self.path_share_start = False
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -126,6 +142,9 @@ class FabricConfig(_Config):
         if not 0 < self.pacer_min_fraction <= 1 or not 0 < self.pacer_increase <= 1:
             raise ConfigError("pacer_min_fraction and pacer_increase must be in (0, 1]")
         self._positive(("pacer_window_ps",))
+        if not self.path_share_headroom >= 1:
+            raise ConfigError("path_share_headroom must be >= 1, got %r"
+                              % self.path_share_headroom)
         if not 0 < self.grant_rate_fraction <= 1:
             raise ConfigError("grant_rate_fraction must be in (0, 1], got %r"
                               % self.grant_rate_fraction)

@@ -31,15 +31,34 @@ next leaf ACK (``sack_bits``, unused by ACKs; the pair's first mark is echoed at
 and the source leaf skips that uplink a turn per mark.  Off by default: with the widths
 it made no measurable difference (docs/fabric-mode.md).
 
+Optionally (``path_share_pacing``, off) the source leaf paces each pair to the share of
+the line rate its live paths carry: it sends a remote VOQ's granted packets no faster
+than the line rate times live over all paths toward the destination (times
+``path_share_headroom``, at most 1); live paths are the widths a route update tells it
+(after detection), less those it suspects (before).  Held to ``live / all`` with each
+path getting the same share of it, no surviving link carries more than it would without
+the failure, so nothing overfills from the start; but a pair whose two pods both lost
+links keeps only the cores alive on both sides, and ``live / all`` is then far below
+what those links could give it (the k=8 study: a p99 bound of 1.98x the run without
+failure against 1.57x for max-min fair rates under the same even spraying), so it is
+off; docs/fabric-mode.md has the figures.  The destination's pacer still grants at its
+rate (the credit waits at the source).
+
+A milder form (``path_share_start``, off): when a route change tells the destination
+leaf the widths, each downlink's pacer starts at the lowest live-path share of the
+pairs that want its credit, and the ECN response raises it from there (a Fat-Tree's
+paths are the same both ways, so the destination's own widths give the pair's).
+
 Without a failure nothing marks (the queues stay below ``ecn_bytes``), no widths are
 told, and nothing changes.  ``LeafCongestion`` is the part of
 ``switchmodel.fabric.FabricLeaf`` that does this.
 """
 
 from gse.wire.linkrate import wire_time_ps
-from gse.wire.packet import F_ECN_CE
+from gse.wire.packet import F_ECN_CE, PRIO_CONTROL, PRIO_DATA
 
 CLEAR = ~F_ECN_CE
+T_PACE = 5                # a VOQ held by path-share pacing may send again
 
 
 class LeafCongestion:
@@ -56,6 +75,86 @@ class LeafCongestion:
         link bandwidth does); only with leaf recovery and ``paths="leaf"``."""
         if self.recovery and self.leaf_paths:
             self.widths = widths
+            if self.share_start and self.ecn:
+                self._share_start()
+
+    def _share_start(self):
+        """``path_share_start``: a route change starts each busy downlink's pacer at the
+        lowest live-path share (``_path_share``, toward a host of the source leaf: the
+        paths of a Fat-Tree are the same both ways) of the pairs that want its credit,
+        if that is below its rate; ECN's clean windows raise it from there."""
+        first = {}
+        for h, leaf in enumerate(self.leaf_of):
+            if leaf != self.node:
+                first.setdefault(leaf, h)
+        for dl in self.downlinks.values():
+            low = 1.0
+            for d in dl.active:
+                h = first.get(d.src_leaf)
+                if h is not None:
+                    low = min(low, self._path_share(h, d.src_leaf, -1))
+            if low < dl.scale:
+                dl.scale = low
+                dl.rate = max(1, int(dl.mbps * low))
+
+    def _init_share(self, cfg, host_gbps):
+        """Path-share pacing's state: on only with leaf recovery and ``paths="leaf"`` (the
+        leaf knows its paths); the rate it scales is the fastest local host's."""
+        self.share_pacing = bool(cfg.path_share_pacing) and self.recovery and self.leaf_paths
+        self.share_headroom = cfg.path_share_headroom
+        self.share_mbps = max(1, int(round(max(host_gbps.values(), default=0) * 1000)))
+        self.full_paths = 0       # uplinks times spine fan-out, before any failure
+        rows = self.switch.next_hops
+        for h in range(len(self.leaf_of)):
+            if h not in self.host_ports and h < len(rows) and rows[h]:
+                self.full_paths = len(rows[h]) * self.spine_fanout
+                break
+        self.share_holds = 0
+        self.share_start = bool(cfg.path_share_start) and self.recovery and self.leaf_paths
+        self.repair_prio = PRIO_CONTROL if cfg.leaf_repair_priority else PRIO_DATA
+
+    def _path_share(self, dst, dst_leaf, now):
+        """The share of the line rate the pair's live paths carry: (the widths' live paths
+        toward ``dst``, less the ones suspected at ``now``; ``now`` < 0: the widths alone)
+        over all paths, times the headroom."""
+        hops = self.switch.next_hops[dst]
+        n = len(hops)
+        fanout = self.spine_fanout
+        widths = self.widths.get(dst) if self.widths else None
+        if widths is not None and len(widths) != n:
+            widths = None                # (stale, as in _next_path)
+        live = sum(widths) if widths is not None else n * fanout
+        paths = self.suspects.get(dst_leaf) if self.suspects and now >= 0 else None
+        if paths:
+            for key, entry in paths.items():
+                if entry[0] <= now:
+                    continue
+                port, choice = divmod(key, 256)
+                if port in hops and (widths is None or choice < widths[hops.index(port)]):
+                    live -= 1
+        full = self.full_paths
+        if full <= 0 or live >= full:
+            return 1.0
+        return min(1.0, max(1, live) * self.share_headroom / full)
+
+    def _share_hold(self, voq, size, now):
+        """Whether ``voq``'s next packet (``size`` wire bytes) must wait for its pair's
+        path share; if not, the one after it waits its wire time at that share."""
+        if voq.pace_next > now:
+            if not voq.pace_armed:
+                voq.pace_armed = True
+                self._push(voq.pace_next, T_PACE, voq)
+            self.share_holds += 1
+            return True
+        share = self._path_share(voq.dst, voq.dst_leaf, now)
+        if share < 1.0:
+            voq.pace_next = now + wire_time_ps(size, max(1, int(self.share_mbps * share)))
+        return False
+
+    def _pace_timer(self, voq, now):
+        voq.pace_armed = False
+        if self.voqs.get(voq.dst) is voq and voq.granted > voq.sent:
+            self._drain(voq, now)
 
     def _ecn_arrival(self, pkt, src_leaf, now):
         """A fabric DATA packet reached its destination leaf: count it for its downlink's

@@ -13,6 +13,8 @@ whose source is a leaf of the fabric.  ``LeafReorder`` is the part of
 ``switchmodel.fabric.FabricLeaf`` that does this.
 """
 
+from gse.wire.packet import PRIO_DATA
+
 MASK32 = 0xFFFFFFFF
 NEVER = -1
 T_HOLE = 2
@@ -159,4 +161,5 @@ class LeafReorder:
         pkt.entropy = pkt.sack_base      # the host sees its own header again
         pkt.sack_base = 0
         pkt.aux = 0
+        pkt.prio = PRIO_DATA             # (a repair crossed the fabric at control priority)
         self.out.append((self.host_ports[pkt.dst], pkt))

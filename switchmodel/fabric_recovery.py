@@ -20,6 +20,12 @@ link, a full queue, a bad frame) is resent by its source leaf, not by the host's
   that destination leaf and the sprayer skips it, as GSE's endpoint sender skips entropy
   values suspected dead (``gse.agents.entropy``).  A path is (uplink port, the spine's
   uplink choice), the spine's choice being byte 1 of the entropy modulo ``spine_fanout``.
+  With ``leaf_repair_priority`` (on) the resend of a NACKed packet crosses the fabric at
+  control priority: its hole holds up the whole pair at the destination leaf, so it
+  should not wait behind new data in queues a failure just filled (the destination leaf
+  hands it down as data).  The source's timeout resends stay data: they are often
+  spurious (over UDP, a busy process), and a burst of them in the control class delays
+  the GRANTs and ACKs behind it.
 
 ``LeafRecovery`` is the part of ``switchmodel.fabric.FabricLeaf`` that does this; the
 destination's side of the timers lives in ``switchmodel.fabric_order``.  Wire messages:
@@ -169,9 +175,10 @@ class LeafRecovery:
         self.all_suspected += 1          # every path suspected: walk on one step at a time
         return first[0], first[1], start + 1   # (a full lap would pick the same one again)
 
-    def _resend(self, buf, seq, now, good=None):
+    def _resend(self, buf, seq, now, good=None, prio=PRIO_DATA):
         """Resend ``seq`` on another path: one of ``good`` (paths that just delivered, from
-        a NACK), else the next unsuspected one of the buffer's walk."""
+        a NACK), else the next unsuspected one of the buffer's walk; in the class
+        ``prio`` (a NACKed hole's repair: ``repair_prio``)."""
         s = buf.sent[seq]
         self._suspect(buf.dst_leaf, s.path, s.time, now)
         if good:
@@ -189,7 +196,7 @@ class LeafRecovery:
         flags = flags | F_ECT if self.ecn else flags & ~F_ECT   # in place: resent whole)
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
                          old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
-                         s.host_entropy, old.sack_bits, old.ts, PRIO_DATA)
+                         s.host_entropy, old.sack_bits, old.ts, prio)
         pkt.payload = old.payload
         s.pkt = pkt
         s.port = port
@@ -226,7 +233,7 @@ class LeafRecovery:
                 if paths:
                     self._cleared(paths, s)
         for seq in missing:
-            self._resend(buf, seq, now, good)
+            self._resend(buf, seq, now, good, self.repair_prio)
 
     def _ack_pkt(self, pkt, now):
         if pkt.sack_bits and self.hot_ps and 0 <= pkt.src < len(self.switch.next_hops):

@@ -10,6 +10,8 @@ host port received, the source leaf's sent buffer and counters.
 
 import random
 
+import pytest
+
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 from test_fabric_leaf import LEAF_OF, UP, D, S, US, data, table, take
@@ -19,7 +21,9 @@ from gse.protocols import queue_config
 from gse.runtimes.sim.fabric_nodes import leaf_agents
 from gse.runtimes.sim.run import run_simulation
 from gse.wire.codec import decode, encode
-from gse.wire.packet import ACK, DATA, GRANT, NACK, REQUEST, make_packet
+from gse.wire.linkrate import wire_time_ps
+from gse.wire.packet import (ACK, DATA, GRANT, NACK, PRIO_CONTROL, PRIO_DATA, REQUEST,
+                             make_packet)
 from gse.workloads.faults import build_schedule
 from gse.workloads.traffic import incast
 from switchmodel.fabric import FabricConfig, FabricLeaf
@@ -101,6 +105,79 @@ def test_a_packet_dropped_on_a_spine_link_is_nacked_and_resent_on_another_path()
     s.receive(ack, 2, nack_at + 3 * US)
     assert s.sent_bufs == {} and s.retx_bytes == 0 and s.idle()
     assert s.counters()["retx_peak_bytes"] == 8 * sent[0][1].size
+
+
+@pytest.mark.parametrize("priority", [True, False])
+def test_a_resend_crosses_the_fabric_at_control_priority_and_reaches_the_host_as_data(
+        priority):
+    s, d = leaf(S, leaf_repair_priority=priority), leaf(D, leaf_repair_priority=priority)
+    sent = granted_burst(s, d, 4)
+    assert all(p.prio == PRIO_DATA for _, p in sent)         # first sprays: data
+    t = 10 * US
+    deliver(d, sent[:1] + sent[2:], t)                       # seq 2 lost
+    assert to_host(d) == [0]
+    d.on_timer(t + d.cfg.leaf_ack_delay_ps)                  # seq 1's delayed ACK
+    for _, ack in take(d, ACK):
+        s.receive(ack, 2, t + d.cfg.leaf_ack_delay_ps)
+    nack_at = t + d.cfg.leaf_nack_timeout_ps
+    assert d.next_deadline() == nack_at
+    d.on_timer(nack_at)
+    (_, nack), = take(d, NACK)
+    s.receive(nack, 2, nack_at + 1 * US)
+    (_, again), = take(s, DATA)
+    assert again.aux == 2
+    assert again.prio == (PRIO_CONTROL if priority else PRIO_DATA)
+    d.receive(again, 2, nack_at + 2 * US)
+    down = [p for port, p in take(d, DATA) if port not in UP]
+    assert [p.psn for p in down] == [1, 2, 3]                # in order, as data: a host
+    assert all(p.prio == PRIO_DATA for p in down)            # queue never reorders it
+
+
+def test_path_share_pacing_spaces_a_pair_to_its_live_paths_share():
+    s, d = leaf(S, path_share_pacing=True), leaf(D, path_share_pacing=True)
+    assert s.full_paths == 2                                 # 2 uplinks, spine fan-out 1
+    sent = granted_burst(s, d, 4)                            # no failure: not held
+    assert s.share_holds == 0
+    s.set_widths({3: (1, 0)})                                # toward host 3: one path of 2
+    assert s._path_share(3, D, 0) == 0.5 and s._path_share(2, D, 0) == 1.0
+    t = 20 * US
+    for psn in range(4):
+        s.receive(data(0, 3, psn, msg=2, n=4), 0, t)
+    for _, p in take(s, REQUEST):
+        d.receive(p, 2, t)
+    while 0 <= d.next_deadline() <= t + 5 * US:             # D's pacer grants it all
+        d.on_timer(d.next_deadline())
+    for _, p in take(d, GRANT):                              # (S sees every GRANT at t)
+        s.receive(p, 2, t)
+    times = []
+    now = t
+    while True:
+        out = take(s, DATA)
+        assert all(port == UP[0] for port, _ in out)         # the live path only
+        times += [now] * len(out)
+        if len(times) == 4:
+            break
+        now = s.next_deadline()
+        assert now > 0
+        s.on_timer(now)
+    gap = wire_time_ps(sent[0][1].size, 50_000)              # 100 Gb/s x 1/2
+    assert times == [t + i * gap for i in range(4)]
+    assert s.share_holds == 3 and s.counters()["share_holds"] == 3
+
+
+@pytest.mark.parametrize("start", [True, False])
+def test_path_share_start_lowers_a_busy_pacer_to_its_pairs_live_share(start):
+    s, d = leaf(S), leaf(D, path_share_start=start)
+    for psn in range(40):                                    # a demand D cannot grant
+        s.receive(data(0, 2, psn, n=40), 0, 0)               # at once: its pacer is busy
+    for _, p in take(s, REQUEST):
+        d.receive(p, 2, 0)
+    assert d.downlinks[2].active and d.downlinks[2].scale == 1.0
+    d.set_widths({0: (1, 0), 1: (1, 0)})                     # toward S's hosts: 1 path of 2
+    dl = d.downlinks[2]
+    assert dl.scale == (0.5 if start else 1.0)
+    assert dl.rate == (dl.mbps // 2 if start else dl.mbps)
+    assert d.downlinks[3].scale == 1.0                       # idle: left alone
 
 
 def test_a_packet_a_spine_trimmed_is_nacked_at_once_and_never_reaches_the_host():
@@ -206,6 +283,8 @@ def test_a_lost_tail_is_resent_by_the_source_timer_and_a_duplicate_is_dropped():
     s.on_timer(rto)
     (_, again), = take(s, DATA)
     assert again.aux == 4 and s.leaf_timeouts == 1 and s.leaf_resends == 1
+    assert again.prio == PRIO_DATA       # a timeout's resend stays data (only NACKed holes
+                                         # cross at control priority)
     d.receive(again, 2, rto + 1 * US)
     assert to_host(d) == [3]
     d.receive(sent[3][1], 2, rto + 2 * US)                  # the original, very late
