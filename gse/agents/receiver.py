@@ -31,8 +31,8 @@ ones change nothing) and lifts the hold (``_starved``).
 """
 
 from gse.agents.bitmap import ReceiveBitmap
-from gse.agents.events import MessageDelivered
-from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, enter
+from gse.agents.events import delivered
+from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, Phased, enter
 from gse.agents.scheduler import CreditScheduler, Demand
 from gse.common.fifo import Fifo
 from gse.common.finished import FinishedIds
@@ -50,10 +50,10 @@ def reassembly_cost(npkts):
     return INMSG_BYTES + (npkts + 7) // 8 + 8
 
 
-class InMsg:
+class InMsg(Phased):
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",
-                 "trimmed", "regrant_ps", "phase")
+                 "trimmed", "regrant_ps")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
         self.src = src
@@ -326,7 +326,7 @@ class ReceiverSide:
         self._inbound_gone(msg)
         self.finished.add(msg.src, msg.msg_id, msg.npkts, now)
         self.scheduler.remove(msg.demand)
-        self.events.append(MessageDelivered(msg.src, msg.msg_id, msg.size, now))
+        self.events.append(delivered(msg.src, msg.msg_id, msg.size, now))
 
     def _ack(self, msg, pkt, now):
         bitmap = msg.bitmap

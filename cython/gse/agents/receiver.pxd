@@ -1,8 +1,8 @@
 # Augments gse/agents/receiver.py.
 import cython
 from gse.agents.bitmap cimport ReceiveBitmap
-from gse.agents.events cimport MessageDelivered
-from gse.agents.phases cimport enter
+from gse.agents.events cimport delivered
+from gse.agents.phases cimport Phased, enter
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
 from gse.common.fifo cimport Fifo
@@ -28,7 +28,7 @@ cdef long long DROPPED
 cpdef long long reassembly_cost(long long npkts)
 
 
-cdef class InMsg:
+cdef class InMsg(Phased):
     cdef public long long src
     cdef public long long msg_id
     cdef public long long size
@@ -45,7 +45,6 @@ cdef class InMsg:
     cdef public long long requested
     cdef public long long trimmed
     cdef public long long regrant_ps
-    cdef public long long phase     # gse.agents.phases
 
 
 cdef class ReceiverSide:
