@@ -104,8 +104,9 @@ class GseHost(HostAgent):
         paths = self.paths.get(dst)
         if paths is None:             # the entropy range of dst, and its suspected values
             paths = self.paths[dst] = (self.rng.getrandbits(16), {})
-        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0],
-                     cfg, now, paths[1], self.draw_cursor())
+        msg = OutMsg.__new__(OutMsg)        # (OutMsg.setup: see there)
+        msg.setup(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0], cfg,
+                  now, paths[1], self.draw_cursor())
         self.out[msg_id] = msg
         if msg.need_total > 0:
             self._send_request(msg, now, False)

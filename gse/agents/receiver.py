@@ -56,10 +56,16 @@ class InMsg(Phased):
                  "trimmed", "regrant_ps")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
+        self.setup(src, msg_id, size, mtu, order, now, proven)
+
+    def setup(self, src, msg_id, size, mtu, order, now, proven):
+        """What ``__init__`` does.  The receiver makes a message as ``InMsg.__new__(InMsg)``
+        then this: compiled, a C method taking C integers, without the constructor's
+        argument handling, once per message."""
         self.src = src
         self.msg_id = msg_id
         self.size = size
-        self.npkts = (size + mtu - 1) // mtu
+        self.npkts = (self.size + mtu - 1) // mtu
         # an unproven message (REQUEST only) has no bitmap until its first DATA
         self.bitmap = ReceiveBitmap(self.npkts) if proven else None
         self.phase = RECEIVING if proven else UNPROVEN   # changed by phases.enter() only
@@ -156,7 +162,8 @@ class ReceiverSide:
                 self.unproven += 1
                 self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
             self.order += 1
-            msg = InMsg(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
+            msg = InMsg.__new__(InMsg)          # (InMsg.setup: see there)
+            msg.setup(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
             self.messages[key] = msg
         return msg
 
@@ -166,17 +173,17 @@ class ReceiverSide:
         a limit, messages idle for ``idle_ps`` (a sender that died, forged state) go
         first."""
         cost = reassembly_cost(npkts)
-        if (self.inbound >= self.max_inbound
-                or self.inbound_of.get(src, 0) >= self.max_inbound_per_peer
+        n = self.inbound_of.get(src, 0)
+        if (self.inbound >= self.max_inbound or n >= self.max_inbound_per_peer
                 or self.reassembly + cost > self.max_reassembly):
             self._forget_idle(now)
-            if (self.inbound >= self.max_inbound
-                    or self.inbound_of.get(src, 0) >= self.max_inbound_per_peer
+            n = self.inbound_of.get(src, 0)
+            if (self.inbound >= self.max_inbound or n >= self.max_inbound_per_peer
                     or self.reassembly + cost > self.max_reassembly):
                 self.inbound_refused += 1
                 return False
         self.inbound += 1
-        self.inbound_of[src] = self.inbound_of.get(src, 0) + 1
+        self.inbound_of[src] = n + 1
         self.reassembly += cost
         return True
 

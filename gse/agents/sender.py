@@ -67,6 +67,14 @@ class OutMsg(Phased):
 
     def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
                  now, dead=None, cursor=0):
+        self.setup(msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config, now,
+                   dead, cursor)
+
+    def setup(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config, now,
+              dead, cursor):
+        """What ``__init__`` does.  The host makes a message as ``OutMsg.__new__(OutMsg)``
+        then this: compiled, a C method taking C integers, without the constructor's
+        argument handling (as ``gse.wire.packet.new_packet``), once per message."""
         if size <= 0 or size >= 2 ** 32:
             raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
                              % (msg_id, size))
@@ -111,8 +119,9 @@ class OutMsg(Phased):
         self.req_seq = 0
         self.req_entropy = -1          # entropy of the last REQUEST
         self.back_entropy = -1         # of the newest ACK or GRANT that arrived
-        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty,
-                                       dead, cursor, config.entropy_trim_penalty)
+        self.entropy = EntropySelector.__new__(EntropySelector)     # (as OutMsg: setup)
+        self.entropy.setup(entropy_base, config.n_entropies, config.entropy_penalty, dead,
+                           cursor, config.entropy_trim_penalty)
         self.retransmits = 0
         self.phase = SENDING           # gse.agents.phases: changed by enter() only
         self.in_ring = False

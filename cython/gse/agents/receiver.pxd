@@ -18,6 +18,7 @@ cdef long long GRANT
 cdef long long NACK
 cdef long long PRIO_CONTROL
 cdef long long MASK32
+cdef long long INMSG_BYTES
 cdef long long REQUEST
 cdef long long UNPROVEN
 cdef long long RECEIVING
@@ -45,6 +46,9 @@ cdef class InMsg(Phased):
     cdef public long long requested
     cdef public long long trimmed
     cdef public long long regrant_ps
+
+    cpdef setup(self, long long src, long long msg_id, long long size, long long mtu,
+                long long order, long long now, bint proven)
 
 
 cdef class ReceiverSide:
@@ -89,7 +93,7 @@ cdef class ReceiverSide:
     @cython.locals(msg=InMsg, proven=bint)
     cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
 
-    @cython.locals(cost="long long")
+    @cython.locals(cost="long long", n="long long")
     cpdef bint _admit(self, src, long long npkts, long long now) except -1
 
     @cython.locals(n="long long")

@@ -63,6 +63,10 @@ cdef class OutMsg(Phased):
     cdef public bint in_ring
     cdef public long long finish_ps
 
+    cpdef setup(self, long long msg_id, long long src, long long dst, object size,
+                long long mtu, long long unsched_bytes, long long entropy_base, object config,
+                long long now, object dead, long long cursor)
+
     cpdef long long payload_of(self, long long psn) except? -1
 
     @cython.locals(retx=Fifo)
