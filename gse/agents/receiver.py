@@ -30,7 +30,7 @@ the receiver repeats the cumulative total (no new credit; lost grants are made u
 ones change nothing) and lifts the hold (``_starved``).
 """
 
-from gse.agents.bitmap import ReceiveBitmap
+from gse.agents.bitmap import new_bitmap
 from gse.agents.events import delivered
 from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, Phased, enter
 from gse.agents.scheduler import CreditScheduler, Demand
@@ -67,7 +67,7 @@ class InMsg(Phased):
         self.size = size
         self.npkts = (self.size + mtu - 1) // mtu
         # an unproven message (REQUEST only) has no bitmap until its first DATA
-        self.bitmap = ReceiveBitmap(self.npkts) if proven else None
+        self.bitmap = new_bitmap(self.npkts) if proven else None
         self.phase = RECEIVING if proven else UNPROVEN   # changed by phases.enter() only
         self.demand = Demand((src, msg_id), order, proven)
         self.unacked = 0
@@ -223,7 +223,7 @@ class ReceiverSide:
     def _prove(self, msg, now):
         """The first DATA of a message known only from REQUESTs: give it its bitmap.
         Returns the time a grant falls due if its demand goes back in the queue, else -1."""
-        msg.bitmap = ReceiveBitmap(msg.npkts)
+        msg.bitmap = new_bitmap(msg.npkts)
         enter(msg, RECEIVING)
         self._unproven_gone(msg.src)
         return self._heard(msg, now)
@@ -272,7 +272,7 @@ class ReceiverSide:
         key = (pkt.src, pkt.msg_id)
         msg = self.messages.get(key)
         if msg is None:               # (a finished message is no longer in self.messages)
-            if key in self.finished:
+            if self.finished.has(pkt.src, pkt.msg_id):
                 self.duplicates += 1
                 out.append(self._final_ack(pkt, self.finished[key], now))
                 return -1
@@ -355,7 +355,7 @@ class ReceiverSide:
     def on_request(self, pkt, now, out):
         """REQUEST: announce or raise a message's credit need (absolute totals)."""
         key = (pkt.src, pkt.msg_id)
-        if key in self.finished:
+        if self.finished.has(pkt.src, pkt.msg_id):
             out.append(self._final_ack(pkt, self.finished[key], now))
             return -1
         if self.granted_unproven:

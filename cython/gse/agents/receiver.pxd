@@ -1,6 +1,6 @@
 # Augments gse/agents/receiver.py.
 import cython
-from gse.agents.bitmap cimport ReceiveBitmap
+from gse.agents.bitmap cimport ReceiveBitmap, new_bitmap
 from gse.agents.events cimport delivered
 from gse.agents.phases cimport Phased, enter
 from gse.wire.packet cimport Packet, new_packet
