@@ -85,3 +85,18 @@ def test_an_id_that_cannot_be_stored_changes_nothing():
         except OverflowError:
             pass
         assert len(ids) == 1 and list(ids) == [(1, 2)] and len(ids.times) == len(ids.keys)
+
+
+def test_has_answers_as_in():
+    """``has(src, msg_id)`` (the receiver's question, C integers compiled) is ``in``,
+    for every pair: 32-bit fields, and pairs whose key is computed otherwise."""
+    ids = FinishedIds(hold_ps=100, limit=10)
+    edges = [(0, 0), ((1 << 31) - 1, 0xFFFFFFFF), (1 << 31, 0), (0xFFFFFFFF, 0xFFFFFFFF),
+             (1, 5)]
+    for i, (src, msg_id) in enumerate(edges):
+        ids.add(src, msg_id, 1, i)
+    probes = edges + [(0, (1 << 32) + 5), (-1, 5), (0xFFFFFFFF, 0), (2, 5), (1 << 32, 0),
+                      (5, -1)]
+    for src, msg_id in probes:
+        assert ids.has(src, msg_id) == ((src, msg_id) in ids), (src, msg_id)
+    assert ids.has(0, (1 << 32) + 5)          # the key of (1, 5), as ``in`` computes it

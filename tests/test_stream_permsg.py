@@ -1,12 +1,15 @@
 """The per-message helpers of the stream driver and the GSE host give what they replace:
 ``chunk_index`` the ring's chunk order of ``gse.workloads.collectives``, ``randbelow``
-the numbers of ``random.Random.randrange`` from the same state (both builds)."""
+the numbers of ``random.Random.randrange`` from the same state, ``phases.enter`` (a C
+field and a bit mask compiled) the transitions of its table and no other (both builds)."""
 
 import random
 
 import pytest
 
+from gse.agents import phases
 from gse.agents.gse_host import randbelow
+from gse.agents.receiver import InMsg
 from gse.workloads.collectives import Collective, expand
 from gse.workloads.stream import OPS, RingPhase, chunk_index
 
@@ -51,3 +54,23 @@ def test_randbelow_asks_another_generator_its_own_randrange():
     assert randbelow(Dice(), 6) == 5
     with pytest.raises(ValueError):
         randbelow(random.Random(1), 0)
+
+
+def test_phase_masks_are_the_transition_table():
+    for old in range(len(phases.ALLOWED)):
+        allowed = phases.TRANSITIONS.get(old, frozenset())
+        assert {q for q in range(16) if phases.ALLOWED[old] >> q & 1} == allowed
+
+
+@pytest.mark.parametrize("bad", [phases.SENDING, phases.RECEIVING, phases.UNPROVEN, 15, 16,
+                                 99, -1])
+def test_enter_refuses_what_the_table_does_not_allow(bad):
+    msg = InMsg(3, 7, 1000, 4096, 1, 0)
+    assert msg.phase == phases.RECEIVING
+    with pytest.raises(phases.PhaseError, match="message 7 from 3: RECEIVING -> "):
+        phases.enter(msg, bad)
+    assert msg.phase == phases.RECEIVING          # unchanged
+    phases.enter(msg, phases.DELIVERED)
+    assert msg.phase == phases.DELIVERED
+    with pytest.raises(phases.PhaseError, match="DELIVERED -> DROPPED"):
+        phases.enter(msg, phases.DROPPED)           # a final phase stays final

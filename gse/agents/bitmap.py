@@ -12,6 +12,11 @@ class ReceiveBitmap:
     __slots__ = ("npkts", "bits", "cum", "count")
 
     def __init__(self, npkts):
+        self.setup(npkts)
+
+    def setup(self, npkts):
+        """What ``__init__`` does (``new_bitmap``: compiled, without the constructor's
+        argument handling)."""
         if npkts <= 0:
             raise ValueError("a message has at least one packet, got %d" % npkts)
         self.npkts = npkts
@@ -54,3 +59,11 @@ class ReceiveBitmap:
         if psn >= base + 64:
             base = (psn - 56) & ~7
         return base
+
+
+def new_bitmap(npkts):
+    """``ReceiveBitmap(npkts)``, as the receiver makes one per message: compiled, a C
+    function (``ReceiveBitmap.__new__`` and ``setup``, as ``gse.wire.packet.new_packet``)."""
+    bitmap = ReceiveBitmap.__new__(ReceiveBitmap)
+    bitmap.setup(npkts)
+    return bitmap

@@ -30,6 +30,11 @@ class EntropySelector:
                  "recycled", "dead")
 
     def __init__(self, base, n, penalty, dead=None, cursor=0, trim_penalty=-1):
+        self.setup(base, n, penalty, dead, cursor, trim_penalty)
+
+    def setup(self, base, n, penalty, dead, cursor, trim_penalty):
+        """What ``__init__`` does (compiled, with C integers: ``OutMsg.setup`` makes one
+        selector per message as ``EntropySelector.__new__`` then this)."""
         self.base = base & 0xFFFF
         self.n = n
         self.cursor = cursor % n      # where exploration starts

@@ -10,7 +10,7 @@ The classes carry ``__slots__`` and no behaviour, so that the compiled build mak
 extension types (cython/gse/agents/events.pxd) with the same attributes, equality and repr.
 """
 
-__all__ = ["AgentEvent", "MessageDelivered", "MessageCompleted"]
+__all__ = ["AgentEvent", "MessageDelivered", "MessageCompleted", "delivered", "completed"]
 
 
 class AgentEvent:
@@ -61,3 +61,24 @@ class MessageCompleted(AgentEvent):
     def __repr__(self):
         return "MessageCompleted(msg_id=%d, retransmits=%d, time_ps=%d)" % (
             self.msg_id, self.retransmits, self.time_ps)
+
+
+def delivered(src, msg_id, size, time_ps):
+    """``MessageDelivered(src, msg_id, size, time_ps)``, as the agents make it once per
+    message: compiled, a C function taking C integers, without the constructor's argument
+    handling (as ``gse.wire.packet.new_packet``)."""
+    event = MessageDelivered.__new__(MessageDelivered)
+    event.src = src
+    event.msg_id = msg_id
+    event.size = size
+    event.time_ps = time_ps
+    return event
+
+
+def completed(msg_id, retransmits, time_ps):
+    """``MessageCompleted(msg_id, retransmits, time_ps)``, made as ``delivered``."""
+    event = MessageCompleted.__new__(MessageCompleted)
+    event.msg_id = msg_id
+    event.retransmits = retransmits
+    event.time_ps = time_ps
+    return event

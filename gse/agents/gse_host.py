@@ -11,7 +11,7 @@ pops, one moved earlier gets an entry of its own (``_move``).  A message's phase
 (``gse.agents.phases``) changes only through ``phases.enter``.
 """
 
-from gse.agents.events import MessageCompleted
+from gse.agents.events import completed
 from gse.agents.interface import HostAgent
 from gse.agents.phases import DONE, DRAINING, SENDING, enter
 from gse.agents.receiver import ReceiverSide
@@ -30,14 +30,20 @@ HOST_DEADLINES = ("pacer", "expiry")
 MESSAGE_DEADLINES = ("request", "rto", "tlp")
 
 
+def plain_random(rng):
+    """Whether ``rng`` is a ``random.Random`` (recognised by name: agents do not import
+    ``random``, tests/test_architecture.py)."""
+    cls = type(rng)
+    return cls.__name__ == "Random" and cls.__module__ == "random"
+
+
 def randbelow(rng, n):
     """``rng.randrange(n)`` (n >= 1), the same number from the same state: for a
     ``random.Random`` as CPython draws it (``Random._randbelow``: ``n.bit_length()`` bits,
     drawn again while not below n), without randrange's Python frames, once per message;
-    any other generator is asked its own ``randrange``.  (Recognised by name: agents do
-    not import ``random``, tests/test_architecture.py.)"""
-    cls = type(rng)
-    if cls.__name__ != "Random" or cls.__module__ != "random" or n < 1:
+    any other generator is asked its own ``randrange``.  (``GseHost.draw_cursor`` is the
+    same with the checks done once per host.)"""
+    if n < 1 or not plain_random(rng):
         return rng.randrange(n)
     k = n.bit_length()
     r = rng.getrandbits(k)
@@ -51,7 +57,8 @@ class GseHost(HostAgent):
                  "receiver", "timeouts",
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
-                 "unknown_grants", "expiry_at", "paths", "acked_done")
+                 "unknown_grants", "expiry_at", "paths", "acked_done",
+                 "n_entropies", "cursor_bits", "getrandbits")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         HostAgent.__init__(self, addr)
@@ -79,6 +86,12 @@ class GseHost(HostAgent):
         # what one learnt about the paths the next need not learn again
         self.paths = {}
         self.acked_done = 0       # packets of the messages finished here (progress())
+        # a message's entropy cursor (draw_cursor): randbelow(rng, n_entropies) with what
+        # it looks up done once; cursor_bits 0: not a random.Random, ask randbelow
+        self.n_entropies = config.n_entropies
+        plain = plain_random(rng) and self.n_entropies >= 1
+        self.cursor_bits = self.n_entropies.bit_length() if plain else 0
+        self.getrandbits = rng.getrandbits if plain else None
 
     # -- application ----------------------------------------------------------------------
 
@@ -91,12 +104,25 @@ class GseHost(HostAgent):
         paths = self.paths.get(dst)
         if paths is None:             # the entropy range of dst, and its suspected values
             paths = self.paths[dst] = (self.rng.getrandbits(16), {})
-        msg = OutMsg(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0],
-                     cfg, now, paths[1], randbelow(self.rng, cfg.n_entropies))
+        msg = OutMsg.__new__(OutMsg)        # (OutMsg.setup: see there)
+        msg.setup(msg_id, self.addr, dst, size, cfg.mtu, cfg.unsched_bytes, paths[0], cfg,
+                  now, paths[1], self.draw_cursor())
         self.out[msg_id] = msg
         if msg.need_total > 0:
             self._send_request(msg, now, False)
         self._activate(msg)
+
+    def draw_cursor(self):
+        """Where a new message's entropy walk starts: ``randbelow(rng, n_entropies)``, the
+        same number, with the generator's type checked and the bits counted once."""
+        k = self.cursor_bits
+        if k == 0:
+            return randbelow(self.rng, self.n_entropies)
+        n = self.n_entropies
+        r = self.getrandbits(k)
+        while r >= n:
+            r = self.getrandbits(k)
+        return r
 
     # -- runtime interface ----------------------------------------------------------------
 
@@ -269,7 +295,7 @@ class GseHost(HostAgent):
         msg.finish_ps = now
         self.acked_done += msg.npkts
         del self.out[msg.msg_id]
-        self._events.append(MessageCompleted(msg.msg_id, msg.retransmits, now))
+        self._events.append(completed(msg.msg_id, msg.retransmits, now))
 
     # -- timers ---------------------------------------------------------------------------
 

@@ -30,9 +30,9 @@ the receiver repeats the cumulative total (no new credit; lost grants are made u
 ones change nothing) and lifts the hold (``_starved``).
 """
 
-from gse.agents.bitmap import ReceiveBitmap
-from gse.agents.events import MessageDelivered
-from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, enter
+from gse.agents.bitmap import new_bitmap
+from gse.agents.events import delivered
+from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, Phased, enter
 from gse.agents.scheduler import CreditScheduler, Demand
 from gse.common.fifo import Fifo
 from gse.common.finished import FinishedIds
@@ -50,18 +50,24 @@ def reassembly_cost(npkts):
     return INMSG_BYTES + (npkts + 7) // 8 + 8
 
 
-class InMsg:
+class InMsg(Phased):
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",
-                 "trimmed", "regrant_ps", "phase")
+                 "trimmed", "regrant_ps")
 
     def __init__(self, src, msg_id, size, mtu, order, now, proven=True):
+        self.setup(src, msg_id, size, mtu, order, now, proven)
+
+    def setup(self, src, msg_id, size, mtu, order, now, proven):
+        """What ``__init__`` does.  The receiver makes a message as ``InMsg.__new__(InMsg)``
+        then this: compiled, a C method taking C integers, without the constructor's
+        argument handling, once per message."""
         self.src = src
         self.msg_id = msg_id
         self.size = size
-        self.npkts = (size + mtu - 1) // mtu
+        self.npkts = (self.size + mtu - 1) // mtu
         # an unproven message (REQUEST only) has no bitmap until its first DATA
-        self.bitmap = ReceiveBitmap(self.npkts) if proven else None
+        self.bitmap = new_bitmap(self.npkts) if proven else None
         self.phase = RECEIVING if proven else UNPROVEN   # changed by phases.enter() only
         self.demand = Demand((src, msg_id), order, proven)
         self.unacked = 0
@@ -156,7 +162,8 @@ class ReceiverSide:
                 self.unproven += 1
                 self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
             self.order += 1
-            msg = InMsg(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
+            msg = InMsg.__new__(InMsg)          # (InMsg.setup: see there)
+            msg.setup(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
             self.messages[key] = msg
         return msg
 
@@ -166,17 +173,17 @@ class ReceiverSide:
         a limit, messages idle for ``idle_ps`` (a sender that died, forged state) go
         first."""
         cost = reassembly_cost(npkts)
-        if (self.inbound >= self.max_inbound
-                or self.inbound_of.get(src, 0) >= self.max_inbound_per_peer
+        n = self.inbound_of.get(src, 0)
+        if (self.inbound >= self.max_inbound or n >= self.max_inbound_per_peer
                 or self.reassembly + cost > self.max_reassembly):
             self._forget_idle(now)
-            if (self.inbound >= self.max_inbound
-                    or self.inbound_of.get(src, 0) >= self.max_inbound_per_peer
+            n = self.inbound_of.get(src, 0)
+            if (self.inbound >= self.max_inbound or n >= self.max_inbound_per_peer
                     or self.reassembly + cost > self.max_reassembly):
                 self.inbound_refused += 1
                 return False
         self.inbound += 1
-        self.inbound_of[src] = self.inbound_of.get(src, 0) + 1
+        self.inbound_of[src] = n + 1
         self.reassembly += cost
         return True
 
@@ -216,7 +223,7 @@ class ReceiverSide:
     def _prove(self, msg, now):
         """The first DATA of a message known only from REQUESTs: give it its bitmap.
         Returns the time a grant falls due if its demand goes back in the queue, else -1."""
-        msg.bitmap = ReceiveBitmap(msg.npkts)
+        msg.bitmap = new_bitmap(msg.npkts)
         enter(msg, RECEIVING)
         self._unproven_gone(msg.src)
         return self._heard(msg, now)
@@ -265,7 +272,7 @@ class ReceiverSide:
         key = (pkt.src, pkt.msg_id)
         msg = self.messages.get(key)
         if msg is None:               # (a finished message is no longer in self.messages)
-            if key in self.finished:
+            if self.finished.has(pkt.src, pkt.msg_id):
                 self.duplicates += 1
                 out.append(self._final_ack(pkt, self.finished[key], now))
                 return -1
@@ -326,7 +333,7 @@ class ReceiverSide:
         self._inbound_gone(msg)
         self.finished.add(msg.src, msg.msg_id, msg.npkts, now)
         self.scheduler.remove(msg.demand)
-        self.events.append(MessageDelivered(msg.src, msg.msg_id, msg.size, now))
+        self.events.append(delivered(msg.src, msg.msg_id, msg.size, now))
 
     def _ack(self, msg, pkt, now):
         bitmap = msg.bitmap
@@ -348,7 +355,7 @@ class ReceiverSide:
     def on_request(self, pkt, now, out):
         """REQUEST: announce or raise a message's credit need (absolute totals)."""
         key = (pkt.src, pkt.msg_id)
-        if key in self.finished:
+        if self.finished.has(pkt.src, pkt.msg_id):
             out.append(self._final_ack(pkt, self.finished[key], now))
             return -1
         if self.granted_unproven:

@@ -35,7 +35,7 @@ Rules, in the order the sender applies them:
 from array import array
 
 from gse.agents.entropy import EntropySelector
-from gse.agents.phases import DONE, SENDING, enter
+from gse.agents.phases import DONE, SENDING, Phased, enter
 from gse.common.bits import le64, lowest_bit
 from gse.common.fifo import Fifo
 from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTROL, PRIO_DATA,
@@ -54,7 +54,7 @@ UNSENT = array("q", [-1])
 NO_ENTROPY = array("i", [0])
 
 
-class OutMsg:
+class OutMsg(Phased):
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
                  "next_new", "unsched_pkts", "unsched_payload",
                  "credit", "credit_received", "need_total", "nacked",
@@ -63,31 +63,40 @@ class OutMsg:
                  "rto_deadline", "rto_backoff", "req_deadline", "req_backoff", "req_seq",
                  "req_entropy", "back_entropy",
                  "tlp_deadline", "last_progress",
-                 "entropy", "retransmits", "phase", "in_ring", "finish_ps")
+                 "entropy", "retransmits", "in_ring", "finish_ps")
 
     def __init__(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config,
                  now, dead=None, cursor=0):
+        self.setup(msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config, now,
+                   dead, cursor)
+
+    def setup(self, msg_id, src, dst, size, mtu, unsched_bytes, entropy_base, config, now,
+              dead, cursor):
+        """What ``__init__`` does.  The host makes a message as ``OutMsg.__new__(OutMsg)``
+        then this: compiled, a C method taking C integers, without the constructor's
+        argument handling (as ``gse.wire.packet.new_packet``), once per message."""
         if size <= 0 or size >= 2 ** 32:
             raise ValueError("message %d: size must be in 1..2^32-1 bytes, got %d"
                              % (msg_id, size))
         self.msg_id = msg_id
         self.src = src
         self.dst = dst
+        # (computed from the fields: C integers, compiled)
         self.size = size
         self.mtu = mtu
-        self.npkts = (size + mtu - 1) // mtu
+        self.npkts = (self.size + self.mtu - 1) // self.mtu
         self.start_ps = now
         self.next_new = 0
-        full = unsched_bytes // mtu
-        if full >= self.npkts:
+        self.unsched_pkts = unsched_bytes
+        self.unsched_pkts //= self.mtu          # the whole packets the window holds
+        if self.unsched_pkts >= self.npkts:
             self.unsched_pkts = self.npkts
-            self.unsched_payload = size
+            self.unsched_payload = self.size
         else:
-            self.unsched_pkts = full
-            self.unsched_payload = full * mtu
+            self.unsched_payload = self.unsched_pkts * self.mtu
         self.credit = 0
         self.credit_received = 0
-        self.need_total = size - self.unsched_payload
+        self.need_total = self.size - self.unsched_payload
         self.nacked = 0                # of need_total: resends of trimmed packets
         self.acked = bytearray((self.npkts + 7) // 8 + 8)
         self.cum_acked = 0
@@ -110,8 +119,9 @@ class OutMsg:
         self.req_seq = 0
         self.req_entropy = -1          # entropy of the last REQUEST
         self.back_entropy = -1         # of the newest ACK or GRANT that arrived
-        self.entropy = EntropySelector(entropy_base, config.n_entropies, config.entropy_penalty,
-                                       dead, cursor, config.entropy_trim_penalty)
+        self.entropy = EntropySelector.__new__(EntropySelector)     # (as OutMsg: setup)
+        self.entropy.setup(entropy_base, config.n_entropies, config.entropy_penalty, dead,
+                           cursor, config.entropy_trim_penalty)
         self.retransmits = 0
         self.phase = SENDING           # gse.agents.phases: changed by enter() only
         self.in_ring = False

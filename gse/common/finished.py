@@ -19,6 +19,7 @@ first: if it could not be stored, nothing was changed.
 from array import array
 
 COMPACT_AT = 4096     # forgotten slots at the arrays' head before they are cut off
+MASK32 = 0xFFFFFFFF
 
 
 class FinishedIds:
@@ -41,6 +42,15 @@ class FinishedIds:
 
     def __contains__(self, src_msg):
         return ((src_msg[0] << 32) | src_msg[1]) in self.npkts_of
+
+    def has(self, src, msg_id):
+        """``(src, msg_id) in ids`` without the tuple: what a receiver asks of a message's
+        first packet (compiled, with C integers: the key of two 32-bit fields is computed
+        as an unsigned 64-bit integer; any other pair is asked as ``in`` does)."""
+        if 0 <= src <= MASK32 and 0 <= msg_id <= MASK32:
+            s = src
+            return (s << 32 | msg_id) in self.npkts_of
+        return (src, msg_id) in self
 
     def __getitem__(self, src_msg):
         return self.npkts_of[(src_msg[0] << 32) | src_msg[1]]

@@ -9,6 +9,8 @@ cdef class ReceiveBitmap:
     cdef public long long cum
     cdef public long long count
 
+    cpdef setup(self, long long npkts)
+
     @cython.locals(byte="Py_ssize_t", bit="long long", bits=bytearray, cum="long long",
                    npkts="long long")
     cpdef bint mark(self, long long psn) except -1
@@ -21,3 +23,7 @@ cdef class ReceiveBitmap:
 
     @cython.locals(base="long long")
     cpdef long long sack_base_for(self, long long psn)
+
+
+@cython.locals(bitmap=ReceiveBitmap)
+cpdef ReceiveBitmap new_bitmap(long long npkts)

@@ -14,6 +14,9 @@ cdef class EntropySelector:
     cdef public Fifo recycled
     cdef public object dead
 
+    cpdef setup(self, long long base, long long n, long long penalty, object dead,
+                long long cursor, long long trim_penalty)
+
     @cython.locals(recycled=Fifo, entropy="long long")
     cpdef long long next(self, long long now=*) except? -1
 

@@ -1,5 +1,6 @@
 # Augments gse/agents/events.py: the events become extension types, made by the compiled
-# agents without a Python call.
+# agents without a Python call (``delivered``, ``completed``: C functions).
+import cython
 
 
 cdef class AgentEvent:
@@ -17,3 +18,11 @@ cdef class MessageCompleted(AgentEvent):
     cdef public long long msg_id
     cdef public long long retransmits
     cdef public long long time_ps
+
+
+@cython.locals(event=MessageDelivered)
+cpdef MessageDelivered delivered(long long src, long long msg_id, long long size,
+                                 long long time_ps)
+
+@cython.locals(event=MessageCompleted)
+cpdef MessageCompleted completed(long long msg_id, long long retransmits, long long time_ps)

@@ -2,7 +2,7 @@
 import cython
 from gse.common.fifo cimport Fifo
 from gse.common.timers cimport TimerHeap
-from gse.agents.events cimport MessageCompleted
+from gse.agents.events cimport completed
 from gse.agents.interface cimport HostAgent
 from gse.agents.phases cimport enter
 from gse.wire.packet cimport Packet
@@ -22,6 +22,8 @@ cdef long long SENDING
 cdef long long DRAINING
 cdef long long DONE
 
+
+cpdef bint plain_random(rng) except -1
 
 cpdef randbelow(rng, n)
 
@@ -47,8 +49,14 @@ cdef class GseHost(HostAgent):
     cdef public long long expiry_at
     cdef public dict paths
     cdef public long long acked_done
+    cdef public long long n_entropies
+    cdef public long long cursor_bits
+    cdef public object getrandbits
 
     cpdef start_message(self, msg_id, dst, size, now)
+
+    @cython.locals(k="long long", n="long long", r="long long")
+    cpdef long long draw_cursor(self) except? -1
 
     cpdef bint has_work(self) except -1
 

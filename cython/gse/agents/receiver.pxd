@@ -1,8 +1,8 @@
 # Augments gse/agents/receiver.py.
 import cython
-from gse.agents.bitmap cimport ReceiveBitmap
-from gse.agents.events cimport MessageDelivered
-from gse.agents.phases cimport enter
+from gse.agents.bitmap cimport ReceiveBitmap, new_bitmap
+from gse.agents.events cimport delivered
+from gse.agents.phases cimport Phased, enter
 from gse.wire.packet cimport Packet, new_packet
 from gse.agents.scheduler cimport CreditScheduler, Demand
 from gse.common.fifo cimport Fifo
@@ -18,6 +18,7 @@ cdef long long GRANT
 cdef long long NACK
 cdef long long PRIO_CONTROL
 cdef long long MASK32
+cdef long long INMSG_BYTES
 cdef long long REQUEST
 cdef long long UNPROVEN
 cdef long long RECEIVING
@@ -28,7 +29,7 @@ cdef long long DROPPED
 cpdef long long reassembly_cost(long long npkts)
 
 
-cdef class InMsg:
+cdef class InMsg(Phased):
     cdef public long long src
     cdef public long long msg_id
     cdef public long long size
@@ -45,7 +46,9 @@ cdef class InMsg:
     cdef public long long requested
     cdef public long long trimmed
     cdef public long long regrant_ps
-    cdef public long long phase     # gse.agents.phases
+
+    cpdef setup(self, long long src, long long msg_id, long long size, long long mtu,
+                long long order, long long now, bint proven)
 
 
 cdef class ReceiverSide:
@@ -90,7 +93,7 @@ cdef class ReceiverSide:
     @cython.locals(msg=InMsg, proven=bint)
     cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
 
-    @cython.locals(cost="long long")
+    @cython.locals(cost="long long", n="long long")
     cpdef bint _admit(self, src, long long npkts, long long now) except -1
 
     @cython.locals(n="long long")

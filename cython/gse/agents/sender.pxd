@@ -2,7 +2,7 @@
 import cython
 from gse.common.fifo cimport Fifo
 from gse.agents.entropy cimport EntropySelector
-from gse.agents.phases cimport enter
+from gse.agents.phases cimport Phased, enter
 from gse.common.bits cimport le64, lowest_bit
 from gse.wire.packet cimport Packet, new_packet
 
@@ -24,7 +24,7 @@ cdef long long SENDING
 cdef long long DONE
 
 
-cdef class OutMsg:
+cdef class OutMsg(Phased):
     cdef public long long msg_id
     cdef public long long src
     cdef public long long dst
@@ -60,9 +60,12 @@ cdef class OutMsg:
     cdef public long long last_progress
     cdef public EntropySelector entropy
     cdef public long long retransmits
-    cdef public long long phase     # gse.agents.phases
     cdef public bint in_ring
     cdef public long long finish_ps
+
+    cpdef setup(self, long long msg_id, long long src, long long dst, object size,
+                long long mtu, long long unsched_bytes, long long entropy_base, object config,
+                long long now, object dead, long long cursor)
 
     cpdef long long payload_of(self, long long psn) except? -1
 

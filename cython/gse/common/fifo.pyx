@@ -7,24 +7,27 @@ too), iteration both ways (RuntimeError if mutated meanwhile), ``in``, ==, repr.
 live in a Python list used as the ring, so the garbage collector sees them.
 """
 
+cimport cython
 import sys
 from collections import deque as _deque
 
 _OLD_MESSAGES = sys.version_info < (3, 11)     # deque's error texts changed in 3.11
 
 
+@cython.freelist(256)
 cdef class Fifo:
 
-    def __cinit__(self, *args, **kwargs):
+    def __cinit__(self, iterable=()):
+        # made and filled here, with no __init__: one argument parse per Fifo (three
+        # are made per message sent); anything but () is iterated, as deque does
         self._buf = [None] * 8
         self._mask = 7
         self._head = 0
         self._n = 0
         self._state = 0
-
-    def __init__(self, iterable=()):
-        for x in iterable:
-            self.append(x)
+        if type(iterable) is not tuple or iterable:
+            for x in iterable:
+                self.append(x)
 
     cdef int _grow(self) except -1:
         cdef Py_ssize_t i, cap = self._mask + 1

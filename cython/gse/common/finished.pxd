@@ -6,6 +6,7 @@
 import cython
 
 # COMPACT_AT stays a module attribute (a test lowers it to see the arrays cut).
+cdef long long MASK32
 
 
 @cython.final
@@ -20,3 +21,6 @@ cdef class FinishedIds:
     @cython.locals(keys=object, times=object, npkts_of=dict, oldest="long long",
                    head="Py_ssize_t", n="Py_ssize_t")
     cpdef add(self, src, msg_id, npkts, long long now)
+
+    @cython.locals(s="unsigned long long")
+    cpdef bint has(self, long long src, long long msg_id) except -1
