@@ -81,7 +81,10 @@ def test_permutation_with_loss_delivers_everything_exactly_once():
     assert s["runtime"] == "udp" and s["protocol"] == "gse-fabric"
     assert s["wire_drops"] > 0                                # losses happened ...
     assert s["retransmits"] > 0                               # ... and were resent
-    assert s["fabric"]["hole_skips"] + s["fabric"]["rerequests"] > 0
+    f = s["fabric"]
+    # a loss inside the fabric is repaired by the leaves (leaf recovery, on over UDP), or
+    # else skipped or re-requested: which one depends on the processes' timing
+    assert f["leaf_resends"] + f["hole_skips"] + f["rerequests"] > 0, f
 
 
 def test_incast_with_loss_and_corruption_delivers_everything_exactly_once():
