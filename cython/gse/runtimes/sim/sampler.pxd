@@ -27,7 +27,7 @@ cdef Py_ssize_t CHUNK
                pps="long long", trims="long long", drops="long long", ecn="long long")
 cpdef Py_ssize_t sample(list busy, list watch, list spare, list hosts, list host_watch,
                         list receivers, long long since, long long now, long long b,
-                        long long[:] out, Py_ssize_t pos, long long[:] prev) except -1
+                        long long[::1] out, Py_ssize_t pos, long long[::1] prev) except -1
 
 
 @cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
@@ -57,7 +57,7 @@ cdef class Sampler:
     cdef public object nic_index
     cdef public list host_gbps
     cdef public object prev
-    cdef long long[:] pview
+    cdef long long[::1] pview
     cdef public Py_ssize_t n
     cdef public list busy
     cdef public list watch
@@ -68,7 +68,7 @@ cdef class Sampler:
     cdef public list chunks
     cdef public list ends
     cdef public object out
-    cdef long long[:] view
+    cdef long long[::1] view
     cdef public Py_ssize_t size
     cdef public Py_ssize_t pos
     cdef public bint closed
