@@ -52,9 +52,10 @@ CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
 # The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
 # in its list (the port, then its queue, then the queue's counters: each a pointer read
-# from a line fetched before), gse_prefetch and gse_prefetch2 of sampler.pxd
-# (__builtin_prefetch): the misses on them, most of its time, overlap instead of
-# following one another.  The pure build never calls them.
+# from a line fetched before), gse_prefetch_port, _queue and _counters of sampler.pxd
+# (__builtin_prefetch, on borrowed pointers: gse_prefetch.h): the misses on them, most
+# of its time, overlap instead of following one another.  The pure build never calls
+# them.
 PREFETCH = cython.compiled
 
 
@@ -98,31 +99,28 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
         for x in range(n):
             if PREFETCH:              # (compiled) fetch what the ports ahead will read
                 if x + 6 < n:
-                    ahead = ports[x + 6]
-                    gse_prefetch2(ahead)                  # the port's first two lines
+                    gse_prefetch_port(ports, x + 6)       # the port's first two lines
                 if x + 4 < n:
-                    ahead = ports[x + 4]
-                    gse_prefetch(ahead.queue)             # (fetched 2 ports ago)
+                    gse_prefetch_queue(ports, x + 4)      # (fetched 2 ports ago)
                 if x + 2 < n:
-                    ahead = ports[x + 2]
-                    gse_prefetch(ahead.queue.counters)    # (and that, 2 ports ago)
+                    gse_prefetch_counters(ports, x + 2)   # (and that, 2 ports ago)
             port = ports[x]
             if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
                     and port.paused_ps == port.s_paused):
                 port.watch = watch
                 continue
-            q = port.queue
-            c = q.counters
-            o = q.data_bytes + q.control_bytes
+            # port.queue and port.queue.counters in full, not in locals: compiled, a chain
+            # of C fields reads through pointers, where a typed local takes a reference
+            o = port.queue.data_bytes + port.queue.control_bytes
             port.s_queue = o
-            p = c.peak_bytes
+            p = port.queue.counters.peak_bytes
             if p > port.s_peak:
                 port.s_peak = p
-            c.peak_bytes = o
-            v = c.tx_bytes
+            port.queue.counters.peak_bytes = o
+            v = port.queue.counters.tx_bytes
             tx = v - port.s_tx
             port.s_tx = v
-            if q.paused:
+            if port.queue.paused:
                 paused = 1
                 v = port.paused_ps + now - port.paused_since
             else:
@@ -130,13 +128,13 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
                 v = port.paused_ps
             pps = v - port.s_paused
             port.s_paused = v
-            v = c.trims
+            v = port.queue.counters.trims
             trims = v - port.s_trims
             port.s_trims = v
-            v = c.drops
+            v = port.queue.counters.drops
             drops = v - port.s_drops
             port.s_drops = v
-            v = c.ecn_marks
+            v = port.queue.counters.ecn_marks
             ecn = v - port.s_ecn
             port.s_ecn = v
             r = k
@@ -323,6 +321,19 @@ class Sampler:
     def at_stop(self, now: int) -> None:
         self._sample(now)
         self.next_stop = now + self.bin_ps
+
+    def run_bins(self, eq: Any, limit: int) -> bool:
+        """Run ``eq`` (the network's event queue: ``Network.run`` is its ``run``) a bin at
+        a time, sampling at each bin's end, while that end is before ``limit`` (the next
+        stop of another observer, or the run's end; -1 for none); True if the queue
+        drained.  What ``observe.run_observed`` does for any observer, without its Python
+        loop per bin."""
+        while self.next_stop >= eq.now and (limit < 0 or self.next_stop < limit):
+            stop = self.next_stop
+            if eq.run(stop):
+                return True
+            self.at_stop(stop)
+        return False
 
     def close(self, now: int) -> None:
         if self.closed:

@@ -1,18 +1,33 @@
 /* Prefetch hints for the sampler's walk over ports (gse/runtimes/sim/sampler.py): the
  * next ports' objects are read a few iterations ahead, so their cache misses overlap
- * the work on the current one.  A hint only: no effect on results. */
+ * the work on the current one.  A hint only: no effect on results.
+ *
+ * They take the list and an index and read the port, its queue and its counters through
+ * borrowed pointers: no reference is taken, so a hint writes nothing (an owned reference,
+ * as a Cython local or argument takes, increments the object's count: a store to the very
+ * line being fetched, and a dozen instructions per hint).  They are macros, expanded in
+ * sampler.c after Cython has defined the compiled classes' structs (this header is
+ * included before): a renamed class or field is a compile error, not a wrong read. */
 #ifndef GSE_PREFETCH_H
 #define GSE_PREFETCH_H
 
 #include <Python.h>
 
-/* The first cache line of an object. */
-static inline void gse_prefetch(PyObject *o) { __builtin_prefetch(o); }
+#define GSE_PF_PORT(list, i) \
+    ((struct __pyx_obj_3gse_8runtimes_3sim_7network_LinkPort *)PyList_GET_ITEM((list), (i)))
 
-/* Its first two cache lines (a port's sampled fields span them). */
-static inline void gse_prefetch2(PyObject *o) {
-    __builtin_prefetch(o);
-    __builtin_prefetch((char *)o + 64);
-}
+/* The port's first two cache lines (its sampled fields span them). */
+#define gse_prefetch_port(list, i) do { \
+        char *gse_o_ = (char *)PyList_GET_ITEM((list), (i)); \
+        __builtin_prefetch(gse_o_); \
+        __builtin_prefetch(gse_o_ + 64); \
+    } while (0)
+
+/* Its queue's first line (the port's was asked for two ports before). */
+#define gse_prefetch_queue(list, i) __builtin_prefetch(GSE_PF_PORT((list), (i))->queue)
+
+/* The queue's counters (the queue's line was asked for two ports before). */
+#define gse_prefetch_counters(list, i) \
+    __builtin_prefetch(GSE_PF_PORT((list), (i))->queue->counters)
 
 #endif

@@ -6,12 +6,13 @@
 import cython
 from gse.agents.receiver cimport ReceiverSide
 from gse.agents.roce_receiver cimport RoceReceiver
+from gse.runtimes.sim.eventq cimport EventQueue
 from gse.runtimes.sim.network cimport HostNode, LinkPort
-from switchmodel.queue cimport OutputQueue, PortCounters
 
 cdef extern from "gse_prefetch.h":
-    void gse_prefetch(object o)
-    void gse_prefetch2(object o)
+    void gse_prefetch_port(list ports, Py_ssize_t i)
+    void gse_prefetch_queue(list ports, Py_ssize_t i)
+    void gse_prefetch_counters(list ports, Py_ssize_t i)
 
 cdef bint PREFETCH
 cdef Py_ssize_t NPORT
@@ -19,15 +20,14 @@ cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
 
 
-@cython.locals(y="int", x="Py_ssize_t", n="Py_ssize_t", h="Py_ssize_t", ahead=LinkPort,
+@cython.locals(y="int", x="Py_ssize_t", n="Py_ssize_t", h="Py_ssize_t",
                k="Py_ssize_t", r="Py_ssize_t", mask="long long",
-               ports=list, nodes=list, port=LinkPort, node=HostNode, q=OutputQueue,
-               c=PortCounters, gr=ReceiverSide, rr=RoceReceiver, o="long long",
-               p="long long", v="long long", tx="long long", paused="long long",
+               ports=list, nodes=list, port=LinkPort, node=HostNode, gr=ReceiverSide,
+               rr=RoceReceiver, o="long long", p="long long", v="long long", tx="long long", paused="long long",
                pps="long long", trims="long long", drops="long long", ecn="long long")
 cpdef Py_ssize_t sample(list busy, list watch, list spare, list hosts, list host_watch,
                         list receivers, long long since, long long now, long long b,
-                        long long[:] out, Py_ssize_t pos, long long[:] prev) except -1
+                        long long[::1] out, Py_ssize_t pos, long long[::1] prev) except -1
 
 
 @cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
@@ -57,7 +57,7 @@ cdef class Sampler:
     cdef public object nic_index
     cdef public list host_gbps
     cdef public object prev
-    cdef long long[:] pview
+    cdef long long[::1] pview
     cdef public Py_ssize_t n
     cdef public list busy
     cdef public list watch
@@ -68,12 +68,15 @@ cdef class Sampler:
     cdef public list chunks
     cdef public list ends
     cdef public object out
-    cdef long long[:] view
+    cdef long long[::1] view
     cdef public Py_ssize_t size
     cdef public Py_ssize_t pos
     cdef public bint closed
 
     cpdef at_stop(self, long long now)
+
+    @cython.locals(stop="long long")
+    cpdef bint run_bins(self, EventQueue eq, long long limit) except -1
 
     cpdef close(self, long long now)
 
