@@ -173,6 +173,11 @@ def add_commands(sub):
     g.add_argument("--precise-timers", action="store_true",
                    help="agents wake for timers to the microsecond (timerfd) instead of "
                         "sleeping at least 1 ms")
+    g.add_argument("--forwarding", choices=("agents", "kernel"), default="agents",
+                   help="agents: a switch agent per switch position (default); kernel: "
+                        "the switch namespaces route in the kernel (multipath on the UDP "
+                        "source port, tbf links; GSE only: no PFC, ECN, trimming, control "
+                        "priority or link delay; docs/mininet.md)")
 
     p = sub.add_parser("agent-configs",
                        help="write the per-node configurations of a topology and traffic")

@@ -1,0 +1,148 @@
+"""A host agent of a fabric whose switches forward in the kernel (Mininet's
+``--forwarding kernel``, ``gse.runtimes.mininet.kernel_forwarding``).
+
+No switch agent runs there: every switch namespace routes the hosts' addresses with
+multipath next hops hashed on the UDP 5-tuple.  So a host addresses each datagram to the
+destination host's own address (not to its leaf), and the packet's spraying entropy, which
+a switch agent reads from the header, must travel where the kernel's hash sees it: in the
+UDP source port.  The host opens ``count`` send sockets bound to consecutive ports
+``base .. base + count - 1`` and sends a packet from socket ``entropy % count``, so the
+packets of one message take as many paths as the agents would give them (one path per
+entropy value, the same one every time: the agents' path avoidance still works).
+
+A node configuration asks for this with a ``kernel`` section (``check_kernel_section``):
+``hosts``, the (ip, port) of every host by host id, and ``src_ports``, [base, count].
+The host's receiving side is its usual socket: datagrams now come from any host, from one
+of its send ports, so every such (ip, port) is known as the host's one port (``port_of``)
+and anything else is still counted as ``foreign`` and dropped; malformed datagrams and
+payload errors are counted as before.  The host's emulated link (``HostNic``: rate,
+bursts, loss) is unchanged; only its sends go through ``KernelSender``.  Hosts of this
+mode take the Python packet path (``gse.runtimes.udp.dataplane.conf_allows_host`` says
+no), since the compiled one sends to its one neighbour from its one socket.
+"""
+
+import socket
+
+from gse.config import ConfigError
+from gse.runtimes.udp.io import Endpoint
+from gse.runtimes.udp.netns import made_in
+
+DST_OFFSET = 8          # the header's dst field (4 bytes, docs/wire-format.md)
+ENTROPY_OFFSET = 20     # ... and its entropy (2 bytes)
+
+
+def check_kernel_section(conf, where):
+    """The ``kernel`` section of a host's configuration, or a ConfigError naming what."""
+    k = conf.get("kernel")
+    if k is None:
+        return
+    if conf.get("role") != "host":
+        raise ConfigError("%s: field 'kernel' is for hosts (switches do not run in kernel "
+                          "forwarding)" % where)
+    if not isinstance(k, dict):
+        raise ConfigError("%s: field 'kernel' must be an object" % where)
+    hosts = k.get("hosts")
+    if not isinstance(hosts, list) or len(hosts) != conf.get("hosts", len(hosts or ())):
+        raise ConfigError("%s: field 'kernel.hosts' must list every host's [ip, port]"
+                          % where)
+    for i, h in enumerate(hosts):
+        if (not isinstance(h, list) or len(h) != 2 or not isinstance(h[0], str)
+                or not isinstance(h[1], int)):
+            raise ConfigError("%s: field 'kernel.hosts[%d]' must be [ip, port], got %r"
+                              % (where, i, h))
+    ports = k.get("src_ports")
+    if (not isinstance(ports, list) or len(ports) != 2
+            or not all(isinstance(x, int) for x in ports)
+            or ports[1] < 1 or not 0 < ports[0] <= 65536 - ports[1]):
+        raise ConfigError("%s: field 'kernel.src_ports' must be [first port, count >= 1] "
+                          "within 1..65535, got %r" % (where, ports))
+    if conf.get("secure") or conf.get("pcap") or conf.get("wire", "gse") != "gse":
+        raise ConfigError("%s: field 'kernel': kernel forwarding carries the GSE wire "
+                          "profile only, without --secure or capture" % where)
+
+
+class KernelSender:
+    """The NIC's ``send(data, addr)`` of a host in kernel forwarding: to the datagram's
+    destination host (its header's ``dst``), from the send socket its ``entropy`` picks.
+    ``addr`` (the NIC's neighbour) is not used.  The sockets are ``Endpoint``s that are
+    never started (they only send: batched with sendmmsg in the compiled build, counted in
+    ``sent``, ``send_blocked``, ``send_errors``)."""
+
+    __slots__ = ("endpoints", "hosts", "count", "bad")
+
+    def __init__(self, endpoints, hosts):
+        self.endpoints = endpoints
+        self.hosts = hosts
+        self.count = len(endpoints)
+        self.bad = 0            # datagrams too short or for no host: not sent (counted)
+
+    def send(self, data, _addr):
+        if len(data) < ENTROPY_OFFSET + 2:
+            self.bad += 1
+            return
+        dst = int.from_bytes(data[DST_OFFSET:DST_OFFSET + 4], "big")
+        if dst >= len(self.hosts):
+            self.bad += 1
+            return
+        entropy = (data[ENTROPY_OFFSET] << 8) | data[ENTROPY_OFFSET + 1]
+        self.endpoints[entropy % self.count].send(data, self.hosts[dst])
+
+    def totals(self):
+        """The send sockets' counters, summed."""
+        out = {"sent": 0, "send_blocked": 0, "send_errors": 0}
+        for ep in self.endpoints:
+            out["sent"] += ep.sent
+            out["send_blocked"] += ep.send_blocked
+            out["send_errors"] += ep.send_errors
+        return out
+
+    def close(self):
+        for ep in self.endpoints:
+            ep.flush()
+            ep.closed = True
+            ep.sock.close()
+
+
+def open_send_sockets(netns, base, count, name):
+    """``count`` UDP sockets bound to 0.0.0.0:base.. in the namespace of ``netns`` (a
+    pid; None: this process's own), as ``Endpoint``s."""
+    def make():
+        out = []
+        try:
+            for i in range(count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                out.append(s)
+                s.setblocking(False)
+                s.bind(("0.0.0.0", base + i))
+        except OSError:
+            for s in out:
+                s.close()
+            raise
+        return out
+    try:
+        socks = made_in(netns, make, "node %r" % name)
+    except OSError as exc:
+        raise ConfigError("node %r: kernel forwarding's send ports %d..%d: %s"
+                          % (name, base, base + count - 1, exc)) from None
+    return [Endpoint(s, "%s:%d" % (name, base + i)) for i, s in enumerate(socks)]
+
+
+def install(driver, conf):
+    """Send ``driver``'s (a ``HostDriver``) datagrams through a ``KernelSender`` and know
+    every host's send ports as its one port.  Returns the sender (close it at the end)."""
+    k = conf["kernel"]
+    base, count = k["src_ports"]
+    hosts = [(ip, port) for ip, port in k["hosts"]]
+    sender = KernelSender(open_send_sockets(conf.get("netns"), base, count, conf["name"]),
+                          hosts)
+    nic = driver.nic
+    nic.ep = None                   # every send through the sender
+    nic.send = sender.send
+    know = getattr(driver.endpoint, "know", None)
+    for ip, _ in hosts:
+        for port in range(base, base + count):
+            addr = (ip, port)
+            driver.port_of[addr] = 0
+            if know is not None:
+                know(addr)
+    return sender
