@@ -125,10 +125,11 @@ def test_tbf_command_and_its_limits():
 
 
 def test_hosts_route_the_range_via_their_leaf(fab):
-    cmds = kf.host_commands(fab.topo, fab.port_addresses, "198.18.0.0/15")
+    cmds = kf.host_commands(fab.topo, fab.port_addresses, "198.18.0.0/15", 4160)
     assert sorted(cmds) == list(range(16))
     intf, _, leaf = fab.port_addresses(3)[0]
     assert cmds[3] == ["ip link set dev %s mtu 9000" % intf,
+                       kf.tbf_command(intf, 0.1, 4160, 2 * 66 * 4160),
                        "ip route replace 198.18.0.0/15 via %s dev %s" % (leaf, intf)]
     assert ipaddress.ip_address(leaf) in ipaddress.ip_network("198.18.0.0/15")
 
@@ -222,6 +223,8 @@ class _Driver:
         self.nic = type("Nic", (), {})()
         self.nic.ep = object()
         self.nic.send = None
+        self.nic.mbps = 100
+        self.nic.catchup = 0
         self.endpoint = None
         self.port_of = {("198.18.0.1", 47000): 0}
 
@@ -232,7 +235,7 @@ def test_install_knows_every_hosts_send_ports_as_the_one_port():
     base = 20000 + probe.getsockname()[1] % 20000      # some free-looking ports
     probe.close()
     conf = {"name": "h0", "kernel": {"hosts": [["10.0.0.1", 47000], ["10.0.0.3", 47000]],
-                                     "src_ports": [base, 3]}}
+                                     "src_ports": [base, 3]}, "mtu_wire_bytes": 4160}
     drv = _Driver()
     try:
         sender = kernel_host.install(drv, conf)
@@ -240,6 +243,7 @@ def test_install_knows_every_hosts_send_ports_as_the_one_port():
         pytest.skip(str(exc))
     try:
         assert drv.nic.ep is None and drv.nic.send == sender.send
+        assert drv.nic.catchup == kernel_host.CATCHUP_PACKETS * 332_800_000  # 4160 B: 332.8 us
         assert len(sender.endpoints) == 3
         assert [ep.sock.getsockname()[1] for ep in sender.endpoints] == [base, base + 1,
                                                                           base + 2]

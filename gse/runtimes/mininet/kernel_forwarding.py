@@ -23,7 +23,8 @@ namespace forwards IP itself:
   router forwards fragments one by one, and only the first carries the ports the hash
   needs);
 * hosts route the address range via their leaf and keep their agents, whose emulated
-  NIC paces what they send at the link's rate as in the simulation.
+  NIC paces what they send at the link's rate as in the simulation; their egress veth
+  has the link's tbf too, which re-paces what a late NIC timer sends at once.
 
 What this mode does not model (``NOT_MODELLED``, in every summary and printed): PFC (the
 kernel pauses nothing), ECN marking (no RED here), trimming (a full queue drops: GSE
@@ -37,6 +38,7 @@ fabric mode without its leaf schedulers, would be other protocols under the same
 import re
 
 from gse.protocols import queue_config
+from gse.runtimes.udp.kernel_host import CATCHUP_PACKETS
 from switchmodel.switch import tier_salt
 
 FORWARDING = ("agents", "kernel")
@@ -140,12 +142,18 @@ def switch_commands(topo, port_addresses, queue_bytes, max_datagram, seed=1):
     return out
 
 
-def host_commands(topo, port_addresses, ip_base):
-    """``{host: [shell command, ...]}``: the MTU, and the address range via the leaf."""
+def host_commands(topo, port_addresses, ip_base, max_datagram):
+    """``{host: [shell command, ...]}``: the MTU, the link's tbf (what a late NIC timer
+    sends at once goes on at the link's pace: ``gse.runtimes.udp.kernel_host``; room for
+    twice the NIC's catch-up, since the simulated NIC queues nothing), and the address
+    range via the leaf."""
+    queue_bytes = 2 * (CATCHUP_PACKETS + 2) * max_datagram
     out = {}
     for h in range(len(topo.hosts)):
         intf, _, leaf = port_addresses(h)[0]
+        gbps = topo.links[topo.nodes[h].ports[0]].gbps
         out[h] = ["ip link set dev %s mtu %d" % (intf, JUMBO_MTU),
+                  tbf_command(intf, gbps, max_datagram, queue_bytes),
                   "ip route replace %s via %s dev %s" % (ip_base, leaf, intf)]
     return out
 
@@ -163,7 +171,7 @@ def set_up(fabric, protocol, cfg, max_datagram, seed=1):
     topo = fabric.topo
     queue_bytes = queue_config(protocol, cfg).queue_bytes
     plan = dict(switch_commands(topo, fabric.port_addresses, queue_bytes, max_datagram, seed))
-    plan.update(host_commands(topo, fabric.port_addresses, fabric.ip_base))
+    plan.update(host_commands(topo, fabric.port_addresses, fabric.ip_base, max_datagram))
     for nid, cmds in sorted(plan.items()):
         node = fabric.nodes[nid]
         for cmd in cmds:

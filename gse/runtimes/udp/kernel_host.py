@@ -16,7 +16,13 @@ The host's receiving side is its usual socket: datagrams now come from any host,
 of its send ports, so every such (ip, port) is known as the host's one port (``port_of``)
 and anything else is still counted as ``foreign`` and dropped; malformed datagrams and
 payload errors are counted as before.  The host's emulated link (``HostNic``: rate,
-bursts, loss) is unchanged; only its sends go through ``KernelSender``.  Hosts of this
+bursts, loss) is unchanged but for one thing: a NIC whose timer fired late catches up
+``CATCHUP_PACKETS`` packet times, not one.  Over switch agents one packet time bounds the
+burst a late timer sends into the next agent's socket; here the host's egress veth has
+a tbf at the link's rate (``gse.runtimes.mininet.kernel_forwarding.host_commands``), which
+sends such a burst on at the link's pace, so the NIC keeps its rate on a loaded machine
+(a timer 1.5 ms late, as on a loaded two-core machine, is 45 packet times at 1 Gb/s,
+and it no longer costs the link all but one of them).  Only its sends go through ``KernelSender``.  Hosts of this
 mode take the Python packet path (``gse.runtimes.udp.dataplane.conf_allows_host`` says
 no), since the compiled one sends to its one neighbour from its one socket.
 """
@@ -26,8 +32,10 @@ import socket
 from gse.config import ConfigError
 from gse.runtimes.udp.io import Endpoint
 from gse.runtimes.udp.netns import made_in
+from gse.wire.linkrate import wire_time_ps
 
 DST_OFFSET = 8          # the header's dst field (4 bytes, docs/wire-format.md)
+CATCHUP_PACKETS = 64    # how far behind its schedule a late NIC may catch up (packets)
 ENTROPY_OFFSET = 20     # ... and its entropy (2 bytes)
 
 
@@ -137,6 +145,8 @@ def install(driver, conf):
                           hosts)
     nic = driver.nic
     nic.ep = None                   # every send through the sender
+    if conf.get("mtu_wire_bytes"):
+        nic.catchup = CATCHUP_PACKETS * wire_time_ps(conf["mtu_wire_bytes"], nic.mbps)
     nic.send = sender.send
     know = getattr(driver.endpoint, "know", None)
     for ip, _ in hosts:
