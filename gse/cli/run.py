@@ -53,6 +53,9 @@ def run_scenario(args):
     """The run ``gse run``'s options describe: ``gse sim``'s fields, the runtime and the
     options of that runtime (``gse.api.scenario.runtime_options_defaults``)."""
     s = scenario_from_args(args)
+    if args.runtime != "mininet" and getattr(args, "forwarding", "agents") != "agents":
+        raise ValueError("--forwarding %s: switch namespaces exist in --runtime mininet only"
+                         % args.forwarding)
     options = {name: getattr(args, name) for name in runtime_options_defaults(args.runtime)
                if hasattr(args, name)}
     return s.replace(runtime=args.runtime, runtime_options=options)

@@ -22,9 +22,10 @@ burst a late timer sends into the next agent's socket; here the host's egress ve
 a tbf at the link's rate (``gse.runtimes.mininet.kernel_forwarding.host_commands``), which
 sends such a burst on at the link's pace, so the NIC keeps its rate on a loaded machine
 (a timer 1.5 ms late, as on a loaded two-core machine, is 45 packet times at 1 Gb/s,
-and it no longer costs the link all but one of them).  Only its sends go through ``KernelSender``.  Hosts of this
-mode take the Python packet path (``gse.runtimes.udp.dataplane.conf_allows_host`` says
-no), since the compiled one sends to its one neighbour from its one socket.
+and it no longer costs the link all but one of them).  Its sends go through
+``KernelSender``.  Hosts of this mode take the Python packet path
+(``gse.runtimes.udp.dataplane.conf_allows_host`` says no), since the compiled one sends
+to its one neighbour from its one socket.
 """
 
 import socket
