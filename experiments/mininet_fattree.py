@@ -24,7 +24,9 @@ schema of ``gse sim``); ``--out-dir`` also one ``<workload>-<protocol>-<runtime>
 summary and ``.csv`` record file per run and every agent's files.  A progress line runs
 on stderr.  Needs root and Mininet (``scripts/setup-mininet.sh``); ``--no-mininet`` runs
 the simulation columns only.  Figures are printed, never asserted
-(tests/test_mininet_fattree.py checks correctness).
+(tests/test_mininet_fattree.py checks correctness).  ``--forwarding kernel`` runs no
+switch agent: the switch namespaces route in the kernel (GSE only; every summary and
+table says what that mode does not model: docs/mininet.md, "Kernel forwarding").
 """
 
 import argparse
