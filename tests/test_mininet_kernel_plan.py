@@ -247,12 +247,23 @@ def test_install_knows_every_hosts_send_ports_as_the_one_port():
         assert len(sender.endpoints) == 3
         assert [ep.sock.getsockname()[1] for ep in sender.endpoints] == [base, base + 1,
                                                                           base + 2]
+        for ep in sender.endpoints:     # the kernel doubles what it is asked for
+            got = ep.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+            assert got >= min(kernel_host.SEND_BUFFER_BYTES, _wmem_max()), got
         for ip in ("10.0.0.1", "10.0.0.3"):
             for port in range(base, base + 3):
                 assert drv.port_of[(ip, port)] == 0
         assert ("10.0.0.1", 47000) not in drv.port_of     # anything else stays foreign
     finally:
         sender.close()
+
+
+def _wmem_max():
+    try:
+        with open("/proc/sys/net/core/wmem_max") as f:
+            return int(f.read())
+    except OSError:
+        return 0
 
 
 def test_qdisc_and_snmp_counters_are_read():

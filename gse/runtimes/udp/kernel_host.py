@@ -37,6 +37,7 @@ from gse.wire.linkrate import wire_time_ps
 
 DST_OFFSET = 8          # the header's dst field (4 bytes, docs/wire-format.md)
 CATCHUP_PACKETS = 64    # how far behind its schedule a late NIC may catch up (packets)
+SEND_BUFFER_BYTES = 1 << 20   # per send socket: a catch-up burst from one entropy's socket
 ENTROPY_OFFSET = 20     # ... and its entropy (2 bytes)
 
 
@@ -122,6 +123,7 @@ def open_send_sockets(netns, base, count, name):
                 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 out.append(s)
                 s.setblocking(False)
+                _send_buffer(s, SEND_BUFFER_BYTES)
                 s.bind(("0.0.0.0", base + i))
         except OSError:
             for s in out:
@@ -134,6 +136,22 @@ def open_send_sockets(netns, base, count, name):
         raise ConfigError("node %r: kernel forwarding's send ports %d..%d: %s"
                           % (name, base, base + count - 1, exc)) from None
     return [Endpoint(s, "%s:%d" % (name, base + i)) for i, s in enumerate(socks)]
+
+
+def _send_buffer(sock, nbytes):
+    """A send buffer that holds what the host's egress queue (its tbf) may hold of this
+    socket's datagrams: a datagram stays charged to its socket until it leaves the
+    host's veth, and the default (~208 KiB) refused sends (``send_blocked``) when a NIC
+    caught up 64 packets of one entropy.  ``SO_SNDBUFFORCE`` as root, else what
+    ``net.core.wmem_max`` allows."""
+    force = getattr(socket, "SO_SNDBUFFORCE", None)
+    if force is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, nbytes)
+            return
+        except OSError:
+            pass
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, nbytes)
 
 
 def install(driver, conf):
