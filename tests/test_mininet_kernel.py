@@ -1,6 +1,6 @@
 """Kernel forwarding on the k=4 Fat-Tree in Mininet (``--forwarding kernel``): no switch
 agent, the switch namespaces route the hosts' addresses over the topology's next hops,
-hashing on the UDP source port the hosts' entropy picks; tbf links.
+hashing on the UDP source port the hosts' entropy picks; htb links.
 
 Needs root and Mininet (``scripts/setup-mininet.sh``; CI runs as root): skipped elsewhere
 with the reason.  Only what holds on a busy machine is asserted: every message delivered
@@ -54,14 +54,17 @@ def test_kernel_forwarding_delivers_every_message_exactly_once(tmp_path, workloa
     assert received_by_agents(tmp_path / "agents") == sorted(
         (m.src, m.msg_id, m.size) for m in msgs)
     # labelled with what it does not model; the kernel's switches forwarded everything
-    # they did not queue-drop (tbf drops are the summary's queue drops)
+    # they did not queue-drop (htb drops are the summary's queue drops)
     assert s["forwarding"].startswith("kernel (no ")
     kf = s["kernel_forwarding"]
     assert kf["not_modelled"] == list(NOT_MODELLED)
     assert kf["forwarded_packets"] > 0 and kf["ip_drops"] == 0
     assert s["queue_drops"] == kf["queue_drops"]
     assert len(kf["by_switch"]) == len(topo.switches)
-    for name, sw in kf["by_switch"].items():       # every egress veth has its tbf
+    for name, sw in kf["by_switch"].items():       # every egress veth has its queues
         assert len(sw["ports"]) == len(topo.nodes[topo.switches[0]].ports), name
+    # ACKs, REQUESTs and GRANTs crossed the switches in their control class
+    assert sum(p.get("control_packets", 0) for sw in kf["by_switch"].values()
+               for p in sw["ports"].values()) > 0
     assert s["pfc_pauses"] == 0 and s["trims"] == 0
     assert_nothing_new(before, json.loads((tmp_path / "fabric.json").read_text()))

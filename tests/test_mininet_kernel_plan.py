@@ -21,7 +21,7 @@ from gse.runtimes.mininet.run import agent_configs, placement_groups, run_minine
 from gse.runtimes.udp import dataplane, kernel_host
 from gse.runtimes.udp.config import check_node_config, max_datagram, udp_profile
 from gse.wire.codec import encode
-from gse.wire.packet import DATA, new_packet
+from gse.wire.packet import DATA, GRANT, PRIO_CONTROL, new_packet
 from gse.workloads.traffic import permutation
 from topologies.fattree import fat_tree
 
@@ -93,7 +93,7 @@ def test_route_commands():
          "nexthop via 10.1.0.3 dev e-eth3")
 
 
-def test_switch_commands_set_sysctls_mtu_tbf_and_every_route(fab):
+def test_switch_commands_set_sysctls_mtu_queues_and_every_route(fab):
     topo = fab.topo
     cmds = kf.switch_commands(topo, fab.port_addresses, 178_450, 4160, seed=7)
     assert sorted(cmds) == sorted(topo.switches)
@@ -106,9 +106,8 @@ def test_switch_commands_set_sysctls_mtu_tbf_and_every_route(fab):
         for intf, _, _ in fab.port_addresses(nid):
             assert "net.ipv4.conf.%s.rp_filter=0" % intf in sysctl
             assert "ip link set dev %s mtu 9000" % intf in lines
-            tbf = [x for x in lines if x.startswith("tc qdisc replace dev %s " % intf)]
-            assert tbf == ["tc qdisc replace dev %s root stab overhead -42 linklayer "
-                           "ethernet tbf rate 100000kbit burst 4224 limit 178450" % intf]
+            tc = [x for x in lines if x.startswith("tc ") and " dev %s " % intf in x]
+            assert tc == kf.queue_commands(intf, 0.1, 4160, 178_450, 178_450)
         seeds[topo.nodes[nid].kind] = re.search(r"hash_seed=(\d+)", sysctl).group(1)
         assert sum(x.startswith("ip route replace") for x in lines) == len(topo.hosts)
     # one seed per tier, none 0 (the kernel's one seed would polarise the tiers)
@@ -116,21 +115,56 @@ def test_switch_commands_set_sysctls_mtu_tbf_and_every_route(fab):
     assert kf.hash_seed(7, "edge") != kf.hash_seed(8, "edge")
 
 
-def test_tbf_command_and_its_limits():
-    assert kf.tbf_command("x", 0.0125, 4160, 1000) == (
-        "tc qdisc replace dev x root stab overhead -42 linklayer ethernet tbf rate "
-        "12500kbit burst 4224 limit 1000")
+def test_queue_commands_a_link_with_a_control_class_first():
+    assert kf.queue_commands("x", 0.0125, 4160, 1000, 300) == [
+        "tc qdisc replace dev x root handle 1: stab overhead -42 linklayer ethernet htb "
+        "default 20 r2q 1",
+        "tc class add dev x parent 1: classid 1:1 htb rate 12500kbit ceil 12500kbit "
+        "burst 4224 cburst 4224 quantum 4224 prio 0",
+        "tc class add dev x parent 1:1 classid 1:10 htb rate 12500kbit ceil 12500kbit "
+        "burst 4224 cburst 4224 quantum 4224 prio 0",
+        "tc class add dev x parent 1:1 classid 1:20 htb rate 8kbit ceil 12500kbit "
+        "burst 4224 cburst 4224 quantum 4224 prio 1",
+        "tc qdisc add dev x parent 1:10 handle 11: bfifo limit 300",
+        "tc qdisc add dev x parent 1:20 handle 12: bfifo limit 1000",
+        'tc filter add dev x parent 1: bpf bytecode "5,48 0 0 15,84 0 0 252,21 0 1 16,'
+        '6 0 0 4294967295,6 0 0 0" classid 1:10']
     with pytest.raises(ValueError, match="interface x: link rate"):
-        kf.tbf_command("x", 1e-7, 4160, 1000)
+        kf.queue_commands("x", 1e-7, 4160, 1000, 300)
+
+
+def _run_cbpf(code, frame):
+    """The classic BPF of ``CONTROL_FILTER`` over ``frame`` (its four opcodes)."""
+    prog = [tuple(int(x) for x in ins.split()) for ins in code.split(",")[1:]]
+    assert len(prog) == int(code.split(",")[0])
+    a = pc = 0
+    while True:
+        op, jt, jf, k = prog[pc]
+        if op == 48:            # ldb [k]
+            a = frame[k]
+        elif op == 84:          # and #k
+            a &= k
+        elif op == 21:          # jeq #k
+            pc += jt if a == k else jf
+        elif op == 6:           # ret #k
+            return k
+        pc += 1
+
+
+def test_control_filter_matches_the_control_tos_only():
+    for tos, want in ((0x10, 0xFFFFFFFF), (0x11, 0xFFFFFFFF), (0x12, 0xFFFFFFFF),
+                      (0, 0), (0x20, 0), (0x14, 0)):
+        frame = bytes(14) + bytes([0x45, tos]) + bytes(26)
+        assert _run_cbpf(kf.CONTROL_FILTER, frame) == want, hex(tos)
 
 
 def test_hosts_route_the_range_via_their_leaf(fab):
     cmds = kf.host_commands(fab.topo, fab.port_addresses, "198.18.0.0/15", 4160)
     assert sorted(cmds) == list(range(16))
     intf, _, leaf = fab.port_addresses(3)[0]
-    assert cmds[3] == ["ip link set dev %s mtu 9000" % intf,
-                       kf.tbf_command(intf, 0.1, 4160, 2 * 66 * 4160),
-                       "ip route replace 198.18.0.0/15 via %s dev %s" % (leaf, intf)]
+    assert cmds[3] == (["ip link set dev %s mtu 9000" % intf]
+                       + kf.queue_commands(intf, 0.1, 4160, 2 * 66 * 4160, 2 * 66 * 4160)
+                       + ["ip route replace 198.18.0.0/15 via %s dev %s" % (leaf, intf)])
     assert ipaddress.ip_address(leaf) in ipaddress.ip_network("198.18.0.0/15")
 
 
@@ -204,8 +238,9 @@ class _Ep:
 
 def test_sender_addresses_the_destination_from_the_entropys_socket():
     eps = [_Ep() for _ in range(4)]
+    ctl = [_Ep() for _ in range(4)]
     hosts = [("10.0.0.%d" % i, 47000) for i in range(3)]
-    sender = kernel_host.KernelSender(eps, hosts)
+    sender = kernel_host.KernelSender(eps, hosts, ctl)
     for entropy, dst in ((0, 1), (5, 2), (7, 0), (65535, 2)):
         pkt = new_packet(DATA, 1, dst, 3, 0, entropy, 16, 0, 16, 0, 0, 0, 0, 0, 0)
         sender.send(encode(pkt), ("192.0.2.1", 47000))
@@ -216,6 +251,11 @@ def test_sender_addresses_the_destination_from_the_entropys_socket():
     sender.send(encode(pkt), None)
     sender.send(b"short", None)
     assert sender.bad == 2 and sender.totals()["sent"] == 4
+    # a control-class packet: the same entropy's socket of the control set
+    grant = new_packet(GRANT, 1, 2, 3, 0, 6, 0, 0, 16, 4096, 0, 0, 0, 0, PRIO_CONTROL)
+    sender.send(encode(grant), None)
+    assert ctl[2].got == [(encode(grant), hosts[2])] and sender.totals()["sent"] == 5
+    assert all(not e.got for e in ctl[:2] + ctl[3:])
 
 
 class _Driver:
@@ -244,12 +284,16 @@ def test_install_knows_every_hosts_send_ports_as_the_one_port():
     try:
         assert drv.nic.ep is None and drv.nic.send == sender.send
         assert drv.nic.catchup == kernel_host.CATCHUP_PACKETS * 332_800_000  # 4160 B: 332.8 us
-        assert len(sender.endpoints) == 3
-        assert [ep.sock.getsockname()[1] for ep in sender.endpoints] == [base, base + 1,
-                                                                          base + 2]
-        for ep in sender.endpoints:     # the kernel doubles what it is asked for
+        assert len(sender.endpoints) == len(sender.control) == 3
+        for socks in (sender.endpoints, sender.control):   # the same ports (SO_REUSEPORT)
+            assert [ep.sock.getsockname()[1] for ep in socks] == [base, base + 1, base + 2]
+        for ep in sender.all_endpoints():     # the kernel doubles what it is asked for
             got = ep.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
             assert got >= min(kernel_host.SEND_BUFFER_BYTES, _wmem_max()), got
+        for ep in sender.control:
+            assert ep.sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 0x10
+            assert ep.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY) == 6
+        assert sender.endpoints[0].sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 0
         for ip in ("10.0.0.1", "10.0.0.3"):
             for port in range(base, base + 3):
                 assert drv.port_of[(ip, port)] == 0
@@ -267,15 +311,21 @@ def _wmem_max():
 
 
 def test_qdisc_and_snmp_counters_are_read():
-    text = ("qdisc tbf 8001: dev edge0_0-eth0 root refcnt 2 rate 100Mbit burst 4224b "
-            "lat 14.3ms \n Sent 420000 bytes 100 pkt (dropped 3, overlimits 12 requeues 0) \n"
-            " backlog 0b 0p requeues 0\n"
+    text = ("qdisc htb 1: dev edge0_0-eth0 root refcnt 2 r2q 1 default 0x20 "
+            "direct_packets_stat 0\n Sent 420000 bytes 100 pkt (dropped 3, overlimits 12 "
+            "requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc bfifo 11: dev edge0_0-eth0 parent 1:10 limit 178450b\n"
+            " Sent 640 bytes 10 pkt (dropped 1, overlimits 0 requeues 0) \n"
+            "qdisc bfifo 12: dev edge0_0-eth0 parent 1:20 limit 178450b\n"
+            " Sent 419360 bytes 90 pkt (dropped 2, overlimits 0 requeues 0) \n"
             "qdisc noqueue 0: dev lo root refcnt 2 \n Sent 0 bytes 0 pkt (dropped 0, "
             "overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
-            "qdisc tbf 8002: dev edge0_0-eth1 root refcnt 2 rate 100Mbit burst 4224b "
-            "lat 14.3ms \n Sent 84 bytes 2 pkt (dropped 0, overlimits 0 requeues 0) \n")
+            "qdisc htb 1: dev edge0_0-eth1 root refcnt 2 r2q 1 default 0x20 "
+            "direct_packets_stat 0\n Sent 84 bytes 2 pkt (dropped 0, overlimits 0 "
+            "requeues 0) \n")
     assert kf.parse_qdisc_stats(text) == {
-        "edge0_0-eth0": {"sent_bytes": 420000, "sent_packets": 100, "dropped": 3},
+        "edge0_0-eth0": {"sent_bytes": 420000, "sent_packets": 100, "dropped": 3,
+                         "control_packets": 10, "control_dropped": 1},
         "edge0_0-eth1": {"sent_bytes": 84, "sent_packets": 2, "dropped": 0}}
     snmp = ("Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors ForwDatagrams "
             "InDiscards OutDiscards OutNoRoutes ReasmFails FragFails\n"
@@ -290,8 +340,7 @@ def test_summary_is_labelled_with_what_the_mode_does_not_model():
     kf.label_summary(s, {"queue_limit_bytes": 10}, {"queue_drops": 4, "ip_drops": 0,
                                                      "forwarded_packets": 9,
                                                      "by_switch": {}})
-    assert s["forwarding"].startswith("kernel (no PFC, ECN, trimming")
-    assert "link delay" in s["forwarding"]
+    assert s["forwarding"] == "kernel (no PFC, ECN, trimming, link delay)"
     assert s["drops"] == 5 and s["queue_drops"] == 4
     assert s["kernel_forwarding"]["not_modelled"] == list(kf.NOT_MODELLED)
     assert max_datagram("gse", 4096) + kf.BURST_SLACK == 4224

@@ -14,9 +14,11 @@ namespace forwards IP itself:
   (``gse.runtimes.udp.kernel_host``), so the hash sprays packet by packet as the agents
   would (each entropy value one path, the kernel's hash seed per namespace the switch's
   salt: ``hash_seed``);
-* each switch egress veth gets a tbf (``tbf_command``): the link's rate, a burst of one
-  packet and a ``limit`` of the simulated queue's bytes, with a size table that takes the
-  Ethernet, IP and UDP headers (42 bytes) off every packet, so rate and limit count the
+* each egress veth gets the link and its output queue (``queue_commands``): htb at the
+  link's rate with a bucket of one packet; under it the control class (the hosts send
+  control packets with IPTOS_LOWDELAY, a cls_bpf filter reads it) served before data,
+  each class a byte FIFO with the simulated queue's limits; a size table takes the
+  Ethernet, IP and UDP headers (42 bytes) off every packet, so rate and limits count the
   datagram's bytes as the simulated queue and link count a packet's;
 * every veth gets a 9,000-byte MTU, so a 4,160-byte datagram crosses whole (the agents'
   datagrams are fragments on a 1,500-byte veth and reassembled by the receiving agent; a
@@ -24,7 +26,7 @@ namespace forwards IP itself:
   needs);
 * hosts route the address range via their leaf and keep their agents, whose emulated
   NIC paces what they send at the link's rate as in the simulation; their egress veth
-  has the link's tbf too, which re-paces what a late NIC timer sends at once.
+  has the link's htb too, which re-paces what a late NIC timer sends at once.
 
 What this mode does not model (``NOT_MODELLED``, in every summary and printed): PFC (the
 kernel pauses nothing), ECN marking (no RED here), trimming (a full queue drops: GSE
@@ -38,12 +40,12 @@ fabric mode without its leaf schedulers, would be other protocols under the same
 import re
 
 from gse.protocols import queue_config
-from gse.runtimes.udp.kernel_host import CATCHUP_PACKETS
+from gse.runtimes.udp.kernel_host import CATCHUP_PACKETS, CONTROL_TOS
 from switchmodel.switch import tier_salt
 
 FORWARDING = ("agents", "kernel")
 KERNEL_PROTOCOLS = ("gse",)
-NOT_MODELLED = ("PFC", "ECN", "trimming", "control priority", "link delay")
+NOT_MODELLED = ("PFC", "ECN", "trimming", "link delay")
 LABEL = "kernel (no %s)" % ", ".join(NOT_MODELLED)
 SPRAY_PORTS = 32           # send sockets per host: source ports port+1 .. port+32
 FRAME_OVERHEAD = 42        # Ethernet 14 + IPv4 20 + UDP 8: what the size table takes off
@@ -105,15 +107,36 @@ def route_command(ip, hops):
                                                         for hop in hops))
 
 
-def tbf_command(intf, gbps, max_datagram, limit_bytes):
-    """The link's rate and queue on a switch egress veth: tbf at ``gbps``, a bucket of one
-    datagram, ``limit_bytes`` queued at most, datagram bytes counted (size table)."""
+# The control class's filter (cls_bpf, classic BPF over the frame from its Ethernet
+# header): the IPv4 TOS byte (offset 15) without its ECN bits is CONTROL_TOS -> the
+# control class, else no match (the default class, data).
+CONTROL_FILTER = "5,48 0 0 15,84 0 0 252,21 0 1 %d,6 0 0 4294967295,6 0 0 0" % CONTROL_TOS
+
+
+def queue_commands(intf, gbps, max_datagram, data_bytes, control_bytes):
+    """A link and its output queue on an egress veth, from what this kernel has (htb,
+    bfifo, cls_bpf): htb at ``gbps`` with a bucket of one datagram; under it the control
+    class (the hosts send control packets with ``CONTROL_TOS``: ``CONTROL_FILTER``)
+    served first at up to the whole rate, data taking what control leaves; each class a
+    byte FIFO with the simulated queue's limits (``control_queue_bytes``,
+    ``queue_bytes``): drop-tail, not the simulation's trimming.  A size table takes the
+    Ethernet, IP and UDP headers off every packet, so rate and limits count a datagram's
+    bytes as the simulated link and queue count a packet's."""
     kbit = int(round(gbps * 1_000_000))
     if kbit <= 0:
         raise ValueError("interface %s: link rate %r Gb/s is below 1 kb/s" % (intf, gbps))
-    return ("tc qdisc replace dev %s root stab overhead -%d linklayer ethernet tbf "
-            "rate %dkbit burst %d limit %d" % (intf, FRAME_OVERHEAD, kbit,
-                                               max_datagram + BURST_SLACK, limit_bytes))
+    b = max_datagram + BURST_SLACK
+    cls = ("tc class add dev %s parent %s classid %s htb rate %dkbit ceil %dkbit burst %d "
+           "cburst %d quantum %d prio %d")
+    return ["tc qdisc replace dev %s root handle 1: stab overhead -%d linklayer ethernet "
+            "htb default 20 r2q 1" % (intf, FRAME_OVERHEAD),
+            cls % (intf, "1:", "1:1", kbit, kbit, b, b, b, 0),
+            cls % (intf, "1:1", "1:10", kbit, kbit, b, b, b, 0),
+            cls % (intf, "1:1", "1:20", 8, kbit, b, b, b, 1),
+            "tc qdisc add dev %s parent 1:10 handle 11: bfifo limit %d" % (intf, control_bytes),
+            "tc qdisc add dev %s parent 1:20 handle 12: bfifo limit %d" % (intf, data_bytes),
+            "tc filter add dev %s parent 1: bpf bytecode \"%s\" classid 1:10"
+            % (intf, CONTROL_FILTER)]
 
 
 def hash_seed(seed, kind):
@@ -123,8 +146,11 @@ def hash_seed(seed, kind):
     return (tier_salt(seed, kind) & 0xFFFFFFFF) or 1
 
 
-def switch_commands(topo, port_addresses, queue_bytes, max_datagram, seed=1):
-    """``{switch: [shell command, ...]}``: sysctls, MTUs, the tbf of every port, routes."""
+def switch_commands(topo, port_addresses, queue_bytes, max_datagram, seed=1,
+                    control_bytes=None):
+    """``{switch: [shell command, ...]}``: sysctls, MTUs, every port's link and queue
+    (``queue_commands``), routes."""
+    control_bytes = queue_bytes if control_bytes is None else control_bytes
     routes = switch_routes(topo, port_addresses)
     out = {}
     for nid in topo.switches:
@@ -136,14 +162,14 @@ def switch_commands(topo, port_addresses, queue_bytes, max_datagram, seed=1):
         for p, intf in enumerate(intfs):
             gbps = topo.links[topo.nodes[nid].ports[p]].gbps
             cmds.append("ip link set dev %s mtu %d" % (intf, JUMBO_MTU))
-            cmds.append(tbf_command(intf, gbps, max_datagram, queue_bytes))
+            cmds.extend(queue_commands(intf, gbps, max_datagram, queue_bytes, control_bytes))
         cmds.extend(route_command(ip, hops) for ip, hops in routes[nid])
         out[nid] = cmds
     return out
 
 
 def host_commands(topo, port_addresses, ip_base, max_datagram):
-    """``{host: [shell command, ...]}``: the MTU, the link's tbf (what a late NIC timer
+    """``{host: [shell command, ...]}``: the MTU, the link's htb (what a late NIC timer
     sends at once goes on at the link's pace: ``gse.runtimes.udp.kernel_host``; room for
     twice the NIC's catch-up, since the simulated NIC queues nothing), and the address
     range via the leaf."""
@@ -152,9 +178,9 @@ def host_commands(topo, port_addresses, ip_base, max_datagram):
     for h in range(len(topo.hosts)):
         intf, _, leaf = port_addresses(h)[0]
         gbps = topo.links[topo.nodes[h].ports[0]].gbps
-        out[h] = ["ip link set dev %s mtu %d" % (intf, JUMBO_MTU),
-                  tbf_command(intf, gbps, max_datagram, queue_bytes),
-                  "ip route replace %s via %s dev %s" % (ip_base, leaf, intf)]
+        out[h] = (["ip link set dev %s mtu %d" % (intf, JUMBO_MTU)]
+                  + queue_commands(intf, gbps, max_datagram, queue_bytes, queue_bytes)
+                  + ["ip route replace %s via %s dev %s" % (ip_base, leaf, intf)])
     return out
 
 
@@ -169,8 +195,10 @@ def set_up(fabric, protocol, cfg, max_datagram, seed=1):
     """Put kernel forwarding in place on a started ``MininetFabric``; raises with the
     node's name and the command's output when one fails."""
     topo = fabric.topo
-    queue_bytes = queue_config(protocol, cfg).queue_bytes
-    plan = dict(switch_commands(topo, fabric.port_addresses, queue_bytes, max_datagram, seed))
+    qc = queue_config(protocol, cfg)
+    queue_bytes = qc.queue_bytes
+    plan = dict(switch_commands(topo, fabric.port_addresses, queue_bytes, max_datagram, seed,
+                                qc.control_queue_bytes))
     plan.update(host_commands(topo, fabric.port_addresses, fabric.ip_base, max_datagram))
     for nid, cmds in sorted(plan.items()):
         node = fabric.nodes[nid]
@@ -179,7 +207,8 @@ def set_up(fabric, protocol, cfg, max_datagram, seed=1):
             if not out.endswith("rc=0"):
                 raise RuntimeError("--forwarding kernel: node %s: %r failed: %s"
                                    % (node.name, cmd, out))
-    return {"queue_limit_bytes": queue_bytes, "spray_ports": SPRAY_PORTS, "mtu": JUMBO_MTU,
+    return {"queue_limit_bytes": queue_bytes, "control_limit_bytes": qc.control_queue_bytes,
+            "spray_ports": SPRAY_PORTS, "mtu": JUMBO_MTU,
             "routes": len(topo.hosts) * len(topo.switches)}
 
 
@@ -202,18 +231,26 @@ def hosts_only(topo, confs, port_addresses, port):
     return hosts
 
 
-_QDISC = re.compile(r"qdisc (\S+) \S+ dev (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt "
+_QDISC = re.compile(r"qdisc (\S+) (\S+) dev (\S+) .*?\n\s*Sent (\d+) bytes (\d+) pkt "
                     r"\(dropped (\d+), overlimits (\d+)", re.S)
 
 
 def parse_qdisc_stats(text):
-    """``tc -s qdisc show`` -> ``{interface: {"sent_bytes", "sent_packets", "dropped"}}``
-    of its tbf qdiscs."""
+    """``tc -s qdisc show`` -> ``{interface: {"sent_bytes", "sent_packets", "dropped",
+    "control_packets", "control_dropped"}}`` of the queues ``queue_commands`` made: the
+    root's counters (every class) and the control class's (handle 11:)."""
     out = {}
-    for kind, dev, sent_b, sent_p, dropped, _ in _QDISC.findall(text):
-        if kind == "tbf":
+    control = {}
+    for kind, handle, dev, sent_b, sent_p, dropped, _ in _QDISC.findall(text):
+        if kind == "htb" and handle == "1:":
             out[dev] = {"sent_bytes": int(sent_b), "sent_packets": int(sent_p),
                         "dropped": int(dropped)}
+        elif kind == "bfifo" and handle == "11:":
+            control[dev] = (int(sent_p), int(dropped))
+    for dev, (sent, dropped) in control.items():
+        if dev in out:
+            out[dev]["control_packets"] = sent
+            out[dev]["control_dropped"] = dropped
     return out
 
 
@@ -231,11 +268,12 @@ def parse_snmp_ip(text):
 
 
 def switch_stats(fabric):
-    """Per switch namespace: its tbf counters and the kernel's IP drops, before tear-down.
+    """Per switch namespace: its queues' counters and the kernel's IP drops, before
+    tear-down.
     ``{"queue_drops", "forwarded_packets", "ip_drops", "by_switch": {name: {...}}}``."""
     topo = fabric.topo
     by_switch = {}
-    drops = sent = ip_drops = 0
+    drops = sent = ip_drops = control_drops = 0
     for nid in topo.switches:
         node = fabric.nodes[nid]
         qd = parse_qdisc_stats(node.cmd("tc -s qdisc show"))
@@ -246,16 +284,17 @@ def switch_stats(fabric):
             ip = {}
         d = sum(v["dropped"] for v in qd.values())
         drops += d
+        control_drops += sum(v.get("control_dropped", 0) for v in qd.values())
         sent += sum(v["sent_packets"] for v in qd.values())
         ip_drops += sum(ip.values())
         by_switch[node.name] = {"queue_drops": d, "ports": qd, "ip": ip}
-    return {"queue_drops": drops, "forwarded_packets": sent, "ip_drops": ip_drops,
-            "by_switch": by_switch}
+    return {"queue_drops": drops, "control_drops": control_drops, "forwarded_packets": sent,
+            "ip_drops": ip_drops, "by_switch": by_switch}
 
 
 def label_summary(summary, setup, stats):
     """The summary of a kernel-forwarding run: ``forwarding`` (what it does not model),
-    the tbf drops counted as queue drops, the namespaces' counters under
+    the htb drops counted as queue drops, the namespaces' counters under
     ``kernel_forwarding``."""
     summary["forwarding"] = LABEL
     summary["drops"] = summary.get("drops", 0) + stats["queue_drops"]

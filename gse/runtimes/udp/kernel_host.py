@@ -19,7 +19,7 @@ payload errors are counted as before.  The host's emulated link (``HostNic``: ra
 bursts, loss) is unchanged but for one thing: a NIC whose timer fired late catches up
 ``CATCHUP_PACKETS`` packet times, not one.  Over switch agents one packet time bounds the
 burst a late timer sends into the next agent's socket; here the host's egress veth has
-a tbf at the link's rate (``gse.runtimes.mininet.kernel_forwarding.host_commands``), which
+an htb at the link's rate (``gse.runtimes.mininet.kernel_forwarding.host_commands``), which
 sends such a burst on at the link's pace, so the NIC keeps its rate on a loaded machine
 (a timer 1.5 ms late, as on a loaded two-core machine, is 45 packet times at 1 Gb/s,
 and it no longer costs the link all but one of them).  Its sends go through
@@ -37,8 +37,11 @@ from gse.wire.linkrate import wire_time_ps
 
 DST_OFFSET = 8          # the header's dst field (4 bytes, docs/wire-format.md)
 CATCHUP_PACKETS = 64    # how far behind its schedule a late NIC may catch up (packets)
+CONTROL_TOS = 0x10       # IPTOS_LOWDELAY: every port's queue serves these first ...
+CONTROL_PRIORITY = 6     # ... and the host's own (SO_PRIORITY: TC_PRIO_INTERACTIVE)
 SEND_BUFFER_BYTES = 1 << 20   # per send socket: a catch-up burst from one entropy's socket
 ENTROPY_OFFSET = 20     # ... and its entropy (2 bytes)
+PRIO_OFFSET = 56        # ... and its traffic class (1 byte: 1 control, 0 data)
 
 
 def check_kernel_section(conf, where):
@@ -74,20 +77,23 @@ def check_kernel_section(conf, where):
 class KernelSender:
     """The NIC's ``send(data, addr)`` of a host in kernel forwarding: to the datagram's
     destination host (its header's ``dst``), from the send socket its ``entropy`` picks.
-    ``addr`` (the NIC's neighbour) is not used.  The sockets are ``Endpoint``s that are
+    A control-class packet (header byte 56) goes from the control set's socket of its
+    entropy, whose TOS puts it in every port's control class.  ``addr`` (the NIC's
+    neighbour) is not used.  The sockets are ``Endpoint``s that are
     never started (they only send: batched with sendmmsg in the compiled build, counted in
     ``sent``, ``send_blocked``, ``send_errors``)."""
 
-    __slots__ = ("endpoints", "hosts", "count", "bad")
+    __slots__ = ("endpoints", "control", "hosts", "count", "bad")
 
-    def __init__(self, endpoints, hosts):
+    def __init__(self, endpoints, hosts, control=None):
         self.endpoints = endpoints
+        self.control = endpoints if control is None else control
         self.hosts = hosts
         self.count = len(endpoints)
         self.bad = 0            # datagrams too short or for no host: not sent (counted)
 
     def send(self, data, _addr):
-        if len(data) < ENTROPY_OFFSET + 2:
+        if len(data) < PRIO_OFFSET + 1:
             self.bad += 1
             return
         dst = int.from_bytes(data[DST_OFFSET:DST_OFFSET + 4], "big")
@@ -95,27 +101,35 @@ class KernelSender:
             self.bad += 1
             return
         entropy = (data[ENTROPY_OFFSET] << 8) | data[ENTROPY_OFFSET + 1]
-        self.endpoints[entropy % self.count].send(data, self.hosts[dst])
+        socks = self.control if data[PRIO_OFFSET] else self.endpoints
+        socks[entropy % self.count].send(data, self.hosts[dst])
+
+    def all_endpoints(self):
+        if self.control is self.endpoints:
+            return list(self.endpoints)
+        return list(self.endpoints) + list(self.control)
 
     def totals(self):
         """The send sockets' counters, summed."""
         out = {"sent": 0, "send_blocked": 0, "send_errors": 0}
-        for ep in self.endpoints:
+        for ep in self.all_endpoints():
             out["sent"] += ep.sent
             out["send_blocked"] += ep.send_blocked
             out["send_errors"] += ep.send_errors
         return out
 
     def close(self):
-        for ep in self.endpoints:
+        for ep in self.all_endpoints():
             ep.flush()
             ep.closed = True
             ep.sock.close()
 
 
-def open_send_sockets(netns, base, count, name):
+def open_send_sockets(netns, base, count, name, control=False):
     """``count`` UDP sockets bound to 0.0.0.0:base.. in the namespace of ``netns`` (a
-    pid; None: this process's own), as ``Endpoint``s."""
+    pid; None: this process's own), as ``Endpoint``s.  The data and the ``control`` set
+    (``CONTROL_TOS``, ``CONTROL_PRIORITY``) share the ports (SO_REUSEPORT: they only
+    send), so a packet's entropy picks the same source port whatever its class."""
     def make():
         out = []
         try:
@@ -123,7 +137,11 @@ def open_send_sockets(netns, base, count, name):
                 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 out.append(s)
                 s.setblocking(False)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
                 _send_buffer(s, SEND_BUFFER_BYTES)
+                if control:
+                    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, CONTROL_TOS)
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, CONTROL_PRIORITY)
                 s.bind(("0.0.0.0", base + i))
         except OSError:
             for s in out:
@@ -135,11 +153,12 @@ def open_send_sockets(netns, base, count, name):
     except OSError as exc:
         raise ConfigError("node %r: kernel forwarding's send ports %d..%d: %s"
                           % (name, base, base + count - 1, exc)) from None
-    return [Endpoint(s, "%s:%d" % (name, base + i)) for i, s in enumerate(socks)]
+    return [Endpoint(s, "%s:%d%s" % (name, base + i, "c" if control else ""))
+            for i, s in enumerate(socks)]
 
 
 def _send_buffer(sock, nbytes):
-    """A send buffer that holds what the host's egress queue (its tbf) may hold of this
+    """A send buffer that holds what the host's egress queue (its htb) may hold of this
     socket's datagrams: a datagram stays charged to its socket until it leaves the
     host's veth, and the default (~208 KiB) refused sends (``send_blocked``) when a NIC
     caught up 64 packets of one entropy.  ``SO_SNDBUFFORCE`` as root, else what
@@ -160,8 +179,15 @@ def install(driver, conf):
     k = conf["kernel"]
     base, count = k["src_ports"]
     hosts = [(ip, port) for ip, port in k["hosts"]]
-    sender = KernelSender(open_send_sockets(conf.get("netns"), base, count, conf["name"]),
-                          hosts)
+    netns = conf.get("netns")
+    data = open_send_sockets(netns, base, count, conf["name"])
+    try:
+        control = open_send_sockets(netns, base, count, conf["name"], control=True)
+    except BaseException:
+        for ep in data:
+            ep.sock.close()
+        raise
+    sender = KernelSender(data, hosts, control)
     nic = driver.nic
     nic.ep = None                   # every send through the sender
     if conf.get("mtu_wire_bytes"):
