@@ -159,7 +159,7 @@ def mininet_rows(runs):
             ("end", lambda s: get(s, "mininet", "end")),
             ("kernel drops", lambda s: get(s, "udp", "kernel_drops")),
             ("forwarding", lambda s: get(s, "mininet", "forwarding")),
-            ("tbf drops", lambda s: get(s, "kernel_forwarding", "queue_drops")),
+            ("kernel q.drops", lambda s: get(s, "kernel_forwarding", "queue_drops")),
             ("late timer mean us", lambda s: get(s, "udp", "timer_late", "mean_us")),
             ("left behind", lambda s: ("-" if "mininet" not in s else
                                        ",".join(sorted(s["mininet"]["left_behind"])) or "none"))]
