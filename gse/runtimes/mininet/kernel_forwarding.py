@@ -30,9 +30,9 @@ namespace forwards IP itself:
 
 What this mode does not model (``NOT_MODELLED``, in every summary and printed): PFC (the
 kernel pauses nothing), ECN marking (no RED here), trimming (a full queue drops: GSE
-recovers by RACK or its RTO instead of a NACK), the control class's priority (one FIFO
-per port), and link delay (no netem: the topologies' 1 us links are a few per cent of a
-packet time at these rates, e.g. 4,160 B at 1 Gb/s take 33 us).  So it runs the GSE
+recovers by RACK or its RTO instead of a NACK), and link delay (no netem: the
+topologies' 1 us links are a few per cent of a packet time at these rates, e.g. 4,160 B
+at 1 Gb/s take 33 us).  So it runs the GSE
 endpoint protocol only (``KERNEL_PROTOCOLS``): RoCE/PFC without PFC, ECN and DCQCN, and
 fabric mode without its leaf schedulers, would be other protocols under the same names.
 """
@@ -132,7 +132,7 @@ def queue_commands(intf, gbps, max_datagram, data_bytes, control_bytes):
             "htb default 20 r2q 1" % (intf, FRAME_OVERHEAD),
             cls % (intf, "1:", "1:1", kbit, kbit, b, b, b, 0),
             cls % (intf, "1:1", "1:10", kbit, kbit, b, b, b, 0),
-            cls % (intf, "1:1", "1:20", 8, kbit, b, b, b, 1),
+            cls % (intf, "1:1", "1:20", min(8, kbit), kbit, b, b, b, 1),
             "tc qdisc add dev %s parent 1:10 handle 11: bfifo limit %d" % (intf, control_bytes),
             "tc qdisc add dev %s parent 1:20 handle 12: bfifo limit %d" % (intf, data_bytes),
             "tc filter add dev %s parent 1: bpf bytecode \"%s\" classid 1:10"
