@@ -24,7 +24,9 @@ schema of ``gse sim``); ``--out-dir`` also one ``<workload>-<protocol>-<runtime>
 summary and ``.csv`` record file per run and every agent's files.  A progress line runs
 on stderr.  Needs root and Mininet (``scripts/setup-mininet.sh``); ``--no-mininet`` runs
 the simulation columns only.  Figures are printed, never asserted
-(tests/test_mininet_fattree.py checks correctness).
+(tests/test_mininet_fattree.py checks correctness).  ``--forwarding kernel`` runs no
+switch agent: the switch namespaces route in the kernel (GSE only; every summary and
+table says what that mode does not model: docs/mininet.md, "Kernel forwarding").
 """
 
 import argparse
@@ -82,6 +84,10 @@ def parse_args(argv=None):
                         "all switches, one for everything (gse.runtimes.mininet.run)")
     g.add_argument("--precise-timers", action="store_true",
                    help="agents wake for timers to the microsecond (timerfd)")
+    g.add_argument("--forwarding", choices=("agents", "kernel"), default="agents",
+                   help="agents: a switch agent per switch (default); kernel: the switch "
+                        "namespaces route in the kernel (GSE only; no PFC, ECN, trimming, "
+                        "control priority or link delay: docs/mininet.md)")
     g.add_argument("--no-sim", action="store_true", help="Mininet columns only")
     g.add_argument("--no-mininet", action="store_true", help="simulation columns only")
     g.add_argument("--sweep-gbps", type=float, nargs="+", metavar="GBPS",
@@ -95,6 +101,14 @@ def parse_args(argv=None):
     g.add_argument("--quiet", action="store_true", help="no progress line")
     args = p.parse_args(argv)
     args.workloads = args.workload or list(WORKLOADS)
+    if args.forwarding == "kernel":
+        from gse.runtimes.mininet.kernel_forwarding import KERNEL_PROTOCOLS
+        bad = [x for x in args.protocols or () if x not in KERNEL_PROTOCOLS]
+        if bad:
+            p.error("--forwarding kernel runs %s only, not %s (no PFC, ECN, trimming or "
+                    "fabric-mode leaf scheduler in the kernel's switches)"
+                    % (", ".join(KERNEL_PROTOCOLS), ", ".join(bad)))
+        args.protocols = args.protocols or list(KERNEL_PROTOCOLS)
     args.protocols = args.protocols or list(PROTOCOLS)
     if args.no_sim and args.no_mininet:
         p.error("--no-sim and --no-mininet leave nothing to run")
@@ -144,6 +158,8 @@ def mininet_rows(runs):
             ("tear-down s", lambda s: get(s, "mininet", "teardown_s")),
             ("end", lambda s: get(s, "mininet", "end")),
             ("kernel drops", lambda s: get(s, "udp", "kernel_drops")),
+            ("forwarding", lambda s: get(s, "mininet", "forwarding")),
+            ("kernel q.drops", lambda s: get(s, "kernel_forwarding", "queue_drops")),
             ("late timer mean us", lambda s: get(s, "udp", "timer_late", "mean_us")),
             ("left behind", lambda s: ("-" if "mininet" not in s else
                                        ",".join(sorted(s["mininet"]["left_behind"])) or "none"))]
@@ -180,6 +196,8 @@ def sweep_rows(runs):
                      "late_max_us": s["udp"]["timer_late"]["max_us"],
                      "kernel_drops": s["udp"]["kernel_drops"], "lost": s["lost"],
                      "left_behind": s["mininet"]["left_behind"],
+                     "forwarding": s.get("forwarding", "agents"),
+                     "queue_drops": s["queue_drops"],
                      "faithful": last is not None and last <= FAITHFUL and s["lost"] == 0})
     return rows
 
@@ -201,6 +219,8 @@ def sweep_table(runs):
             "%.2f" % r["p50_ratio"] if r["p50_ratio"] else "-",
             r["late_mean_us"] / 1e3, r["late_max_us"] / 1e3, r["kernel_drops"], r["lost"]))
     lines.append("")
+    for label in sorted({r["forwarding"] for r in rows} - {"agents"}):
+        lines.append("forwarding: %s" % label)
     lines.append("highest faithful rate (last FCT within %d%% of the simulation at it and "
                  "every slower rate of the sweep):" % round((FAITHFUL - 1) * 100))
     for key, best in faithful_rates(rows).items():
@@ -293,6 +313,7 @@ def run_rate(args, out=None):
                             start_budget_s=args.start_budget_s, progress=progress,
                             label="%s %s" % (workload, protocol), placement=args.placement,
                             precise_timers=args.precise_timers,
+                            forwarding=args.forwarding,
                             out_dir=(os.path.join(args.out_dir, tag) if args.out_dir
                                      else None))
                     s = describe(res.summary, args, workload, size, cfg, runtime)
@@ -314,6 +335,8 @@ def run_rate(args, out=None):
             print(format_side_by_side(summaries, labels))
             if mininet is not None:
                 print(mininet_rows(summaries))
+                if args.forwarding == "kernel":
+                    print("forwarding: %s" % summaries[-1].get("forwarding"))
             sys.stdout.flush()
     except KeyboardInterrupt as exc:          # Ctrl-C or SIGTERM: the network is gone
         print("mininet_fattree: interrupted (%s); the network was torn down"

@@ -243,7 +243,8 @@ def options_for(runtime):
         common.update(addressing=st.sampled_from(["ports", "ips"]), coarse_timers=st.booleans())
     else:
         common.update(placement=st.sampled_from(["node", "tier", "switches", "all"]),
-                      precise_timers=st.booleans())
+                      precise_timers=st.booleans(),
+                      forwarding=st.sampled_from(["agents", "kernel"]))
     return st.fixed_dictionaries({}, optional=common)
 
 

@@ -129,5 +129,7 @@ def _run_mininet(s, topo, messages, protocol, cfg, faults, progress, log):
                       precise_timers=o["precise_timers"], faults=faults,
                       detect_ps=build.detect_ps(s),
                       stall_s=None if stall is None else stall / 1e12,
-                      secure_key_file=o["secure"])
+                      secure_key_file=o["secure"], forwarding=o.get("forwarding", "agents"))
+    if o.get("forwarding") == "kernel":
+        log("forwarding: %s" % res.summary["forwarding"])
     return RunResult(res.summary, res.records, None)

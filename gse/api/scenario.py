@@ -324,7 +324,8 @@ def runtime_options_defaults(runtime):
     if runtime == "udp":
         return dict(_real_time_options(), addressing="ports", coarse_timers=False)
     if runtime == "mininet":
-        return dict(_real_time_options(), placement="node", precise_timers=False)
+        return dict(_real_time_options(), placement="node", precise_timers=False,
+                    forwarding="agents")
     return {}
 
 
@@ -365,7 +366,8 @@ def normal_runtime_options(runtime, given):
               % (runtime, ", ".join(sorted(defaults))), given[unknown[0]])
     out = dict(defaults, **given)
     choices = {"wire": WIRE_PROFILES, "loop": LOOPS, "addressing": ("ports", "ips"),
-               "placement": ("node", "tier", "switches", "all")}
+               "placement": ("node", "tier", "switches", "all"),
+               "forwarding": ("agents", "kernel")}
     for name, value in out.items():
         at = "%s.%s" % (where, name)
         if name in choices:

@@ -53,6 +53,9 @@ def run_scenario(args):
     """The run ``gse run``'s options describe: ``gse sim``'s fields, the runtime and the
     options of that runtime (``gse.api.scenario.runtime_options_defaults``)."""
     s = scenario_from_args(args)
+    if args.runtime != "mininet" and getattr(args, "forwarding", "agents") != "agents":
+        raise ValueError("--forwarding %s: switch namespaces exist in --runtime mininet only"
+                         % args.forwarding)
     options = {name: getattr(args, name) for name in runtime_options_defaults(args.runtime)
                if hasattr(args, name)}
     return s.replace(runtime=args.runtime, runtime_options=options)
@@ -173,6 +176,11 @@ def add_commands(sub):
     g.add_argument("--precise-timers", action="store_true",
                    help="agents wake for timers to the microsecond (timerfd) instead of "
                         "sleeping at least 1 ms")
+    g.add_argument("--forwarding", choices=("agents", "kernel"), default="agents",
+                   help="agents: a switch agent per switch position (default); kernel: "
+                        "the switch namespaces route in the kernel (multipath on the UDP "
+                        "source port, tbf links; GSE only: no PFC, ECN, trimming, control "
+                        "priority or link delay; docs/mininet.md)")
 
     p = sub.add_parser("agent-configs",
                        help="write the per-node configurations of a topology and traffic")

@@ -38,12 +38,13 @@ from gse.metrics.stall import default_span_ps, last_change_ps
 from gse.protocols import default_config
 from gse.runtimes.mininet.addressing import DEFAULT_IP_BASE
 from gse.runtimes.mininet.environment import MininetUnavailable, mininet_unavailable
+from gse.runtimes.mininet import kernel_forwarding as kfwd
 from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
-from gse.runtimes.udp.config import (check_protocol, node_configs, slowest_link_gbps, udp_profile,
-                                     write_node_configs)
+from gse.runtimes.udp.config import (check_protocol, max_datagram, node_configs,
+                                     slowest_link_gbps, udp_profile, write_node_configs)
 from gse.runtimes.udp.faults import read_origin
 from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
 from gse.workloads.faults import FaultSchedule, link_name
@@ -181,7 +182,7 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
                 placement: str = "node", precise_timers: bool = False,
                 faults: FaultSchedule | None = None, detect_ps: int = -1,
                 stall_s: float | None = None, secure_key_file: str | None = None,
-                during: Any = None) -> MininetRunResult:
+                during: Any = None, forwarding: str = "agents") -> MininetRunResult:
     """One run of ``messages`` over ``topo`` laid out in Mininet; returns a
     ``MininetRunResult`` (summary in the schema of ``gse sim``, per-message records).
 
@@ -216,8 +217,14 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
     confs, start_at)`` starts programs of the caller's in the nodes' namespaces just
     before the agents (``experiments/secure_attacks_mininet.py``'s forger) and returns
     their ``Popen``s, which are stopped with the switches.
+    ``forwarding="kernel"``: no switch agent, the switch namespaces forward in the kernel
+    (``gse.runtimes.mininet.kernel_forwarding``: GSE only; the summary's ``forwarding``
+    says what it does not model).
     """
     check_protocol(protocol)
+    kfwd.check_forwarding(forwarding, protocol, wire, secure_key_file, faults, loss_rate,
+                          corrupt_rate, pcap)
+    kernel = forwarding == "kernel"
     reason = mininet_unavailable()
     if reason:
         raise MininetUnavailable(reason)
@@ -231,6 +238,8 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
                                                         link_gbps=slowest_link_gbps(topo))
     n = len(topo.nodes)
     groups = placement_groups(topo, placement)
+    if kernel:      # no switch agent: only the host processes start
+        groups = kfwd.host_groups(topo, groups)
     budget = (default_start_budget(n, len(groups)) if start_budget_s is None
               else start_budget_s)
     work = os.path.abspath(out_dir) if out_dir else tempfile.mkdtemp(prefix="gse-mininet-")
@@ -251,6 +260,9 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
             try:
                 run.phase("building")
                 fabric.start()
+                if kernel:
+                    kf_setup = kfwd.set_up(fabric, protocol, cfg,
+                                           max_datagram(wire, cfg.mtu, False), seed)
                 run_opts = {"timeout_s": 0.0, "loop": loop, "precise_timers": precise_timers,
                             "rcvbuf_bytes": SOCKET_BUFFER_BYTES, "linger_s": linger_s}
                 if slack_ps is not None:
@@ -272,6 +284,8 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
                 confs = agent_configs(fabric, messages, protocol, cfg, seed, loss_rate,
                                       corrupt_rate, agents, run_opts, port, wire, faults,
                                       detect_ps, secure_key_file)
+                if kernel:
+                    confs = kfwd.hosts_only(topo, confs, fabric.port_addresses, port)
                 if pcap:
                     os.makedirs(pcap["dir"], exist_ok=True)
                     chosen = capture_plan(topo, pcap)
@@ -288,12 +302,17 @@ def run_mininet(topo: Topology, messages: list[Message], protocol: str = "gse",
                     run.extra = list(during(fabric, confs, start_at) or ())
                 run.launch(paths, groups, agents, start_at, port)
                 run.wait(start_at, start_at + timeout_s + budget + linger_s + 5.0)
+                if kernel:                  # the namespaces' counters, before they go
+                    kf_stats = kfwd.switch_stats(fabric)
             finally:
                 fabric.stop()
         run.phase("collecting")
         summary, records = _summarize(topo, messages, cfg, protocol, seed, confs, run, fabric,
                                       budget, ip_base, port, faults, detect_ps)
         summary["mininet"]["total_s"] = round(time.perf_counter() - t_all, 3)
+        summary["mininet"]["forwarding"] = forwarding
+        if kernel:
+            kfwd.label_summary(summary, kf_setup, kf_stats)
         if out_dir:
             summary["mininet"]["work_dir"] = work
     finally:

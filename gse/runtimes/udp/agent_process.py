@@ -40,7 +40,7 @@ from typing import Any
 
 from gse.config import ConfigError
 from gse.metrics.stall import StallWatch, default_span_ps, describe_stall, look_at_hosts
-from gse.runtimes.udp import capture, dataplane
+from gse.runtimes.udp import capture, dataplane, kernel_host
 from gse.runtimes.udp.build import build_node
 from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node_config,
                                      protocol_config, write_json_atomic)
@@ -82,6 +82,7 @@ class Agent:
         self.late_start_s = 0.0   # how late it came up after run.start_at_unix
         self.watch = None         # the no-progress watchdog (gse.metrics.stall)
         self.stall = None         # its report, when it ended the run
+        self.senders = {}         # node index -> KernelSender (kernel forwarding's hosts)
 
     @property
     def node(self):
@@ -117,8 +118,10 @@ class Agent:
                 if conf["role"] == "host":
                     agent_cfg = protocol_config(conf)
                 self.nodes.append(build_node(conf, self.sched, ep, agent_cfg))
-            for conf, node, ep in zip(self.confs, self.nodes, self.endpoints):
+            for i, (conf, node, ep) in enumerate(zip(self.confs, self.nodes, self.endpoints)):
                 handler = node.datagram
+                if conf.get("kernel"):          # switches forward in the kernel: to hosts
+                    self.senders[i] = kernel_host.install(node, conf)
                 if conf.get("pcap"):            # --pcap: this node's chosen ports
                     cap = capture.attach(node, conf["pcap"])
                     self.captures.append((cap, conf))
@@ -156,6 +159,8 @@ class Agent:
             self.sched.close()
             for ep in self.endpoints:
                 await ep.close()
+            for sender in self.senders.values():
+                sender.close()
             for cap, conf in self.captures:
                 capture.close_all([cap], conf["pcap"]["dir"], "captures-%s.json" % conf["name"])
         if self.exit == "stalled":
@@ -315,6 +320,11 @@ class Agent:
                 plane = dataplane.counters(node) if node is not None else None
                 if plane is not None:   # the switch forwarded on the compiled data plane
                     c["dataplane"] = plane
+                if i in self.senders:   # kernel forwarding: what the send sockets did
+                    sends = self.senders[i].totals()
+                    for key, n in sends.items():
+                        c[key] = c.get(key, 0) + n
+                    c["kernel_send"] = dict(sends, unsendable=self.senders[i].bad)
                 if node is not None and conf["role"] == "host":
                     c["waiting"] = node.agent.waiting()     # its unfinished messages
                     if self.stall is not None:

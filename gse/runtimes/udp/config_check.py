@@ -17,6 +17,7 @@ import os
 from gse.config import PS_PER_US, ConfigError, fault_rates_error
 from gse.protocols import default_config
 from gse.runtimes.udp.io import LOOPS
+from gse.runtimes.udp.kernel_host import check_kernel_section
 from gse.wire import WIRE_PROFILES
 from gse.wire.packet import HEADER_BYTES
 from switchmodel.fabric_config import FabricConfig
@@ -169,6 +170,7 @@ def check_node_config(conf, where="config"):
                               "headers hosts send; authenticated packets need gse or roce"
                               % where)
         _check_secure(secure, n_hosts, where)
+    check_kernel_section(conf, where)
     if role == "host":
         _check_host(conf, nid, n_hosts, where)
     else:

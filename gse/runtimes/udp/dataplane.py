@@ -135,8 +135,10 @@ def detach(drv):
 
 def conf_allows_host(conf):
     """Does a node configuration leave its host in the plain case (``why_not_host`` checks
-    the driver again)?"""
-    return conf.get("role") == "host" and _plain_wire_and_ports(conf)
+    the driver again)?  Not a host of kernel forwarding (``kernel_host``): it sends to
+    every host, from a socket per entropy."""
+    return (conf.get("role") == "host" and not conf.get("kernel")
+            and _plain_wire_and_ports(conf))
 
 
 def why_not_host(drv):
