@@ -18,7 +18,7 @@ tests/test_packaging.py`).
 """
 
 import importlib.machinery
-import importlib.util
+import importlib.metadata
 import json
 import os
 import shutil
@@ -43,9 +43,15 @@ compiled_pass_only = pytest.mark.skipif(
     reason="compiles the extensions: run in the compiled pass only (GSE_PURE_PYTHON unset)")
 
 
-def _have(module):
-    # found, not imported: importing setuptools here would replace distutils in this process
-    return importlib.util.find_spec(module) is not None
+def _have(distribution):
+    # installed, asked of its metadata: importing setuptools here would replace distutils in
+    # this process, and even find_spec("pip") makes setuptools' distutils hook do so (with a
+    # deprecation warning) once anything has imported distutils
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 needs_setuptools = pytest.mark.skipif(
