@@ -28,15 +28,21 @@ Single-FIFO egress queues (``switch_control_priority=False``) and htsim's NIC
 (``nic_scheduler="htsim"``) are set by the same profile; see docs/comparison.md.
 
 Compiled (cython/gse/runtimes/sim/htsim_model.pxd) as the ports and nodes it stands in for
-are: a pipe keeps its packets in a ``Fifo`` and their arrival times in a ring of C integers
-beside it, and delivers to its node by a C call (``fire``, or ``forward`` for a switch's
-own pipe); the ports and the switch node are extension types deriving from
-``network.py``'s, whose methods they override as C methods.
+are: a pipe keeps its packets in a ring (a list, no ``Fifo`` calls) and their arrival
+times in a ring of C integers beside it, with the same head and length, and delivers to
+its node by a C call (``fire``, or ``forward`` for a switch's own pipe); the ports and the
+switch node are extension types deriving from ``network.py``'s, whose methods they
+override as C methods.
 """
 
 from array import array
 
-from gse.common.fifo import Fifo
+try:
+    import cython  # only for the directives of the pipe's ring: no-ops in pure Python
+    cython.compiled
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.runtimes.sim.eventq import Handler, event_target
 from gse.runtimes.sim.network import HostPort, LinkPort, SwitchNode
 from gse.wire import linkrate
@@ -55,8 +61,8 @@ class Pipe(Handler):
     def __init__(self, eq, delay, target, port):
         self.eq = eq
         self.delay = delay
-        self.pkts = Fifo()           # the packets in flight, oldest first
-        self.times = array("q", bytes(8 * 8))   # their arrival times: a ring from head
+        self.pkts = [None] * 8       # the packets in flight: a ring from head
+        self.times = array("q", bytes(8 * 8))   # their arrival times, the same ring
         self.head = 0
         self.count = 0
         self.mask = 7                # len(times) - 1, a power of two less one
@@ -65,6 +71,8 @@ class Pipe(Handler):
         self.switch = target if port < 0 else None
         self.fn = event_target(self, self.pop)
 
+    @cython.boundscheck(False)   # every index is masked into the ring
+    @cython.wraparound(False)
     def push(self, pkt):
         t = self.eq.now + self.delay
         n = self.count
@@ -72,27 +80,37 @@ class Pipe(Handler):
             self.eq.at(t, self.fn, None, None)
         elif n > self.mask:
             self._grow()
-        self.times[(self.head + n) & self.mask] = t
+        i = (self.head + n) & self.mask
+        self.times[i] = t
+        self.pkts[i] = pkt
         self.count = n + 1
-        self.pkts.append(pkt)
 
     def _grow(self):
-        """Twice the ring, its times in order from 0."""
+        """Twice the ring, its packets and times in order from 0."""
         old = self.times
+        olds = self.pkts
         size = self.mask + 1
         times = array("q", bytes(16 * size))
+        pkts = [None] * (2 * size)
         for i in range(size):
-            times[i] = old[(self.head + i) & self.mask]
+            j = (self.head + i) & self.mask
+            times[i] = old[j]
+            pkts[i] = olds[j]
         self.times = times
+        self.pkts = pkts
         self.head = 0
         self.mask = 2 * size - 1
 
     def fire(self, a, b):
         self.pop(a, b)
 
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
     def pop(self, _a, _b):
-        pkt = self.pkts.popleft()
-        self.head = (self.head + 1) & self.mask
+        h = self.head
+        pkt = self.pkts[h]
+        self.pkts[h] = None
+        self.head = (h + 1) & self.mask
         self.count -= 1
         if self.port < 0:
             self.switch.forward(pkt, pkt.ingress)

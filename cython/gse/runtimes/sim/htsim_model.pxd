@@ -2,7 +2,6 @@
 # nodes become extension types: the ports and the node derive from network.pxd's and
 # override their C methods; a pipe's arrival times are a ring of C integers.
 import cython
-from gse.common.fifo cimport Fifo
 from gse.runtimes.sim.eventq cimport EventQueue, Handler
 from gse.runtimes.sim.network cimport HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire cimport linkrate
@@ -19,7 +18,7 @@ cdef class HtsimSwitchNode
 cdef class Pipe(Handler):
     cdef public EventQueue eq
     cdef public long long delay
-    cdef public Fifo pkts
+    cdef public list pkts
     cdef public long long[::1] times
     cdef public Py_ssize_t head
     cdef public Py_ssize_t count
@@ -29,15 +28,16 @@ cdef class Pipe(Handler):
     cdef public long long port
     cdef public object fn
 
-    @cython.locals(t="long long", n="Py_ssize_t")
+    @cython.locals(t="long long", n="Py_ssize_t", i="Py_ssize_t")
     cpdef push(self, Packet pkt)
 
-    @cython.locals(size="Py_ssize_t", i="Py_ssize_t", old="long long[::1]")
+    @cython.locals(size="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t", old="long long[::1]",
+                   olds=list, pkts=list)
     cpdef _grow(self)
 
     cpdef fire(self, a, b)
 
-    @cython.locals(pkt=Packet)
+    @cython.locals(pkt=Packet, h="Py_ssize_t")
     cpdef pop(self, _a, _b)
 
 
