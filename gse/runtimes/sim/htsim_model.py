@@ -44,19 +44,21 @@ except (ImportError, AttributeError):
     from gse import _no_cython as cython
 
 from gse.runtimes.sim.eventq import Handler, event_target
-from gse.runtimes.sim.network import HostPort, LinkPort, SwitchNode
+from gse.runtimes.sim.network import HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire import linkrate
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, make_packet
 
 
 class Pipe(Handler):
     """Packets in flight for ``delay`` ps, delivered in order to ``target`` on its port
-    ``port`` (``target.fire(pkt, port)``: its ``receive``), with one pending event at a
-    time (htsim's Pipe/CallbackPipe).  A switch's own pipe (``port`` -1) hands each packet
-    to the switch's ``forward`` with the port it came in by (``pkt.ingress``)."""
+    ``port`` (its ``receive``), with one pending event at a time (htsim's
+    Pipe/CallbackPipe).  A switch's own pipe (``port`` -1) hands each packet to the
+    switch's ``forward`` with the port it came in by (``pkt.ingress``).  The event is the
+    pipe's own ``fire``; a switch or host target is called through its typed field
+    (``switch``, ``host``: a C call), anything else through its ``fire``."""
 
     __slots__ = ("eq", "delay", "pkts", "times", "head", "count", "mask", "target",
-                 "switch", "port", "fn")
+                 "switch", "host", "port", "fn")
 
     def __init__(self, eq, delay, target, port):
         self.eq = eq
@@ -67,9 +69,12 @@ class Pipe(Handler):
         self.count = 0
         self.mask = 7                # len(times) - 1, a power of two less one
         self.port = port
-        self.target = target if port >= 0 else None
-        self.switch = target if port < 0 else None
-        self.fn = event_target(self, self.pop)
+        self.target = target
+        self.switch = target if isinstance(target, HtsimSwitchNode) else None
+        self.host = target if isinstance(target, HostNode) else None
+        if port < 0 and self.switch is None:
+            raise TypeError("a switch's own pipe needs an HtsimSwitchNode, got %r" % target)
+        self.fn = event_target(self, self.fire)
 
     @cython.boundscheck(False)   # every index is masked into the ring
     @cython.wraparound(False)
@@ -101,21 +106,24 @@ class Pipe(Handler):
         self.head = 0
         self.mask = 2 * size - 1
 
-    def fire(self, a, b):
-        self.pop(a, b)
-
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def pop(self, _a, _b):
+    def fire(self, _a, _b):
+        """The head packet arrives: to its target, then the next one's event."""
         h = self.head
         pkt = self.pkts[h]
         self.pkts[h] = None
         self.head = (h + 1) & self.mask
         self.count -= 1
-        if self.port < 0:
+        port = self.port
+        if port < 0:
             self.switch.forward(pkt, pkt.ingress)
+        elif self.switch is not None:
+            self.switch.receive(pkt, port)
+        elif self.host is not None:
+            self.host.receive(pkt, port)
         else:
-            self.target.fire(pkt, self.port)
+            self.target.fire(pkt, port)
         if self.count:
             self.eq.at(self.times[self.head], self.fn, None, None)
 

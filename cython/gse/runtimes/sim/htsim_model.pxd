@@ -25,6 +25,7 @@ cdef class Pipe(Handler):
     cdef public Py_ssize_t mask
     cdef public Handler target
     cdef public HtsimSwitchNode switch
+    cdef public HostNode host
     cdef public long long port
     cdef public object fn
 
@@ -35,10 +36,8 @@ cdef class Pipe(Handler):
                    olds=list, pkts=list)
     cpdef _grow(self)
 
-    cpdef fire(self, a, b)
-
-    @cython.locals(pkt=Packet, h="Py_ssize_t")
-    cpdef pop(self, _a, _b)
+    @cython.locals(pkt=Packet, h="Py_ssize_t", port="long long")
+    cpdef fire(self, _a, _b)
 
 
 @cython.locals(r="double")
