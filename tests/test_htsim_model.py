@@ -350,3 +350,27 @@ def test_udp_runtime_refuses_the_simulation_only_pfc_model():
     from gse.runtimes.udp.config import node_configs
     with pytest.raises(ConfigError, match="simulation runtime only"):
         node_configs(star(3), [Message(1, 1, 0, 1000, 0)], "roce", roce_baseline("htsim"))
+
+
+@pytest.mark.parametrize("name", ["incast2_4000000", "a2a16_256000"])
+def test_switch_hand_over_without_its_event_changes_no_result(name, monkeypatch):
+    """A switch forwards an arrival at once where its own pipe's event would be the next
+    to run (``Pipe.fire``).  With that event every time (``due_now`` forced True) every
+    message finishes at the same picosecond, in more events.  The pure build's queue is
+    a Python class, whose method can be replaced; the compiled build gives the same
+    results (tests/test_golden.py, experiments/validate_htsim_roce.py)."""
+    from gse import _build
+    from gse.runtimes.sim import eventq
+    if _build.build() == "compiled":
+        pytest.skip("replaces a method of the pure-Python event queue")
+    msgs, routes, _ = _reference(name)
+
+    def run():
+        res = run_simulation(fat_tree(8), msgs, "roce", roce_baseline("htsim"), 1,
+                             routes=routes)
+        return {r.msg_id: (r.start_ps, r.finish_ps) for r in res.records}, res.summary
+    fast, fast_summary = run()
+    monkeypatch.setattr(eventq.EventQueue, "due_now", lambda self: True)
+    slow, slow_summary = run()
+    assert fast == slow
+    assert fast_summary["events"] < slow_summary["events"]

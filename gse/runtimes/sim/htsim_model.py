@@ -116,16 +116,29 @@ class Pipe(Handler):
         self.head = (h + 1) & self.mask
         self.count -= 1
         port = self.port
+        now_pkt = None
         if port < 0:
             self.switch.forward(pkt, pkt.ingress)
         elif self.switch is not None:
-            self.switch.receive(pkt, port)
+            sw = self.switch
+            if sw.admit(pkt, port):
+                swp = sw.pipe
+                if swp.count or swp.delay or self.eq.due_now():
+                    swp.push(pkt)
+                else:            # its event would run next: no event (see below)
+                    now_pkt = pkt
         elif self.host is not None:
             self.host.receive(pkt, port)
         else:
             self.target.fire(pkt, port)
         if self.count:
             self.eq.at(self.times[self.head], self.fn, None, None)
+        if now_pkt is not None:
+            # The switch's own pipe is empty and without latency, and no event is pending
+            # at this time: the event it would schedule now would be the next to run, so
+            # the switch forwards here, after this pipe's next event is scheduled, with
+            # the same state and the same order of later events (htsim's order).
+            sw.forward(now_pkt, now_pkt.ingress)
 
 
 def _launch(port, pipe, pkt):
@@ -242,11 +255,19 @@ class HtsimHostPort(HostPort):
 
 class HtsimSwitchNode(SwitchNode):
     """A switch whose ingress counts every arrival and hands it to the egress queue through
-    its own pipe (switch latency, a separate event even when zero)."""
+    its own pipe (switch latency, a separate event even when zero, except where that
+    event would be the next to run anyway: ``Pipe.fire``)."""
 
     __slots__ = ("pipe",)
 
     def receive(self, pkt, in_port):
+        if self.admit(pkt, in_port):
+            self.pipe.push(pkt)
+
+    def admit(self, pkt, in_port):
+        """An arrival by ``in_port``: a PAUSE or RESUME acts on that port; anything else is
+        counted against it (PAUSE upstream past XOFF) and is to enter the switch's pipe:
+        True."""
         kind = pkt.kind
         if kind == PAUSE or kind == RESUME:
             if pkt.corrupt:
@@ -254,11 +275,11 @@ class HtsimSwitchNode(SwitchNode):
             else:
                 egress = self.ports[in_port]
                 egress.on_pfc(pkt, self.eq.now)
-            return
+            return False
         pkt.ingress = in_port
         if self.pfc.on_enqueue(in_port, pkt.size):
             self.send_pfc(in_port, PAUSE)
-        self.pipe.push(pkt)
+        return True
 
     def forward(self, pkt, in_port):
         port = self.switch.route(pkt)

@@ -36,7 +36,8 @@ cdef class Pipe(Handler):
                    olds=list, pkts=list)
     cpdef _grow(self)
 
-    @cython.locals(pkt=Packet, h="Py_ssize_t", port="long long")
+    @cython.locals(pkt=Packet, h="Py_ssize_t", port="long long", now_pkt=Packet,
+                   sw=HtsimSwitchNode, swp=Pipe)
     cpdef fire(self, _a, _b)
 
 
@@ -82,8 +83,10 @@ cdef class HtsimHostPort(HostPort):
 cdef class HtsimSwitchNode(SwitchNode):
     cdef public Pipe pipe
 
-    @cython.locals(kind="long long", egress=LinkPort)
     cpdef receive(self, Packet pkt, long long in_port)
+
+    @cython.locals(kind="long long", egress=LinkPort)
+    cpdef bint admit(self, Packet pkt, long long in_port) except -1
 
     @cython.locals(port="long long", egress=LinkPort)
     cpdef forward(self, Packet pkt, long long in_port)
