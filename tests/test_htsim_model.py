@@ -124,6 +124,15 @@ def test_fair_queue_serves_flows_round_robin_by_id_from_a_cursor_that_keeps_its_
     q.append(_data(0, 2, 3, 0))                    # the same id to another peer: its own
     q.append(_data(1, 0, 3, 1))                    # an old flow, still in its place
     assert [(p.dst, p.msg_id) for p in (q.popleft(), q.popleft())] == [(0, 3), (2, 3)]
+    q = FairQueue()
+    q.append(_data(0, 2**32 - 1, -2**31, 0))       # the key's extremes order as pairs
+    q.append(_data(0, 0, 2**31 - 1, 0))
+    q.append(_data(0, 5, -2**31, 1))
+    assert [(p.msg_id, p.dst) for p in (q.popleft(), q.popleft(), q.popleft())] == \
+        [(-2**31, 5), (-2**31, 2**32 - 1), (2**31 - 1, 0)]
+    for msg_id, dst in ((2**31, 0), (-2**31 - 1, 0), (1, 2**32), (1, -1)):
+        with pytest.raises(ValueError, match="FairQueue: packet of message"):
+            q.append(_data(0, dst, msg_id, 0))
 
 
 class _HtsimFairPullQueue:
