@@ -22,7 +22,10 @@ event for event where it can:
   previous one is delivered), and a switch hands an arrival to its egress queue through a
   pipe of its own with the switch latency (fat_tree_switch.cpp:50: zero here, but a
   separate event).  The order of events at equal times, which decides whose packet a
-  switch queues first, is therefore htsim's.
+  switch queues first, is therefore htsim's.  Where that event would be the very next
+  to run (the pipe empty, no other event pending at this time: ``EventQueue.due_now``),
+  the switch forwards without it, at the end of the arrival's event: the same state,
+  and the same order of every later event (``Pipe.fire``; 10% fewer events at k=8).
 
 Single-FIFO egress queues (``switch_control_priority=False``) and htsim's NIC
 (``nic_scheduler="htsim"``) are set by the same profile; see docs/comparison.md.
