@@ -22,3 +22,7 @@ def boundscheck(flag):
 
 def wraparound(flag):
     return lambda fn: fn
+
+
+def cast(t, x):
+    return x

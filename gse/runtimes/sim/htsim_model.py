@@ -41,7 +41,7 @@ override as C methods.
 from array import array
 
 try:
-    import cython  # only for the directives of the pipe's ring: no-ops in pure Python
+    import cython  # the pipe ring's directives and casts: no-ops in pure Python
     cython.compiled
 except (ImportError, AttributeError):
     from gse import _no_cython as cython
@@ -49,7 +49,7 @@ except (ImportError, AttributeError):
 from gse.runtimes.sim.eventq import Handler, event_target
 from gse.runtimes.sim.network import HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire import linkrate
-from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, make_packet
+from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet, make_packet
 
 
 class Pipe(Handler):
@@ -114,7 +114,7 @@ class Pipe(Handler):
     def fire(self, _a, _b):
         """The head packet arrives: to its target, then the next one's event."""
         h = self.head
-        pkt = self.pkts[h]
+        pkt = cython.cast(Packet, self.pkts[h])   # (push takes only packets: no type test)
         self.pkts[h] = None
         self.head = (h + 1) & self.mask
         self.count -= 1
@@ -291,7 +291,7 @@ class HtsimSwitchNode(SwitchNode):
             if self.pfc.on_release(in_port, pkt.size):
                 self.send_pfc(in_port, RESUME)
             return
-        egress = self.ports[port]
+        egress = cython.cast(LinkPort, self.ports[port])   # (every port is one)
         egress.offer(pkt)
 
     def send_pfc(self, port, kind):
