@@ -485,6 +485,8 @@ def test_without_cython_the_repository_cython_folder_is_not_taken_for_it():
             "import cython; assert not hasattr(cython, 'freelist'), cython; "
             "import gse.wire.packet as p, gse._no_cython as nc; "
             "assert p.cython is nc, p.cython; "
+            "import gse.runtimes.sim.htsim_model as h; assert h.cython is nc, h.cython; "
+            "assert nc.cast(p.Packet, None) is None; "
             "print(p.new_packet.__module__)")
     env = dict(os.environ, GSE_PURE_PYTHON="1", PYTHONPATH="")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
