@@ -1,5 +1,6 @@
 """Stand-ins for the ``cython`` decorators the hot modules use, for an install without
-Cython (the pure-Python build): each returns the class unchanged."""
+Cython (the pure-Python build): each returns the class unchanged, and ``cast`` its
+value."""
 
 compiled = False
 
@@ -22,3 +23,7 @@ def boundscheck(flag):
 
 def wraparound(flag):
     return lambda fn: fn
+
+
+def cast(t, x):
+    return x

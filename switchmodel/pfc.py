@@ -19,6 +19,8 @@ Two models (``PfcConfig.model``):
   until its RESUME (no quanta, no timer).
 """
 
+from array import array
+
 MODELS = ("802.1qbb", "htsim")
 
 
@@ -55,7 +57,9 @@ class PfcState:
 
     def __init__(self, cfg, n_ports):
         self.cfg = cfg
-        self.ingress_bytes = [0] * n_ports
+        # per port, C integers (an array, not a list of ints): counted twice per packet
+        # per switch, and a list would make a Python int for every store
+        self.ingress_bytes = array("q", bytes(8 * n_ports))
         self.pausing = bytearray(n_ports)  # 1: a PAUSE is in force upstream of this port
         self.dynamic = cfg.dynamic_alpha > 0   # (XOFF is read per packet: decided once)
         self.htsim = cfg.model == "htsim"     # count every packet until it has left
@@ -74,8 +78,8 @@ class PfcState:
 
     def on_enqueue(self, port, size):
         """A data packet from ``port`` was queued; True if a PAUSE must go upstream."""
-        b = self.ingress_bytes[port]     # (a C integer in the compiled build: one Python
-        b += size                        # int is made, for the store)
+        b = self.ingress_bytes[port]
+        b += size
         self.ingress_bytes[port] = b
         self.used += size
         if b > self.peak_ingress:

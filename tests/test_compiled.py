@@ -211,13 +211,14 @@ def test_event_queue_twins_run_the_same_order(seed):
 def _drive_dense(eq_cls, seed):
     """Dense, near events (a simulator's: ps apart, within a few us, some far) with
     stops at ``until`` and events scheduled from outside between the stops, at ``now``
-    too (which may lie before the queue's current position)."""
+    too (which may lie before the queue's current position); ``due_now`` asked in every
+    event and at every stop."""
     rng = random.Random(seed)
     eq = eq_cls()
     log = []
 
     def fire(tag, depth):
-        log.append((eq.now, tag))
+        log.append((eq.now, tag, eq.due_now()))
         for i in range(rng.choice((0, 1, 1, 2)) if depth < 6 else 0):
             eq.at(eq.now + rng.choice((0, rng.randrange(2000), rng.randrange(10**6),
                                        rng.randrange(10**7), rng.randrange(10**9))),
@@ -229,7 +230,7 @@ def _drive_dense(eq_cls, seed):
     for stop in range(30):
         until = eq.now + rng.choice((0, 1, rng.randrange(5000), rng.randrange(10**6),
                                      rng.randrange(10**8)))
-        results.append((eq.run(until), eq.now, eq.pending(), eq.events))
+        results.append((eq.run(until), eq.now, eq.pending(), eq.events, eq.due_now()))
         for j in range(rng.randrange(4)):
             eq.at(eq.now + rng.choice((0, 0, 1, rng.randrange(10**4), rng.randrange(10**7))),
                   fire, "x%d.%d" % (stop, j), 0)
@@ -243,6 +244,7 @@ def test_event_queue_twins_run_the_same_order_dense(seed):
     from gse.runtimes.sim.eventq import EventQueue
     ours, ref = _drive_dense(EventQueue, seed), _drive_dense(_pure_eventq(), seed)
     assert len(ours[0]) > 100
+    assert any(due for _, _, due in ours[0]) and not all(due for _, _, due in ours[0])
     assert ours == ref
 
 
@@ -483,6 +485,8 @@ def test_without_cython_the_repository_cython_folder_is_not_taken_for_it():
             "import cython; assert not hasattr(cython, 'freelist'), cython; "
             "import gse.wire.packet as p, gse._no_cython as nc; "
             "assert p.cython is nc, p.cython; "
+            "import gse.runtimes.sim.htsim_model as h; assert h.cython is nc, h.cython; "
+            "assert nc.cast(p.Packet, None) is None; "
             "print(p.new_packet.__module__)")
     env = dict(os.environ, GSE_PURE_PYTHON="1", PYTHONPATH="")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,

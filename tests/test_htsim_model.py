@@ -124,6 +124,15 @@ def test_fair_queue_serves_flows_round_robin_by_id_from_a_cursor_that_keeps_its_
     q.append(_data(0, 2, 3, 0))                    # the same id to another peer: its own
     q.append(_data(1, 0, 3, 1))                    # an old flow, still in its place
     assert [(p.dst, p.msg_id) for p in (q.popleft(), q.popleft())] == [(0, 3), (2, 3)]
+    q = FairQueue()
+    q.append(_data(0, 2**32 - 1, -2**31, 0))       # the key's extremes order as pairs
+    q.append(_data(0, 0, 2**31 - 1, 0))
+    q.append(_data(0, 5, -2**31, 1))
+    assert [(p.msg_id, p.dst) for p in (q.popleft(), q.popleft(), q.popleft())] == \
+        [(-2**31, 5), (-2**31, 2**32 - 1), (2**31 - 1, 0)]
+    for msg_id, dst in ((2**31, 0), (-2**31 - 1, 0), (1, 2**32), (1, -1)):
+        with pytest.raises(ValueError, match="FairQueue: packet of message"):
+            q.append(_data(0, dst, msg_id, 0))
 
 
 class _HtsimFairPullQueue:
@@ -350,3 +359,27 @@ def test_udp_runtime_refuses_the_simulation_only_pfc_model():
     from gse.runtimes.udp.config import node_configs
     with pytest.raises(ConfigError, match="simulation runtime only"):
         node_configs(star(3), [Message(1, 1, 0, 1000, 0)], "roce", roce_baseline("htsim"))
+
+
+@pytest.mark.parametrize("name", ["incast2_4000000", "a2a16_256000"])
+def test_switch_hand_over_without_its_event_changes_no_result(name, monkeypatch):
+    """A switch forwards an arrival at once where its own pipe's event would be the next
+    to run (``Pipe.fire``).  With that event every time (``due_now`` forced True) every
+    message finishes at the same picosecond, in more events.  The pure build's queue is
+    a Python class, whose method can be replaced; the compiled build gives the same
+    results (tests/test_golden.py, experiments/validate_htsim_roce.py)."""
+    from gse import _build
+    from gse.runtimes.sim import eventq
+    if _build.build() == "compiled":
+        pytest.skip("replaces a method of the pure-Python event queue")
+    msgs, routes, _ = _reference(name)
+
+    def run():
+        res = run_simulation(fat_tree(8), msgs, "roce", roce_baseline("htsim"), 1,
+                             routes=routes)
+        return {r.msg_id: (r.start_ps, r.finish_ps) for r in res.records}, res.summary
+    fast, fast_summary = run()
+    monkeypatch.setattr(eventq.EventQueue, "due_now", lambda self: True)
+    slow, slow_summary = run()
+    assert fast == slow
+    assert fast_summary["events"] < slow_summary["events"]

@@ -14,7 +14,7 @@ cdef class PfcConfig:
 
 cdef class PfcState:
     cdef public PfcConfig cfg
-    cdef public list ingress_bytes
+    cdef public long long[::1] ingress_bytes
     cdef public bytearray pausing
     cdef public long long used
     cdef public long long pauses_sent

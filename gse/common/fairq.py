@@ -10,12 +10,18 @@ RoCE profile serves a host's ACKs (and NAKs) this way: a receiving host's ACKs o
 flows leave round robin by flow id, not in the order they were made.
 
 The key is the flow's ``(msg_id, peer)``: msg_id orders as htsim's flow id does (ids are
-unique in its runs); the peer keeps two senders' equal ids apart.
+unique in its runs); the peer keeps two senders' equal ids apart.  It is kept as one
+integer, ``msg_id * 2**32 + peer``, which orders as the pair does for ids within 32 bits
+(signed) and peers within 32 bits (unsigned), and costs no tuple to make, hash and
+compare per ACK.
 """
 
 from bisect import bisect_left, bisect_right, insort
 
 from gse.common.fifo import Fifo
+
+MSG_ID_LIMIT = 1 << 31
+PEER_LIMIT = 1 << 32
 
 
 class FairQueue:
@@ -33,7 +39,13 @@ class FairQueue:
 
     def append(self, pkt):
         """Queue ``pkt`` behind its flow's earlier packets (key: msg_id, destination)."""
-        key = (pkt.msg_id, pkt.dst)
+        msg_id = pkt.msg_id
+        dst = pkt.dst
+        if not (-MSG_ID_LIMIT <= msg_id < MSG_ID_LIMIT and 0 <= dst < PEER_LIMIT):
+            raise ValueError("FairQueue: packet of message %d to %d: the htsim NIC's flow key "
+                             "needs a message id within +-2**31 and a peer within 0..2**32-1"
+                             % (msg_id, dst))
+        key = msg_id * PEER_LIMIT + dst
         fifo = self.fifos.get(key)
         if fifo is None:
             fifo = self.fifos[key] = Fifo()

@@ -4,6 +4,9 @@ import cython
 from gse.common.fifo cimport Fifo
 from gse.wire.packet cimport Packet
 
+cdef long long MSG_ID_LIMIT
+cdef long long PEER_LIMIT
+
 
 cdef class FairQueue:
     cdef public dict fifos
@@ -12,7 +15,7 @@ cdef class FairQueue:
     cdef public object cursor
     cdef public Py_ssize_t count
 
-    @cython.locals(fifo=Fifo)
+    @cython.locals(fifo=Fifo, msg_id="long long", dst="long long", key="long long")
     cpdef append(self, Packet pkt)
 
     @cython.locals(ready=list, keys=list, i="Py_ssize_t", j="Py_ssize_t", fifo=Fifo,

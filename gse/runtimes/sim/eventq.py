@@ -79,3 +79,10 @@ class EventQueue:
 
     def pending(self):
         return len(self.heap)
+
+    def due_now(self):
+        """Whether an event is pending at the current time (it would run before any event
+        scheduled now, for now: the htsim model's switch hands a packet over without an
+        event of its own when not, docs/scale.md)."""
+        heap = self.heap
+        return bool(heap) and heap[0][0] == self.now

@@ -55,3 +55,4 @@ cdef class EventQueue:
     cpdef at(self, long long t, object fn, object a, object b)
     cpdef bint run(self, long long until=*) except -1
     cpdef Py_ssize_t pending(self)
+    cpdef bint due_now(self)

@@ -352,6 +352,19 @@ cdef class EventQueue:
     cpdef Py_ssize_t pending(self):
         return self._nring + self._n
 
+    cpdef bint due_now(self):
+        """Whether an event is pending at the current time: the head of the current
+        time's bucket if the ring covers it (each bucket is sorted, and none holds an
+        earlier event), else the heap's first."""
+        cdef long long d = (self.now >> GSE_SHIFT) - self._cb
+        cdef Py_ssize_t s
+        if d < 0:                        # the ring starts later (after a stop)
+            return False
+        if d < GSE_NB:
+            s = self._bucket[(self.now >> GSE_SHIFT) & GSE_MASK]
+            return s >= 0 and gse_time_of(self._slot[s].key) == self.now
+        return self._n > 0 and gse_time_of(self._heap[0]) == self.now
+
 
 # The slots' references, shown to the garbage collector: a network holds its queue and
 # the queue holds the network's ports (pending events), a cycle to collect once both are

@@ -2,7 +2,6 @@
 # nodes become extension types: the ports and the node derive from network.pxd's and
 # override their C methods; a pipe's arrival times are a ring of C integers.
 import cython
-from gse.common.fifo cimport Fifo
 from gse.runtimes.sim.eventq cimport EventQueue, Handler
 from gse.runtimes.sim.network cimport HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire cimport linkrate
@@ -19,26 +18,27 @@ cdef class HtsimSwitchNode
 cdef class Pipe(Handler):
     cdef public EventQueue eq
     cdef public long long delay
-    cdef public Fifo pkts
+    cdef public list pkts
     cdef public long long[::1] times
     cdef public Py_ssize_t head
     cdef public Py_ssize_t count
     cdef public Py_ssize_t mask
     cdef public Handler target
     cdef public HtsimSwitchNode switch
+    cdef public HostNode host
     cdef public long long port
     cdef public object fn
 
-    @cython.locals(t="long long", n="Py_ssize_t")
+    @cython.locals(t="long long", n="Py_ssize_t", i="Py_ssize_t")
     cpdef push(self, Packet pkt)
 
-    @cython.locals(size="Py_ssize_t", i="Py_ssize_t", old="long long[::1]")
+    @cython.locals(size="Py_ssize_t", i="Py_ssize_t", j="Py_ssize_t", old="long long[::1]",
+                   olds=list, pkts=list)
     cpdef _grow(self)
 
-    cpdef fire(self, a, b)
-
-    @cython.locals(pkt=Packet)
-    cpdef pop(self, _a, _b)
+    @cython.locals(pkt=Packet, h="Py_ssize_t", port="long long", now_pkt=Packet,
+                   sw=HtsimSwitchNode, swp=Pipe)
+    cpdef fire(self, _a, _b)
 
 
 @cython.locals(r="double")
@@ -83,8 +83,10 @@ cdef class HtsimHostPort(HostPort):
 cdef class HtsimSwitchNode(SwitchNode):
     cdef public Pipe pipe
 
-    @cython.locals(kind="long long", egress=LinkPort)
     cpdef receive(self, Packet pkt, long long in_port)
+
+    @cython.locals(kind="long long", egress=LinkPort)
+    cpdef bint admit(self, Packet pkt, long long in_port) except -1
 
     @cython.locals(port="long long", egress=LinkPort)
     cpdef forward(self, Packet pkt, long long in_port)
