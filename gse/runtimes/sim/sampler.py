@@ -52,8 +52,8 @@ HEAD = 3                           # a stored bin starts (bin, port words, host 
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
 # The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
-# in its list (the port, then its queue, then the queue's counters: each a pointer read
-# from a line fetched before), gse_prefetch_port, _queue and _counters of sampler.pxd
+# in its list (the port's two lines, then its counters': a pointer read from a line
+# fetched before), gse_prefetch_port and _counters of sampler.pxd
 # (__builtin_prefetch, on borrowed pointers: gse_prefetch.h): the misses on them, most
 # of its time, overlap instead of following one another.  The pure build never calls
 # them.
@@ -107,29 +107,29 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     w = 0                             # busy[:w]: the ports kept for the next bin
     for x in range(n):
         if PREFETCH:                  # (compiled) fetch what the ports ahead will read
-            if x + 6 < n:
-                gse_prefetch_port(busy, x + 6)        # the port's first two lines
             if x + 4 < n:
-                gse_prefetch_queue(busy, x + 4)       # (fetched 2 ports ago)
+                gse_prefetch_port(busy, x + 4)        # the port's first two lines
             if x + 2 < n:
-                gse_prefetch_counters(busy, x + 2)    # (and that, 2 ports ago)
+                gse_prefetch_counters(busy, x + 2)    # (its pointer: fetched 2 ports ago)
         port = busy[x]
         if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
                 and port.paused_ps == port.s_paused):
             port.watch = busy
             continue
-        # port.queue and port.queue.counters in full, not in locals: compiled, a chain
-        # of C fields reads through pointers, where a typed local takes a reference
-        o = port.queue.data_bytes + port.queue.control_bytes
+        # port.counters in full, not in a local: compiled, a chain of C fields reads
+        # through a pointer, where a typed local takes a reference (a store to its line).
+        # The port's counters are its queue's, which hold its bytes now (queued_bytes):
+        # the queue is not read; it is paused exactly while paused_since >= 0
+        o = port.counters.queued_bytes
         port.s_queue = o
-        p = port.queue.counters.peak_bytes
+        p = port.counters.peak_bytes
         if p > port.s_peak:
             port.s_peak = p
-        port.queue.counters.peak_bytes = o
-        v = port.queue.counters.tx_bytes
+        port.counters.peak_bytes = o
+        v = port.counters.tx_bytes
         tx = v - port.s_tx
         port.s_tx = v
-        if port.queue.paused:
+        if port.paused_since >= 0:
             paused = 1
             v = port.paused_ps + now - port.paused_since
         else:
@@ -137,13 +137,13 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
             v = port.paused_ps
         pps = v - port.s_paused
         port.s_paused = v
-        v = port.queue.counters.trims
+        v = port.counters.trims
         trims = v - port.s_trims
         port.s_trims = v
-        v = port.queue.counters.drops
+        v = port.counters.drops
         drops = v - port.s_drops
         port.s_drops = v
-        v = port.queue.counters.ecn_marks
+        v = port.counters.ecn_marks
         ecn = v - port.s_ecn
         port.s_ecn = v
         r = k
@@ -301,6 +301,9 @@ class Sampler:
         self.host_gbps = [h.nic.mbps / 1000.0 for h in net.hosts]
         for p in self.ports:
             c = p.queue.counters
+            if p.counters is not c:
+                raise ValueError("port %d's counters are not its queue's (replaced after the "
+                                 "network was built?)" % (p.index,))
             p.s_tx = c.tx_bytes
             p.s_trims = c.trims
             p.s_drops = c.drops

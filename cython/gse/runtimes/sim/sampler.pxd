@@ -12,7 +12,6 @@ from gse.runtimes.sim.network cimport HostNode, LinkPort
 
 cdef extern from "gse_prefetch.h":
     void gse_prefetch_port(list ports, Py_ssize_t i)
-    void gse_prefetch_queue(list ports, Py_ssize_t i)
     void gse_prefetch_counters(list ports, Py_ssize_t i)
 
 cdef bint PREFETCH
