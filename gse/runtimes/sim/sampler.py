@@ -26,7 +26,7 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports, queues and counters it reads, and what it
+A bin's cost is cache misses on the ports and counters it reads, and what it
 writes: docs/timeseries.md ("Cost") says how both are kept small.
 What the values mean and the tables they become: ``gse.metrics.timeseries`` and
 docs/timeseries.md.
@@ -101,7 +101,7 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     A port that was empty at ``since``, has not been serialising since (``busy_until``),
     and was not paused is idle for the whole bin: nothing can have been queued, trimmed,
     dropped or marked there (a packet reaching an idle, unpaused port is sent at once),
-    so it is skipped after reading the port alone, not its queue and counters."""
+    so it is skipped after reading the port alone, not its counters."""
     k = pos + HEAD
     n = len(busy)
     w = 0                             # busy[:w]: the ports kept for the next bin
