@@ -358,6 +358,11 @@ class Sampler:
                 c.peak_bytes = p.s_peak   # the run's peak, as the summary reports it
         if self.chunks:
             self.ends[len(self.ends) - 1] = self.pos
+            last = self.out
+            self.out = array("q")
+            self.view = self.out          # (an array with a view cannot shrink)
+            self.size = 0
+            del last[self.pos:]           # words never written (compiled: not zeroed)
         self.busy = []
         self.host_busy = []
         self.next_stop = -1
@@ -365,14 +370,18 @@ class Sampler:
 
     def _sample(self, now):
         if self.size - self.pos < self.most:
-            if self.chunks:
-                self.ends[len(self.ends) - 1] = self.pos
+            full = self.out
             self.size = max(CHUNK, self.most)
             if RAW_CHUNKS:
                 self.out = clone(WORDS, self.size, False)
             else:
                 self.out = array("q", [0]) * self.size
             self.view = self.out
+            if self.chunks:
+                self.ends[len(self.ends) - 1] = self.pos
+                # a stored chunk ends at its last row: the words past it were never
+                # written (compiled, not even zeroed), and would be kept and pickled
+                del full[self.pos:]
             self.chunks.append(self.out)
             self.ends.append(0)
             self.pos = 0
