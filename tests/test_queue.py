@@ -71,3 +71,34 @@ def test_entropy_recycling_prefers_clean_values_and_skips_penalised():
     sel.penalise(104)
     assert sel.next() == 105                   # a penalised value is skipped while exploring
     assert 104 not in [sel.next() for _ in range(6)]
+
+
+def test_the_counters_hold_the_bytes_queued_now_out_of_their_dict():
+    """``counters.queued_bytes`` (what the sampler reads instead of the queue) equals the
+    queue's bytes after every enqueue, trim, drop, dequeue, pause and flush, in both FIFO
+    modes; ``as_dict`` (the runtimes' reports) leaves it out."""
+    rng = random.Random(5)
+    for priority in (True, False):
+        cfg = QueueConfig(4160 * 6, control_queue_bytes=4 * HEADER_BYTES, trim=priority,
+                          trim_bytes=4160 * 3, ecn=True, ecn_kmin=4160, ecn_kmax=4160 * 4,
+                          control_priority=priority)
+        q = OutputQueue(cfg, random.Random(1))
+        seen = set()
+        for i in range(400):
+            step = rng.random()
+            if step < 0.5:
+                seen.add(q.enqueue(data(i)))
+            elif step < 0.6:
+                q.enqueue(make_packet(kind=ACK, src=1, dst=0, msg_id=1, psn=i,
+                                      prio=PRIO_CONTROL))
+            elif step < 0.65:
+                q.paused = not q.paused
+            elif step < 0.67:
+                q.flush()
+            else:
+                q.dequeue()
+            assert q.counters.queued_bytes == q.data_bytes + q.control_bytes
+        assert DROPPED in seen and (TRIMMED in seen) == priority
+        assert "queued_bytes" not in q.counters.as_dict()
+        assert sorted(q.counters.as_dict()) == sorted(
+            ["tx_bytes", "tx_packets", "drops", "trims", "ecn_marks", "peak_bytes"])

@@ -21,6 +21,9 @@ cdef class QueueConfig:
     cdef public bint ecn_on_dequeue
 
 
+cdef tuple COUNTERS
+
+
 cdef class PortCounters:
     cdef public long long tx_bytes
     cdef public long long tx_packets
@@ -28,10 +31,15 @@ cdef class PortCounters:
     cdef public long long trims
     cdef public long long ecn_marks
     cdef public long long peak_bytes
+    cdef public long long queued_bytes
+    # padding to 128 bytes (at 72, an 80-byte pymalloc block, the counters would start
+    # anywhere in a line): every 128-byte block starts 48 bytes into a line (after the
+    # pool's 48-byte header), so the object's header ends that line and its seven fields
+    # are the next line, the one the sampler reads
+    cdef long long align_[7]
 
 
 cdef class OutputQueue:
-    # the sampler's four first (with the header and the vtable, one cache line)
     cdef public long long data_bytes
     cdef public long long control_bytes
     cdef public PortCounters counters

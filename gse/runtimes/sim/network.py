@@ -43,8 +43,8 @@ class LinkPort(Handler):
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
                  "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver",
-                 "fault", "index", "watch", "s_tx", "s_trims", "s_drops", "s_ecn",
-                 "s_paused", "s_queue", "s_peak")
+                 "fault", "index", "watch", "counters", "s_tx", "s_trims", "s_drops",
+                 "s_ecn", "s_paused", "s_queue", "s_peak")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -75,6 +75,7 @@ class LinkPort(Handler):
         self.fault = None         # a PortFault when link failures may touch this port
         self.index = -1           # its place in Network.ports
         self.watch = None         # a sampler's list to join when it turns busy or paused
+        self.counters = queue.counters    # (the sampler reads them here, not via queue)
         # what that sampler read here at the last bin's end (gse.runtimes.sim.sampler):
         # totals of bytes sent, trims, drops, ECN marks and paused ps, the queue's bytes
         # and its peak over the run; kept beside what it reads, not in an array of its own

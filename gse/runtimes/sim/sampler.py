@@ -14,9 +14,10 @@ port in the port's ``s_*`` fields, which nothing else reads.
 Reading in O(ports that changed): a port idle at a bin's end (empty, not serialising,
 not paused) has nothing to report until it turns busy or paused, which only
 ``LinkPort.transmit`` and a PAUSE do (``busy_until`` and ``paused_since`` are set nowhere
-else); so the sampler hands such a port its ``watch`` list, the port joins it at that
-moment (``LinkPort.touch``), and a bin reads only the ports still busy at the previous
-bin's end and those that joined since: a few dozen of the 768 ports of a k=8 Fat-Tree in
+else); so the sampler hands such a port its list of busy ports (as the port's
+``watch``), the port joins it at that moment (``LinkPort.touch``), and a bin reads only
+the ports of that list, those still busy at the previous bin's end and those that joined
+since: a few dozen of the 768 ports of a k=8 Fat-Tree in
 RoCE's long tail, instead of all of them every bin.  Likewise a host's accepted payload
 changes only when a packet reaches it: a host node joins its ``watch`` list then
 (``HostNode.touch``), and a bin reads the receivers of those hosts alone.
@@ -25,7 +26,7 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports, queues and counters it reads, and what it
+A bin's cost is cache misses on the ports and counters it reads, and what it
 writes: docs/timeseries.md ("Cost") says how both are kept small.
 What the values mean and the tables they become: ``gse.metrics.timeseries`` and
 docs/timeseries.md.
@@ -51,31 +52,40 @@ HEAD = 3                           # a stored bin starts (bin, port words, host 
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
 # The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
-# in its list (the port, then its queue, then the queue's counters: each a pointer read
-# from a line fetched before), gse_prefetch_port, _queue and _counters of sampler.pxd
+# in its list (the port's two lines, then its counters': a pointer read from a line
+# fetched before), gse_prefetch_port and _counters of sampler.pxd
 # (__builtin_prefetch, on borrowed pointers: gse_prefetch.h): the misses on them, most
 # of its time, overlap instead of following one another.  The pure build never calls
 # them.
 PREFETCH = cython.compiled
+# Compiled, a new storage chunk is an array('q') that is not zero-filled (cpython.array's
+# clone(..., False), declared in sampler.pxd): sample() writes every word that is read
+# back (up to the chunk's end), and zero-filling 512 KiB (array * n: memcpy of a growing
+# prefix) cost more instructions than all the writes to it, and evicted lines.  The pure
+# build zero-fills.
+RAW_CHUNKS = cython.compiled
+WORDS = array("q")                 # (the type clone() copies)
 
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
-@cython.wraparound(False)    # that a whole bin fits) or within prev (a host's)
-def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out, pos,
-           prev):
+@cython.wraparound(False)    # that a whole bin fits), busy (w <= x) or prev (a host's)
+def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     """Bin ``b``, from ``since`` to ``now``, written into ``out`` from ``pos``: its
     head (``b``, the number of words of port rows, the number of host pairs), a row for
     every port with anything to report, then a (host, value) pair for every host whose
     accepted payload grew; returns the position after them.
 
-    The ports read are those of ``busy`` (busy or paused at ``since``) and of ``watch``
-    (turned so since: ``LinkPort.touch``); every other port was idle for the whole bin.
-    Those still busy or paused at ``now`` go into ``spare`` (the next bin's ``busy``);
-    the others get ``watch``, the list they join when they turn busy again.  ``busy`` and
-    ``watch`` are emptied.  ``hosts`` and ``host_watch``: the host nodes that received a
+    The ports read are those of ``busy``: the ports busy or paused at ``since``, then
+    those that turned so since (``LinkPort.touch`` appends them: their ``watch`` is this
+    very list); every other port was idle for the whole bin.  ``busy`` keeps, in place
+    and in the same order, the ports still busy or paused at ``now`` (the next bin's),
+    and the others get it back as their ``watch``.  One list compacted in place, not
+    three (busy, joined since, and the next bin's) emptied and re-grown every bin: no
+    ``realloc`` per doubling, and what a port's reference is dropped from was read in
+    this bin (in the cache), not a bin ago.  ``hosts``: the host nodes that received a
     packet in the bin (``HostNode.touch``; every host at the first bin), the only ones
-    whose receivers are read (the others accepted nothing); they get ``host_watch`` back,
-    and both lists are emptied.
+    whose receivers are read (the others accepted nothing); they get it back as their
+    ``watch``, and it is emptied.
 
     A row is one word, the port's index shifted left by 8 with a bit per value of
     ``PORT_DYNAMIC`` that is not zero, then those values in that order (``POP[mask]`` of
@@ -91,122 +101,119 @@ def sample(busy, watch, spare, hosts, host_watch, receivers, since, now, b, out,
     A port that was empty at ``since``, has not been serialising since (``busy_until``),
     and was not paused is idle for the whole bin: nothing can have been queued, trimmed,
     dropped or marked there (a packet reaching an idle, unpaused port is sent at once),
-    so it is skipped after reading the port alone, not its queue and counters."""
+    so it is skipped after reading the port alone, not its counters."""
     k = pos + HEAD
-    for y in range(2):
-        ports = busy if y == 0 else watch
-        n = len(ports)
-        for x in range(n):
-            if PREFETCH:              # (compiled) fetch what the ports ahead will read
-                if x + 6 < n:
-                    gse_prefetch_port(ports, x + 6)       # the port's first two lines
-                if x + 4 < n:
-                    gse_prefetch_queue(ports, x + 4)      # (fetched 2 ports ago)
-                if x + 2 < n:
-                    gse_prefetch_counters(ports, x + 2)   # (and that, 2 ports ago)
-            port = ports[x]
-            if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
-                    and port.paused_ps == port.s_paused):
-                port.watch = watch
-                continue
-            # port.queue and port.queue.counters in full, not in locals: compiled, a chain
-            # of C fields reads through pointers, where a typed local takes a reference
-            o = port.queue.data_bytes + port.queue.control_bytes
-            port.s_queue = o
-            p = port.queue.counters.peak_bytes
-            if p > port.s_peak:
-                port.s_peak = p
-            port.queue.counters.peak_bytes = o
-            v = port.queue.counters.tx_bytes
-            tx = v - port.s_tx
-            port.s_tx = v
-            if port.queue.paused:
-                paused = 1
-                v = port.paused_ps + now - port.paused_since
-            else:
-                paused = 0
-                v = port.paused_ps
-            pps = v - port.s_paused
-            port.s_paused = v
-            v = port.queue.counters.trims
-            trims = v - port.s_trims
-            port.s_trims = v
-            v = port.queue.counters.drops
-            drops = v - port.s_drops
-            port.s_drops = v
-            v = port.queue.counters.ecn_marks
-            ecn = v - port.s_ecn
-            port.s_ecn = v
-            r = k
+    n = len(busy)
+    w = 0                             # busy[:w]: the ports kept for the next bin
+    for x in range(n):
+        if PREFETCH:                  # (compiled) fetch what the ports ahead will read
+            if x + 4 < n:
+                gse_prefetch_port(busy, x + 4)        # the port's first two lines
+            if x + 2 < n:
+                gse_prefetch_counters(busy, x + 2)    # (its pointer: fetched 2 ports ago)
+        port = busy[x]
+        if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
+                and port.paused_ps == port.s_paused):
+            port.watch = busy
+            continue
+        # port.counters in full, not in a local: compiled, a chain of C fields reads
+        # through a pointer, where a typed local takes a reference (a store to its line).
+        # The port's counters are its queue's, which hold its bytes now (queued_bytes):
+        # the queue is not read; it is paused exactly while paused_since >= 0
+        o = port.counters.queued_bytes
+        port.s_queue = o
+        p = port.counters.peak_bytes
+        if p > port.s_peak:
+            port.s_peak = p
+        port.counters.peak_bytes = o
+        v = port.counters.tx_bytes
+        tx = v - port.s_tx
+        port.s_tx = v
+        if port.paused_since >= 0:
+            paused = 1
+            v = port.paused_ps + now - port.paused_since
+        else:
+            paused = 0
+            v = port.paused_ps
+        pps = v - port.s_paused
+        port.s_paused = v
+        v = port.counters.trims
+        trims = v - port.s_trims
+        port.s_trims = v
+        v = port.counters.drops
+        drops = v - port.s_drops
+        port.s_drops = v
+        v = port.counters.ecn_marks
+        ecn = v - port.s_ecn
+        port.s_ecn = v
+        r = k
+        k += 1
+        mask = 0
+        if o:
+            out[k] = o
             k += 1
-            mask = 0
-            if o:
-                out[k] = o
-                k += 1
-                mask = 1
-            if p:
-                out[k] = p
-                k += 1
-                mask |= 2
-            if tx:
-                out[k] = tx
-                k += 1
-                mask |= 4
-            if paused:
-                out[k] = 1
-                k += 1
-                mask |= 8
-            if pps:
-                out[k] = pps
-                k += 1
-                mask |= 16
-            if trims:
-                out[k] = trims
-                k += 1
-                mask |= 32
-            if drops:
-                out[k] = drops
-                k += 1
-                mask |= 64
-            if ecn:
-                out[k] = ecn
-                k += 1
-                mask |= 128
-            if mask:
-                out[r] = (port.index << 8) | mask
-            else:
-                k = r
-            if o or port.busy_until > now or port.paused_since >= 0:
-                spare.append(port)
-            else:
-                port.watch = watch
-    del busy[:]
-    del watch[:]
+            mask = 1
+        if p:
+            out[k] = p
+            k += 1
+            mask |= 2
+        if tx:
+            out[k] = tx
+            k += 1
+            mask |= 4
+        if paused:
+            out[k] = 1
+            k += 1
+            mask |= 8
+        if pps:
+            out[k] = pps
+            k += 1
+            mask |= 16
+        if trims:
+            out[k] = trims
+            k += 1
+            mask |= 32
+        if drops:
+            out[k] = drops
+            k += 1
+            mask |= 64
+        if ecn:
+            out[k] = ecn
+            k += 1
+            mask |= 128
+        if mask:
+            out[r] = (port.index << 8) | mask
+        else:
+            k = r
+        if o or port.busy_until > now or port.paused_since >= 0:
+            if w != x:
+                busy[w] = port        # (drops busy[w]'s reference: read in this bin)
+            w += 1
+        else:
+            port.watch = busy
+    del busy[w:]                      # (a list shrinks only below half its room)
     out[pos] = b
     out[pos + 1] = k - pos - HEAD
     r = k
-    for y in range(2):
-        nodes = hosts if y == 0 else host_watch
-        for x in range(len(nodes)):
-            node = nodes[x]
-            h = node.index
-            rv = receivers[h]
-            if isinstance(rv, ReceiverSide):      # (compiled: a C field, not a getattr)
-                gr = rv
-                v = gr.payload_bytes
-            elif isinstance(rv, RoceReceiver):
-                rr = rv
-                v = rr.payload_bytes
-            else:
-                v = rv.payload_bytes
-            node.watch = host_watch
-            if v != prev[h]:
-                out[k] = h
-                out[k + 1] = v - prev[h]
-                k += 2
-                prev[h] = v
+    for x in range(len(hosts)):
+        node = hosts[x]
+        h = node.index
+        rv = receivers[h]
+        if isinstance(rv, ReceiverSide):          # (compiled: a C field, not a getattr)
+            gr = rv
+            v = gr.payload_bytes
+        elif isinstance(rv, RoceReceiver):
+            rr = rv
+            v = rr.payload_bytes
+        else:
+            v = rv.payload_bytes
+        node.watch = hosts
+        if v != prev[h]:
+            out[k] = h
+            out[k + 1] = v - prev[h]
+            k += 2
+            prev[h] = v
     del hosts[:]
-    del host_watch[:]
     out[pos + 2] = (k - r) >> 1
     return k
 
@@ -267,9 +274,9 @@ class Sampler:
     a view of an array per call, as a plain class must, was most of a quiet bin's cost)."""
 
     __slots__ = ("ports", "hosts", "bin_ps", "next_stop", "edges", "since", "topo",
-                 "receivers", "nic_index", "host_gbps", "prev", "pview", "n", "busy", "watch",
-                 "spare", "host_busy", "host_watch", "most", "chunks", "ends", "out", "view",
-                 "size", "pos", "closed")
+                 "receivers", "nic_index", "host_gbps", "prev", "pview", "n", "busy",
+                 "host_busy", "most", "chunks", "ends", "out", "view", "size", "pos",
+                 "closed")
 
     def __init__(self, net: Any, bin_ps: int, start_ps: int = 0) -> None:
         if bin_ps <= 0:
@@ -294,6 +301,9 @@ class Sampler:
         self.host_gbps = [h.nic.mbps / 1000.0 for h in net.hosts]
         for p in self.ports:
             c = p.queue.counters
+            if p.counters is not c:
+                raise ValueError("port %d's counters are not its queue's (replaced after the "
+                                 "network was built?)" % (p.index,))
             p.s_tx = c.tx_bytes
             p.s_trims = c.trims
             p.s_drops = c.drops
@@ -304,11 +314,10 @@ class Sampler:
         self.prev = array("q", [r.payload_bytes for r in self.receivers])
         self.pview = self.prev                # (compiled: a typed view, taken once)
         self.n = len(self.ports)
-        self.busy: list[Any] = list(self.ports)   # the ports the next bin reads, with
-        self.watch: list[Any] = []                # those that turn busy in the meantime
-        self.spare: list[Any] = []                # (the list the next busy ones go to)
-        self.host_busy: list[Any] = list(self.hosts)   # the hosts to read (all at first),
-        self.host_watch: list[Any] = []           # and those a packet reaches meanwhile
+        self.busy: list[Any] = list(self.ports)   # the ports the next bin reads (all at
+        #                                           first; those turning busy join it)
+        self.host_busy: list[Any] = list(self.hosts)   # the hosts to read (all at first,
+        #                                                then those a packet reached)
         self.most = HEAD + (1 + NPORT) * self.n + 2 * len(self.receivers)   # a bin at most
         self.chunks: list[array] = []
         self.ends: list[int] = []             # the used length of each chunk
@@ -349,29 +358,35 @@ class Sampler:
                 c.peak_bytes = p.s_peak   # the run's peak, as the summary reports it
         if self.chunks:
             self.ends[len(self.ends) - 1] = self.pos
+            last = self.out
+            self.out = array("q")
+            self.view = self.out          # (an array with a view cannot shrink)
+            self.size = 0
+            del last[self.pos:]           # words never written (compiled: not zeroed)
         self.busy = []
-        self.watch = []
         self.host_busy = []
-        self.host_watch = []
         self.next_stop = -1
         self.closed = True
 
     def _sample(self, now):
         if self.size - self.pos < self.most:
+            full = self.out
+            self.size = max(CHUNK, self.most)
+            if RAW_CHUNKS:
+                self.out = clone(WORDS, self.size, False)
+            else:
+                self.out = array("q", [0]) * self.size
+            self.view = self.out
             if self.chunks:
                 self.ends[len(self.ends) - 1] = self.pos
-            self.size = max(CHUNK, self.most)
-            self.out = array("q", [0]) * self.size
-            self.view = self.out
+                # a stored chunk ends at its last row: the words past it were never
+                # written (compiled, not even zeroed), and would be kept and pickled
+                del full[self.pos:]
             self.chunks.append(self.out)
             self.ends.append(0)
             self.pos = 0
-        busy = self.busy
-        self.busy = self.spare
-        self.spare = busy                 # (sample() empties it)
-        self.pos = sample(busy, self.watch, self.busy, self.host_busy, self.host_watch,
-                          self.receivers, self.since, now, len(self.edges) - 1, self.view,
-                          self.pos, self.pview)
+        self.pos = sample(self.busy, self.host_busy, self.receivers, self.since, now,
+                          len(self.edges) - 1, self.view, self.pos, self.pview)
         self.since = now
         self.edges.append(now)
 

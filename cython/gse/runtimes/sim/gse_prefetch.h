@@ -23,11 +23,10 @@
         __builtin_prefetch(gse_o_ + 64); \
     } while (0)
 
-/* Its queue's first line (the port's was asked for two ports before). */
-#define gse_prefetch_queue(list, i) __builtin_prefetch(GSE_PF_PORT((list), (i))->queue)
-
-/* The queue's counters (the queue's line was asked for two ports before). */
+/* Its counters' fields (the object's second line: its header ends the first, as a
+ * 128-byte block starts 48 bytes into a line; the port's line holding the pointer was
+ * asked for two ports before). */
 #define gse_prefetch_counters(list, i) \
-    __builtin_prefetch(GSE_PF_PORT((list), (i))->queue->counters)
+    __builtin_prefetch((char *)GSE_PF_PORT((list), (i))->counters + 16)
 
 #endif

@@ -7,7 +7,7 @@ from gse.runtimes.sim.eventq cimport EventQueue, Handler
 from gse.wire cimport linkrate
 from gse.wire.packet cimport Packet
 from switchmodel.pfc cimport PfcState
-from switchmodel.queue cimport OutputQueue
+from switchmodel.queue cimport OutputQueue, PortCounters
 from switchmodel.switch cimport Switch
 
 cdef long long PAUSE
@@ -19,16 +19,17 @@ cdef long long ENQUEUED
 cdef class HostNode
 
 cdef class LinkPort(Handler):
-    # what the sampler reads of every busy port first, in the object's first cache
-    # line (after the header and the vtable: 24 + 5 x 8 = 64 bytes), then its own
-    # totals for the port in the next; of the port's queue it reads the first line, and
-    # the line of its counters.
+    # what the sampler reads of every busy port: the object's first two cache lines
+    # (a LinkPort is a 384-byte pymalloc block with the GC head, so it starts on a line:
+    # the header and the vtable, then 5 x 8 = 64 bytes) and the line of its counters'
+    # fields (the queue's bytes now among them): not the queue itself
     cdef public OutputQueue queue
     cdef public long long busy_until
     cdef public long long paused_since
     cdef public long long paused_ps
     cdef public long long index
-    # the sampler's own totals for this port (its next cache line, with watch)
+    # the queue's counters, and the sampler's own totals for this port (the next line)
+    cdef public PortCounters counters
     cdef public long long s_tx
     cdef public long long s_trims
     cdef public long long s_drops
@@ -59,6 +60,9 @@ cdef class LinkPort(Handler):
     cdef public object wake_fn
     cdef public object deliver
     cdef public object fault
+    # padding to 368 bytes (a 384-byte block: 6 lines; at 312, a 336-byte block, a port
+    # would start anywhere in a line, and the sampler's fields span three lines)
+    cdef long long align_[7]
 
     cpdef fire(self, a, b)
 
@@ -89,6 +93,8 @@ cdef class LinkPort(Handler):
 
 cdef class HostPort(LinkPort):
     cdef public HostAgent agent
+    # padding to 432 bytes (a 448-byte block, 7 lines: a host port starts on a line too)
+    cdef long long align2_[7]
 
     @cython.locals(pkt=Packet)
     cpdef kick(self, long long now)

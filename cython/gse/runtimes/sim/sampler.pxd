@@ -4,6 +4,7 @@
 # directives), and the dense table after the run is C loops; the Sampler is an extension
 # type (its per-bin state C fields, its views of the chunk and of prev taken once).
 import cython
+from cpython.array cimport clone
 from gse.agents.receiver cimport ReceiverSide
 from gse.agents.roce_receiver cimport RoceReceiver
 from gse.runtimes.sim.eventq cimport EventQueue
@@ -11,23 +12,24 @@ from gse.runtimes.sim.network cimport HostNode, LinkPort
 
 cdef extern from "gse_prefetch.h":
     void gse_prefetch_port(list ports, Py_ssize_t i)
-    void gse_prefetch_queue(list ports, Py_ssize_t i)
     void gse_prefetch_counters(list ports, Py_ssize_t i)
 
 cdef bint PREFETCH
+cdef bint RAW_CHUNKS
+cdef object WORDS
 cdef Py_ssize_t NPORT
 cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
 
 
-@cython.locals(y="int", x="Py_ssize_t", n="Py_ssize_t", h="Py_ssize_t",
+@cython.locals(x="Py_ssize_t", n="Py_ssize_t", w="Py_ssize_t", h="Py_ssize_t",
                k="Py_ssize_t", r="Py_ssize_t", mask="long long",
-               ports=list, nodes=list, port=LinkPort, node=HostNode, gr=ReceiverSide,
+               port=LinkPort, node=HostNode, gr=ReceiverSide,
                rr=RoceReceiver, o="long long", p="long long", v="long long", tx="long long", paused="long long",
                pps="long long", trims="long long", drops="long long", ecn="long long")
-cpdef Py_ssize_t sample(list busy, list watch, list spare, list hosts, list host_watch,
-                        list receivers, long long since, long long now, long long b,
-                        long long[::1] out, Py_ssize_t pos, long long[::1] prev) except -1
+cpdef Py_ssize_t sample(list busy, list hosts, list receivers, long long since,
+                        long long now, long long b, long long[::1] out, Py_ssize_t pos,
+                        long long[::1] prev) except -1
 
 
 @cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
@@ -60,10 +62,7 @@ cdef class Sampler:
     cdef long long[::1] pview
     cdef public Py_ssize_t n
     cdef public list busy
-    cdef public list watch
-    cdef public list spare
     cdef public list host_busy
-    cdef public list host_watch
     cdef public Py_ssize_t most
     cdef public list chunks
     cdef public list ends
@@ -80,5 +79,4 @@ cdef class Sampler:
 
     cpdef close(self, long long now)
 
-    @cython.locals(busy=list)
     cpdef _sample(self, long long now)
