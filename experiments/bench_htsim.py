@@ -222,10 +222,33 @@ def project_command(python, protocol, cm, k, work):
     return cmd
 
 
-def run_project(python, protocol, cm, k, work, gnu_time):
+def project_env(bytecode):
+    """The project's environment: ``cached`` runs it as an install does (pip compiles every
+    module's bytecode when it installs, as htsim's binary is compiled ahead), ``none`` as a
+    checkout with ``PYTHONDONTWRITEBYTECODE`` set, compiling every module at every start."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if bytecode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def compile_bytecode(python):
+    """Write the project's bytecode before the rounds (``--bytecode cached``), so no timed
+    run pays for it or depends on which round came first."""
+    dirs = [os.path.join(ROOT, d) for d in ("gse", "switchmodel", "topologies")]
+    out = subprocess.run([python, "-m", "compileall", "-q"] + dirs, cwd=ROOT,
+                         env=project_env("cached"), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BenchError("compiling the project's bytecode failed: %s"
+                         % (out.stdout + out.stderr).strip()[-300:])
+
+
+def run_project(python, protocol, cm, k, work, gnu_time, bytecode="cached"):
     cmd = project_command(python, protocol, cm, k, work)
     out = os.path.join(work, "gse.out")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = project_env(bytecode)
     wall, cpu, rss, rc = timed(cmd, ROOT, out, env, gnu_time)
     if rc != 0:
         raise BenchError("%s exited with %d (stderr in %s.err)" % (" ".join(cmd), rc, out))
@@ -267,7 +290,8 @@ def bench_matrix(args, exe, cm):
         for i in range(args.rounds):
             load = os.getloadavg()[0]
             theirs = run_htsim(exe, args.protocol, cm, nodes, flows, work, args.time)
-            ours = run_project(args.python, args.protocol, cm, k, work, args.time)
+            ours = run_project(args.python, args.protocol, cm, k, work, args.time,
+                               args.bytecode)
             rounds.append({"round": i + 1, "load_1min": load, "htsim": theirs,
                            "project": ours})
             print("  %s round %d (load %.1f): htsim %.2f s CPU, %.0f MiB; project %.2f s "
@@ -390,6 +414,10 @@ def parse_args(argv=None):
                     "git checkout")
     ap.add_argument("--time", default=GNU_TIME,
                     help="GNU time, which reports each run's peak RSS (default: %(default)s)")
+    ap.add_argument("--bytecode", choices=("cached", "none"), default="cached",
+                    help="cached: the project's bytecode compiled once before the rounds, "
+                    "as an install has it; none: every module compiled at every start, as "
+                    "with PYTHONDONTWRITEBYTECODE (default: %(default)s)")
     ap.add_argument("--json", help="also write every figure as JSON")
     args = ap.parse_args(argv)
     if args.rounds < 1:
@@ -405,15 +433,19 @@ def main(argv=None):
         cms = [cm_path(args, name) for name in args.cm]
         for cm in cms:
             fat_tree_k(read_matrix(cm)[0], cm)
+        if args.bytecode == "cached":
+            compile_bytecode(args.python)
     except BenchError as e:
         print("bench_htsim: %s" % e, file=sys.stderr)
         return 2
     info = dict(machine(), project_commit=git_commit(ROOT), build=project_build(args.python),
                 htsim_binary=exe, protocol=args.protocol, rounds=args.rounds,
+                bytecode=args.bytecode,
                 htsim_commit=args.htsim_commit or git_commit(os.path.dirname(exe)),
                 command=" ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])))
     print("machine: %(nproc)s cores, %(cpu)s; %(date)s; project %(project_commit)s "
-          "(%(build)s build); htsim %(htsim_commit)s (%(htsim_binary)s)" % info, flush=True)
+          "(%(build)s build, bytecode %(bytecode)s); htsim %(htsim_commit)s "
+          "(%(htsim_binary)s)" % info, flush=True)
     rows = []
     try:
         for cm in cms:

@@ -151,3 +151,16 @@ def test_live_against_htsim_uec(tmp_path):
                     reason="GSE_HTSIM_ROCE does not name an htsim_roce binary")
 def test_live_against_htsim_roce(tmp_path):
     _live(tmp_path, "roce", os.environ["GSE_HTSIM_ROCE"])
+
+
+def test_bytecode_modes_set_the_projects_environment(monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    assert "PYTHONDONTWRITEBYTECODE" not in bench_htsim.project_env("cached")
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
+    assert bench_htsim.project_env("none")["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert bench_htsim.project_env("cached")["PYTHONPATH"].split(os.pathsep)[0] == \
+        bench_htsim.ROOT
+    assert bench_htsim.parse_args(["--htsim-dir", "/x"]).bytecode == "cached"
+    assert bench_htsim.parse_args(["--bytecode", "none"]).bytecode == "none"
+    with pytest.raises(SystemExit):
+        bench_htsim.parse_args(["--bytecode", "warm"])
