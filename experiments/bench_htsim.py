@@ -222,6 +222,9 @@ def project_command(python, protocol, cm, k, work):
     return cmd
 
 
+EMPTY_PYCACHE = os.path.join(tempfile.gettempdir(), "bench_htsim_no_bytecode")
+
+
 def project_env(bytecode):
     """The project's environment: ``cached`` runs it as an install does (pip compiles every
     module's bytecode when it installs, as htsim's binary is compiled ahead), ``none`` as a
@@ -229,8 +232,11 @@ def project_env(bytecode):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if bytecode == "cached":
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONPYCACHEPREFIX", None)
     else:
+        # Not writing is not enough: bytecode already in __pycache__ would still be read.
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPYCACHEPREFIX"] = EMPTY_PYCACHE
     return env
 
 

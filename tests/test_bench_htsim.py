@@ -157,7 +157,9 @@ def test_bytecode_modes_set_the_projects_environment(monkeypatch):
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     assert "PYTHONDONTWRITEBYTECODE" not in bench_htsim.project_env("cached")
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE")
-    assert bench_htsim.project_env("none")["PYTHONDONTWRITEBYTECODE"] == "1"
+    none = bench_htsim.project_env("none")
+    assert none["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert none["PYTHONPYCACHEPREFIX"] == bench_htsim.EMPTY_PYCACHE
     assert bench_htsim.project_env("cached")["PYTHONPATH"].split(os.pathsep)[0] == \
         bench_htsim.ROOT
     assert bench_htsim.parse_args(["--htsim-dir", "/x"]).bytecode == "cached"
