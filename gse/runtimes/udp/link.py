@@ -173,40 +173,24 @@ class EmulatedPort:
 
     def _drain(self, now):
         """Start every queued packet whose turn came by ``now``, back to back."""
-        while self.busy_until <= now:
-            if not self._start_next(now):
-                return
-
-    def _start_next(self, now):
-        """Start the next queued packet at ``busy_until``; False if there is none."""
-        pkt = self.queue.dequeue()
-        if pkt is None:
-            return False
+        queue = self.queue
+        raws = self.raw
         pfc = self.pfc
-        if pfc is not None and pkt.prio == PRIO_DATA and pfc.on_dequeue(pkt.ingress, pkt.size):
-            self.owner.send_pfc(pkt.ingress, RESUME, now)
-        raw = None
-        changed = False
-        if self.raw:
-            entry = self.raw.pop(id(pkt), None)
-            if entry is not None:
-                raw = entry[0]
-                changed = entry[1] != pkt.flags
-        self._transmit(pkt, raw, changed, self.busy_until, now)
-        return True
-
-    def _start_ahead(self, now):
-        """After a wake-up released a datagram: start the next packet now if its turn
-        comes within the slack (its virtual start unchanged).
-
-        Why: a datagram leaves at its departure (end of serialisation plus delay) minus
-        the slack, so when a packet lasts longer than the slack the wake-up that releases
-        packet k comes ``slack - delay`` before packet k+1's turn, and a port woke twice
-        per packet (release, then start).  One packet ahead at most, and only at a
-        release, so the queue the marking and PFC see is at most one packet short, and
-        the compiled switch (``SwitchPlane._due``) decides the same at the same times."""
-        if self.busy_until <= now + self.slack and self.busy_until > now:
-            self._start_next(now)
+        while self.busy_until <= now:
+            pkt = queue.dequeue()
+            if pkt is None:
+                return
+            if pfc is not None and pkt.prio == PRIO_DATA and pfc.on_dequeue(pkt.ingress,
+                                                                           pkt.size):
+                self.owner.send_pfc(pkt.ingress, RESUME, now)
+            raw = None
+            changed = False
+            if raws:
+                entry = raws.pop(id(pkt), None)
+                if entry is not None:
+                    raw = entry[0]
+                    changed = entry[1] != pkt.flags
+            self._transmit(pkt, raw, changed, self.busy_until, now)
 
     # -- the link -----------------------------------------------------------------------
 
@@ -266,16 +250,12 @@ class EmulatedPort:
             self._arm(depart - self.slack)
 
     def _flush(self, now):
-        """Send what is due on the wire; True if anything was."""
         wire = self.wire
         limit = now + self.slack
         send = self.send
         addr = self.peer_addr
-        sent = False
         while wire and wire[0][0] <= limit:
             send(wire.popleft()[1], addr)
-            sent = True
-        return sent
 
     def _arm(self, t):
         if self.wake_at < 0 or t < self.wake_at:
@@ -288,8 +268,7 @@ class EmulatedPort:
         self.wake_at = -1
         now = self.sched.now()
         self._drain(now)
-        if self._flush(now):
-            self._start_ahead(now)
+        self._flush(now)
         nxt = self.busy_until if self._sendable() else -1
         if self.wire:
             w = self.wire[0][0] - self.slack
@@ -372,18 +351,7 @@ class HostNic(EmulatedPort):
     __slots__ = ("agent", "catchup", "want")
 
     def kick(self, now):
-        """Pull and send what the agent has, from when the link frees.
-
-        The next packet is pulled as soon as its serialisation starts within the slack,
-        not only once the link is free: at rates where a packet lasts longer than the
-        slack, the datagram of packet k waits on the emulated wire until its departure
-        minus the slack -- which is the end of its serialisation (the next start) plus
-        the link delay, minus the slack -- so the wake-up that releases packet k also
-        starts packet k+1.  Waiting for the link to be free instead woke the host twice
-        per packet (release, then pull, ``slack - delay`` apart), and at 0.4 Gb/s eight
-        senders' wake-ups were more than the machine's two cores (issue 27)."""
-        limit = now + self.slack
-        if self.busy_until > limit:
+        if self.busy_until > now:
             self.want = True
             self._arm(self.busy_until)
             return
@@ -393,6 +361,7 @@ class HostNic(EmulatedPort):
         floor = now - self.catchup
         if start < floor:
             start = floor
+        limit = now + self.slack
         burst = NIC_BURST
         for i in range(burst):
             pkt = agent.poll(now, not queue.paused)

@@ -78,12 +78,8 @@ cdef class EmulatedPort:
     @cython.locals(queue=OutputQueue)
     cpdef bint _sendable(self) except -1
 
+    @cython.locals(queue=OutputQueue, raws=dict, pfc=PfcState, pkt=Packet, changed=bint)
     cpdef _drain(self, long long now)
-
-    @cython.locals(pfc=PfcState, pkt=Packet, changed=bint)
-    cpdef bint _start_next(self, long long now) except -1
-
-    cpdef _start_ahead(self, long long now)
 
     @cython.locals(done="long long", r="double", depart="long long")
     cpdef _transmit(self, Packet pkt, object raw, bint changed, long long start,

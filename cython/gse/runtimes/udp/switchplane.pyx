@@ -179,24 +179,16 @@ cdef class SwitchPlane:
         cdef OutputQueue q
         cdef dp_slot *s
         cdef long long limit
-        cdef bint released
         for p in range(self.d.nports):
             port = self.ports[p]
             q = port.queue
             if (q.control_bytes or q.data_bytes) and port.busy_until <= now:
                 self._drain_port(p, port, now)
             limit = now + port.slack
-            released = False
             while self.d.wire[p].head != NULL and self.d.wire[p].head.depart <= limit:
                 s = dp_pop(&self.d.wire[p])
-                released = True
                 if dp_out(self.d, s, p):
                     self._flush()
-            # EmulatedPort._start_ahead: a release starts the next packet if its turn
-            # comes within the slack (one wake-up per packet, not two)
-            if (released and (q.control_bytes or q.data_bytes)
-                    and now < port.busy_until <= limit):
-                self._start_next(p, port, now)
 
     cdef _datagram(self, int i, long long now):
         cdef dp_slot *s = dp_got(self.d, i)
@@ -430,20 +422,15 @@ cdef class SwitchPlane:
         return s
 
     cdef _drain_port(self, int p, EmulatedPort port, long long now):
+        cdef dp_slot *s
         while port.busy_until <= now:
-            if not self._start_next(p, port, now):
+            s = self._dequeue(p, port.queue)
+            if s == NULL:
                 return
-
-    cdef bint _start_next(self, int p, EmulatedPort port, long long now) except -1:
-        """``EmulatedPort._start_next``: the next queued packet from ``busy_until``."""
-        cdef dp_slot *s = self._dequeue(p, port.queue)
-        if s == NULL:
-            return False
-        if (self.pfc is not None and s.prio == C_PRIO_DATA
-                and self.pfc.on_dequeue(s.ingress, s.size)):
-            self.drv.send_pfc(s.ingress, C_RESUME, now)
-        self._transmit(p, port, s, port.busy_until, now)
-        return True
+            if (self.pfc is not None and s.prio == C_PRIO_DATA
+                    and self.pfc.on_dequeue(s.ingress, s.size)):
+                self.drv.send_pfc(s.ingress, C_RESUME, now)
+            self._transmit(p, port, s, port.busy_until, now)
 
     cdef _transmit(self, int p, EmulatedPort port, dp_slot *s, long long start, long long now):
         cdef long long done = start + linkrate.wire_time_ps(s.size, port.mbps)
