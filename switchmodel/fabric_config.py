@@ -28,7 +28,8 @@ class FabricConfig(_Config):
         # congestion inside the fabric (switchmodel.fabric_congestion)
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
-        "path_share_headroom", "path_share_start",
+        "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
+        "repair_proof_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -108,6 +109,13 @@ class FabricConfig(_Config):
         # a route change starts each busy downlink's pacer at the lowest live-path share
         # of the pairs it serves (then ECN raises it); off: mixed per seed (fabric-mode.md)
         self.path_share_start = False
+        # the source leaf weights each path toward a destination leaf by the CE marks its
+        # packets earned (echoed per packet in the leaf ACKs): weight 1 / (1 + this times
+        # the path's mark fraction, an EWMA with gain path_weight_gain); 0: even spraying
+        # over the live paths (switchmodel.fabric_weights)
+        self.path_weights = 0.0
+        self.path_weight_gain = 1.0 / 8
+        self.repair_proof_ps = 0
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -142,6 +150,12 @@ class FabricConfig(_Config):
         if not 0 < self.pacer_min_fraction <= 1 or not 0 < self.pacer_increase <= 1:
             raise ConfigError("pacer_min_fraction and pacer_increase must be in (0, 1]")
         self._positive(("pacer_window_ps",))
+        if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
+            raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
+                              "%r, %r" % (self.path_weights, self.path_weight_gain))
+        if self.path_weights and self.path_hot_skips:
+            raise ConfigError("path_weights and path_hot_skips both use the leaf ACK's "
+                              "sack_bits: set at most one")
         if not self.path_share_headroom >= 1:
             raise ConfigError("path_share_headroom must be >= 1, got %r"
                               % self.path_share_headroom)

@@ -57,8 +57,7 @@ class LeafReorder:
         if not 0 <= pkt.src < len(self.leaf_of):
             self.stray += 1              # no host of the fabric sent this
             return
-        if self.ecn:                     # the congestion response: count, clear CE
-            self._ecn_arrival(pkt, self.leaf_of[pkt.src], now)
+        marked = self.ecn and self._ecn_arrival(pkt, self.leaf_of[pkt.src], now)
         if not self.reorder_at_leaf:
             self._deliver(pkt)
             return
@@ -69,6 +68,8 @@ class LeafReorder:
         rb = self.reorders.get(key)
         expected = rb.expected if rb is not None else self.rtails.get(key, 1)
         seq = unwrap32(pkt.aux, expected)
+        if marked and self.weights_k and seq >= expected:
+            self._note_mark(key, seq)    # echoed in the pair's next ACK (fabric_weights)
         if seq == expected:
             self._deliver(pkt)
             if rb is None:

@@ -148,6 +148,9 @@ class LeafRecovery:
         widths = self.widths.get(dst) if self.widths else None
         if widths is not None and len(widths) != n:
             widths = None                # (stale: the leaf's own row changed since)
+        table = self.scores.get(dst_leaf) if self.scores else None
+        if table is not None:            # path_weights: a weighted walk (fabric_weights)
+            tries *= self.weight_laps
         for _ in range(tries):
             rr += 1
             up = rr % n
@@ -164,11 +167,12 @@ class LeafRecovery:
                 entropy = self.entropy
             if first is None:
                 first = (port, entropy)
-            if not self.suspects and not self.hot:
+            if not self.suspects and not self.hot and table is None:
                 return port, entropy, rr
             key = self._path_key(port, entropy)
             if key != avoid and not self._suspected(dst_leaf, key, now) \
-                    and not (self.hot and self._is_hot(dst_leaf, port, now)):
+                    and not (self.hot and self._is_hot(dst_leaf, port, now)) \
+                    and (table is None or self._weighed_ok(table, key)):
                 return port, entropy, rr
         if first is None:                # no live path beyond any uplink (widths all 0)
             return -1, 0, rr
@@ -232,17 +236,55 @@ class LeafRecovery:
                 good.append((s.port, s.entropy))   # the resends, as REPS recycles)
                 if paths:
                     self._cleared(paths, s)
+        if self.proof_ps and missing and good and not pkt.flags & F_TRIMMED:
+            missing = self._proven_lost(buf, first, span, bits, missing)
         for seq in missing:
+            if self.weights_k:           # a NACKed packet: a marked sample of its path
+                self._weigh_loss(buf.dst_leaf, sent[seq].path)
             self._resend(buf, seq, now, good, self.repair_prio)
 
+    def _proven_lost(self, buf, first, span, bits, missing):
+        """``repair_proof_ps``: of the packets a hole's NACK names, the ones it proves lost.
+        A path is a FIFO in one priority class, so a packet is lost when one sent after it
+        on its path, in a class no higher, arrived (RACK, per path); else when a packet on
+        any path sent ``repair_proof_ps`` after it arrived (beyond the paths' skew).  The
+        rest may still be queued on a slow path: the hole's next NACK or the timeout asks
+        again."""
+        sent = buf.sent
+        newest = {}                      # (path, class) -> latest send time that arrived
+        latest = -1
+        for i in range(span):
+            if not bits >> i & 1:
+                s = sent.get(first + i)
+                if s is not None:
+                    k = (s.path, s.pkt.prio)
+                    if s.time > newest.get(k, -1):
+                        newest[k] = s.time
+                    if s.time > latest:
+                        latest = s.time
+        proof = self.proof_ps
+        lost = []
+        for seq in missing:
+            s = sent[seq]
+            t = s.time
+            if latest - t > proof or newest.get((s.path, s.pkt.prio), -1) > t or (
+                    s.pkt.prio and newest.get((s.path, PRIO_DATA), -1) > t):
+                lost.append(seq)
+            else:
+                self.repairs_deferred += 1
+        return lost
+
     def _ack_pkt(self, pkt, now):
-        if pkt.sack_bits and self.hot_ps and 0 <= pkt.src < len(self.switch.next_hops):
+        if pkt.sack_bits and self.hot_ps and not self.weights_k and 0 <= pkt.src < len(self.switch.next_hops):
             self._hot_paths(pkt.src, pkt.msg_id, pkt.sack_bits, now)   # paths that marked
         buf = self.sent_bufs.get(pkt.msg_id)
         if buf is None or buf.dst_leaf != pkt.src:
             self.stale_acks += 1
             return
-        self._ack_to(buf, unwrap32(pkt.psn, buf.lo), now)
+        upto = unwrap32(pkt.psn, buf.lo)
+        if self.weights_k and upto > buf.lo:
+            self._weigh_ack(buf, upto, pkt.sack_bits)   # the marks it echoes, per path
+        self._ack_to(buf, upto, now)
 
     def _ack_to(self, buf, upto, now):
         """Free what precedes ``upto`` (the next sequence number the destination expects)."""
@@ -353,7 +395,9 @@ class LeafRecovery:
         self.leaf_acks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=ACK, src=self.node, dst=src_leaf, msg_id=host,
-                                psn=expected & MASK32, sack_bits=self._hot_echo(key),
+                                psn=expected & MASK32,
+                                sack_bits=(self._mark_echo(key, expected) if self.weights_k
+                                           else self._hot_echo(key)),
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _trimmed(self, pkt, now):
@@ -381,6 +425,7 @@ class LeafRecovery:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=key[0], msg_id=pkt.dst,
                                 psn=expected & MASK32, sack_bits=bits, credit=offset + 1,
+                                flags=F_TRIMMED,
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):
