@@ -177,8 +177,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafWeights):
         self.spine_fanout = max(1, min(256, int(spine_fanout))) if self.leaf_paths else 1
         self.ecn = cfg.ecn_bytes > 0      # spray DATA ECN-capable, pace by the marks
         self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
-        self.hot_per_mark = cfg.path_hot_per_mark
-        self.mtu_wire = cfg.mtu + HEADER_BYTES   # a repair's size, for the pacer
+        self.hot_per_mark, self.mtu_wire = cfg.path_hot_per_mark, cfg.mtu + HEADER_BYTES
+        self.proof_ps = cfg.repair_proof_ps if self.recovery else 0   # (fabric_recovery)
         self._init_share(cfg, host_gbps)
         self._init_weights(cfg)   # path_weights (switchmodel.fabric_weights)
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK

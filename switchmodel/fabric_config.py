@@ -153,6 +153,8 @@ class FabricConfig(_Config):
         if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
             raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
                               "%r, %r" % (self.path_weights, self.path_weight_gain))
+        if self.repair_proof_ps < 0:
+            raise ConfigError("repair_proof_ps must be >= 0, got %r" % self.repair_proof_ps)
         if self.path_weights and self.path_hot_skips:
             raise ConfigError("path_weights and path_hot_skips both use the leaf ACK's "
                               "sack_bits: set at most one")

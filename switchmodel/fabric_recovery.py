@@ -47,9 +47,10 @@ MAX_RETX_BACKOFF = 16
 class Sent:
     """A packet the source leaf sprayed and keeps until the destination leaf has it."""
 
-    __slots__ = ("pkt", "host_entropy", "port", "entropy", "path", "time")
+    __slots__ = ("pkt", "host_entropy", "port", "entropy", "path", "time", "deferred")
 
     def __init__(self, pkt, host_entropy, port, entropy, path, time):
+        self.deferred = False     # a NACK named it without proof (repair_proof_ps)
         self.pkt = pkt
         self.host_entropy = host_entropy
         self.port = port
@@ -207,6 +208,7 @@ class LeafRecovery:
         s.entropy = entropy
         s.path = self._path_key(port, entropy)
         s.time = now
+        s.deferred = False
         self.leaf_resends += 1
         self.out.append((port, pkt))
 
@@ -246,15 +248,16 @@ class LeafRecovery:
     def _proven_lost(self, buf, first, span, bits, missing):
         """``repair_proof_ps``: of the packets a hole's NACK names, the ones it proves lost.
         A path is a FIFO in one priority class, so a packet is lost when one sent after it
-        on its path, in a class no higher, arrived (RACK, per path); else when a packet on
-        any path sent ``repair_proof_ps`` after it arrived (beyond the paths' skew).  The
-        rest may still be queued on a slow path: the hole's next NACK or the timeout asks
-        again."""
+        on its path (``paths="leaf"``: the leaf names the whole path), in a class no higher,
+        arrived (RACK, per path); else when a packet on any path sent ``repair_proof_ps``
+        after it arrived (beyond the paths' skew); else when an earlier NACK named it
+        already (the hole is older by the NACK backoff: a packet on a path that died, with
+        nothing sent on it later).  The rest may still be queued on a slow path."""
         sent = buf.sent
         newest = {}                      # (path, class) -> latest send time that arrived
         latest = -1
-        for i in range(span):
-            if not bits >> i & 1:
+        for i in range(span + 1 if span < NACK_SPAN else span):   # (first + span: the
+            if not bits >> i & 1:                                  # highest held, below 64)
                 s = sent.get(first + i)
                 if s is not None:
                     k = (s.path, s.pkt.prio)
@@ -263,19 +266,23 @@ class LeafRecovery:
                     if s.time > latest:
                         latest = s.time
         proof = self.proof_ps
+        if not self.leaf_paths:
+            newest = {}                  # (the spines hash: the leaf knows no whole path)
         lost = []
         for seq in missing:
             s = sent[seq]
             t = s.time
-            if latest - t > proof or newest.get((s.path, s.pkt.prio), -1) > t or (
-                    s.pkt.prio and newest.get((s.path, PRIO_DATA), -1) > t):
+            if s.deferred or latest - t > proof or newest.get((s.path, s.pkt.prio), -1) > t \
+                    or (s.pkt.prio and newest.get((s.path, PRIO_DATA), -1) > t):
                 lost.append(seq)
             else:
+                s.deferred = True        # the next NACK that names it resends it
                 self.repairs_deferred += 1
         return lost
 
     def _ack_pkt(self, pkt, now):
-        if pkt.sack_bits and self.hot_ps and not self.weights_k and 0 <= pkt.src < len(self.switch.next_hops):
+        if pkt.sack_bits and self.hot_ps and not self.weights_k \
+                and 0 <= pkt.src < len(self.switch.next_hops):
             self._hot_paths(pkt.src, pkt.msg_id, pkt.sack_bits, now)   # paths that marked
         buf = self.sent_bufs.get(pkt.msg_id)
         if buf is None or buf.dst_leaf != pkt.src:

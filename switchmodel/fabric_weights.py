@@ -59,8 +59,7 @@ class LeafWeights:
         self.marked_seqs = {}     # (src leaf, host) -> sequence numbers that came marked
         self.scores = {}          # dst leaf -> {path key: [mark score, deficit credit]}
         self.weight_samples = self.weight_skips = 0
-        self.proof_ps = cfg.repair_proof_ps if self.leaf_paths else 0
-        self.repairs_deferred = 0
+        self.repairs_deferred = 0  # (repair_proof_ps: switchmodel.fabric_recovery)
 
     # -- destination side -----------------------------------------------------------------
 
