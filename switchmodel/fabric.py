@@ -178,7 +178,6 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafWeights):
         self.ecn = cfg.ecn_bytes > 0      # spray DATA ECN-capable, pace by the marks
         self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
         self.hot_per_mark, self.mtu_wire = cfg.path_hot_per_mark, cfg.mtu + HEADER_BYTES
-        self.proof_ps = cfg.repair_proof_ps if self.recovery else 0   # (fabric_recovery)
         self._init_share(cfg, host_gbps)
         self._init_weights(cfg)   # path_weights (switchmodel.fabric_weights)
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
@@ -316,7 +315,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafWeights):
                 "paths_hot": self.paths_hot, "repair_charges": self.repair_charges,
                 "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale,
                 "share_holds": self.share_holds, "weight_samples": self.weight_samples,
-                "weight_skips": self.weight_skips, "repairs_deferred": self.repairs_deferred}
+                "weight_skips": self.weight_skips}
 
     # -- source side ----------------------------------------------------------------------
 

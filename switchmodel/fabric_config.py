@@ -29,7 +29,6 @@ class FabricConfig(_Config):
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
         "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
-        "repair_proof_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -115,7 +114,6 @@ class FabricConfig(_Config):
         # over the live paths (switchmodel.fabric_weights)
         self.path_weights = 0.0
         self.path_weight_gain = 1.0 / 8
-        self.repair_proof_ps = 0
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -153,8 +151,6 @@ class FabricConfig(_Config):
         if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
             raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
                               "%r, %r" % (self.path_weights, self.path_weight_gain))
-        if self.repair_proof_ps < 0:
-            raise ConfigError("repair_proof_ps must be >= 0, got %r" % self.repair_proof_ps)
         if self.path_weights and self.path_hot_skips:
             raise ConfigError("path_weights and path_hot_skips both use the leaf ACK's "
                               "sack_bits: set at most one")

@@ -47,10 +47,9 @@ MAX_RETX_BACKOFF = 16
 class Sent:
     """A packet the source leaf sprayed and keeps until the destination leaf has it."""
 
-    __slots__ = ("pkt", "host_entropy", "port", "entropy", "path", "time", "deferred")
+    __slots__ = ("pkt", "host_entropy", "port", "entropy", "path", "time")
 
     def __init__(self, pkt, host_entropy, port, entropy, path, time):
-        self.deferred = False     # a NACK named it without proof (repair_proof_ps)
         self.pkt = pkt
         self.host_entropy = host_entropy
         self.port = port
@@ -208,7 +207,6 @@ class LeafRecovery:
         s.entropy = entropy
         s.path = self._path_key(port, entropy)
         s.time = now
-        s.deferred = False
         self.leaf_resends += 1
         self.out.append((port, pkt))
 
@@ -238,47 +236,10 @@ class LeafRecovery:
                 good.append((s.port, s.entropy))   # the resends, as REPS recycles)
                 if paths:
                     self._cleared(paths, s)
-        if self.proof_ps and missing and good and not pkt.flags & F_TRIMMED:
-            missing = self._proven_lost(buf, first, span, bits, missing)
         for seq in missing:
             if self.weights_k:           # a NACKed packet: a marked sample of its path
                 self._weigh_loss(buf.dst_leaf, sent[seq].path)
             self._resend(buf, seq, now, good, self.repair_prio)
-
-    def _proven_lost(self, buf, first, span, bits, missing):
-        """``repair_proof_ps``: of the packets a hole's NACK names, the ones it proves lost.
-        A path is a FIFO in one priority class, so a packet is lost when one sent after it
-        on its path (``paths="leaf"``: the leaf names the whole path), in a class no higher,
-        arrived (RACK, per path); else when a packet on any path sent ``repair_proof_ps``
-        after it arrived (beyond the paths' skew); else when an earlier NACK named it
-        already (the hole is older by the NACK backoff: a packet on a path that died, with
-        nothing sent on it later).  The rest may still be queued on a slow path."""
-        sent = buf.sent
-        newest = {}                      # (path, class) -> latest send time that arrived
-        latest = -1
-        for i in range(span + 1 if span < NACK_SPAN else span):   # (first + span: the
-            if not bits >> i & 1:                                  # highest held, below 64)
-                s = sent.get(first + i)
-                if s is not None:
-                    k = (s.path, s.pkt.prio)
-                    if s.time > newest.get(k, -1):
-                        newest[k] = s.time
-                    if s.time > latest:
-                        latest = s.time
-        proof = self.proof_ps
-        if not self.leaf_paths:
-            newest = {}                  # (the spines hash: the leaf knows no whole path)
-        lost = []
-        for seq in missing:
-            s = sent[seq]
-            t = s.time
-            if s.deferred or latest - t > proof or newest.get((s.path, s.pkt.prio), -1) > t \
-                    or (s.pkt.prio and newest.get((s.path, PRIO_DATA), -1) > t):
-                lost.append(seq)
-            else:
-                s.deferred = True        # the next NACK that names it resends it
-                self.repairs_deferred += 1
-        return lost
 
     def _ack_pkt(self, pkt, now):
         if pkt.sack_bits and self.hot_ps and not self.weights_k \
@@ -432,7 +393,6 @@ class LeafRecovery:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=key[0], msg_id=pkt.dst,
                                 psn=expected & MASK32, sack_bits=bits, credit=offset + 1,
-                                flags=F_TRIMMED,
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):

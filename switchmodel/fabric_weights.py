@@ -59,7 +59,6 @@ class LeafWeights:
         self.marked_seqs = {}     # (src leaf, host) -> sequence numbers that came marked
         self.scores = {}          # dst leaf -> {path key: [mark score, deficit credit]}
         self.weight_samples = self.weight_skips = 0
-        self.repairs_deferred = 0  # (repair_proof_ps: switchmodel.fabric_recovery)
 
     # -- destination side -----------------------------------------------------------------
 

@@ -1,8 +1,7 @@
 """Fabric mode: per-path weights from echoed CE marks (``path_weights``,
-``switchmodel.fabric_weights``) and repairs only of what a NACK proves lost
-(``repair_proof_ps``, ``switchmodel.fabric_recovery``), step by step with the two
-hand-driven leaves of ``tests/test_fabric_leaf.py`` (S: node 10, D: node 11, uplinks on
-ports 2 and 3, one path beyond each)."""
+``switchmodel.fabric_weights``), step by step with the two hand-driven leaves of
+``tests/test_fabric_leaf.py`` (S: node 10, D: node 11, uplinks on ports 2 and 3, one path
+beyond each)."""
 
 import pytest
 
@@ -10,7 +9,7 @@ from test_fabric_leaf import UP, D, S, US, take
 from test_fabric_recovery import deliver, granted_burst, leaf, to_host
 
 from gse.config import ConfigError
-from gse.wire.packet import ACK, DATA, F_ECN_CE, NACK
+from gse.wire.packet import ACK, F_ECN_CE
 from switchmodel.fabric import FabricConfig
 
 
@@ -65,53 +64,9 @@ def test_new_sprays_move_off_the_path_that_marked(k):
         assert on == {UP[0]: 16, UP[1]: 16} and s.weight_skips == 0
 
 
-def nack_after(proof, gap):
-    """Two bursts of 4 to host 2, the second ``gap`` later; uplinks alternate (seqs 1, 3,
-    5, 7 on one, 2, 4, 6, 8 on the other); seqs 2, 3, 6 and 8 are lost.  D NACKs the hole;
-    the seqs S resends."""
-    s, d = leaf(S, repair_proof_ps=proof), leaf(D, repair_proof_ps=proof)
-    sent = granted_burst(s, d, 4) + granted_burst(s, d, 4, now=gap)
-    ports = [port for port, _ in sent]
-    assert ports[0::2] == [ports[0]] * 4 and ports[1::2] == [ports[1]] * 4
-    t = gap + 10 * US
-    deliver(d, [sent[i] for i in (0, 3, 4, 6)], t)
-    d.on_timer(t + d.cfg.leaf_nack_timeout_ps)
-    nacks = [p for _, p in take(d, NACK)]
-    assert [(n.psn, n.credit, n.sack_bits) for n in nacks] == [(2, 5, 0b10011)]
-    s.receive(nacks[0], 2, t + d.cfg.leaf_nack_timeout_ps + US)
-    return sorted(p.aux for _, p in take(s, DATA)), s, d
-
-
-def test_a_nack_resends_every_missing_packet_without_proof():
-    resent, s, _ = nack_after(0, 1 * US)
-    assert resent == [2, 3, 6] and s.repairs_deferred == 0
-
-
-def test_a_nack_resends_only_what_a_later_packet_on_its_path_or_the_skew_proves_lost():
-    """Seq 3's path delivered seq 5, sent after it: lost.  Seqs 2 and 6 went on the
-    other path, which delivered nothing sent after them, and the latest packet that
-    arrived was sent only 1 us after seq 2: they may still be queued there, so they
-    wait for the hole's next NACK, which resends them (a path that died shows nothing)."""
-    resent, s, d = nack_after(16 * US, 1 * US)
-    assert resent == [3] and s.repairs_deferred == 2
-    now = d.next_deadline()                  # the hole's next NACK (backoff)
-    d.on_timer(now)
-    (_, nack), = take(d, NACK)
-    assert (nack.psn, nack.sack_bits & 0b10011) == (2, 0b10011)   # 2, 3 and 6 still open
-    s.receive(nack, 2, now + US)
-    assert sorted(p.aux for _, p in take(s, DATA)) == [2, 6]    # named again: resent; 3's
-    assert s.repairs_deferred == 3           # repair may still be on its way (deferred)
-
-
-def test_a_packet_older_than_the_skew_than_one_that_arrived_is_lost():
-    resent, s, _ = nack_after(16 * US, 30 * US)
-    assert resent == [2, 3] and s.repairs_deferred == 1                 # seq 6 waits
-
-
 def test_path_weights_and_hot_skips_are_exclusive_and_checked():
     for kw in (dict(path_weights=1, path_hot_skips=4), dict(path_weights=-1),
-               dict(path_weight_gain=0), dict(path_weight_gain=1.5),
-               dict(repair_proof_ps=-1)):
+               dict(path_weight_gain=0), dict(path_weight_gain=1.5)):
         with pytest.raises(ConfigError):
             FabricConfig(**kw).validate()
-    FabricConfig(path_weights=4, path_weight_gain=0.5, repair_proof_ps=16 * US).validate()
+    FabricConfig(path_weights=4, path_weight_gain=0.5).validate()
