@@ -55,7 +55,7 @@ from switchmodel.fabric_congestion import T_PACE, LeafCongestion
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
 from switchmodel.fabric_plan import path_entropy
 from switchmodel.fabric_recovery import T_RETX, LeafRecovery
-from switchmodel.fabric_weights import LeafWeights
+from switchmodel.fabric_delay import LeafDelay
 from switchmodel.switch import Switch, mix32
 
 __all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32"]
@@ -155,7 +155,7 @@ class Downlink:
         self.win_end = NEVER
 
 
-class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafWeights):
+class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
     """One leaf's fabric scheduling (see the module docstring).
 
     ``spine_fanout``: how many uplinks a spine picks among by byte 1 of the entropy (the
@@ -179,7 +179,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafWeights):
         self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
         self.hot_per_mark, self.mtu_wire = cfg.path_hot_per_mark, cfg.mtu + HEADER_BYTES
         self._init_share(cfg, host_gbps)
-        self._init_weights(cfg)   # path_weights (switchmodel.fabric_weights)
+        self._init_paths(cfg)     # path_weights, nack_by_delay (fabric_weights, _delay)
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
         self.hot = {}             # dst leaf -> {path key: avoided until}
         self.widths = {}          # dst host -> live paths beyond each uplink (set_widths)
@@ -315,7 +315,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafWeights):
                 "paths_hot": self.paths_hot, "repair_charges": self.repair_charges,
                 "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale,
                 "share_holds": self.share_holds, "weight_samples": self.weight_samples,
-                "weight_skips": self.weight_skips}
+                "weight_skips": self.weight_skips, "delay_waits": self.delay_waits}
 
     # -- source side ----------------------------------------------------------------------
 

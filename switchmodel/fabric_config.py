@@ -29,6 +29,7 @@ class FabricConfig(_Config):
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
         "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
+        "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -114,6 +115,15 @@ class FabricConfig(_Config):
         # over the live paths (switchmodel.fabric_weights)
         self.path_weights = 0.0
         self.path_weight_gain = 1.0 / 8
+        # the source leaf stamps its send time into fabric DATA, the destination leaf
+        # measures each path's queueing delay and gives a hole the time the slowest live
+        # path needs (plus delay_margin_ps; paths heard from in delay_live_ps; at most
+        # delay_nack_max_ps) before its first NACK (switchmodel.fabric_delay); off: the
+        # fixed leaf_nack_timeout_ps
+        self.nack_by_delay = False
+        self.delay_margin_ps = 4 * PS_PER_US
+        self.delay_live_ps = 25 * PS_PER_US
+        self.delay_nack_max_ps = 100 * PS_PER_US
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -130,7 +140,9 @@ class FabricConfig(_Config):
                         "max_inbound", "max_finished", "reorder_buffer_bytes",
                         "leaf_ack_packets", "leaf_ack_delay_ps", "leaf_nack_timeout_ps",
                         "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes",
-                        "path_suspect_ps"))
+                        "path_suspect_ps", "delay_live_ps", "delay_nack_max_ps"))
+        if self.delay_margin_ps < 0:
+            raise ConfigError("delay_margin_ps must be >= 0, got %r" % self.delay_margin_ps)
         if self.leaf_recovery and self.leaf_repair_timeout_ps >= self.rto_ps:
             raise ConfigError("leaf_repair_timeout_ps (%d) must be below the host's rto_ps "
                               "(%d): a hole must be skipped before the host gives up"

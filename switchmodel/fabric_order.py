@@ -64,6 +64,7 @@ class LeafReorder:
         src_leaf = self.leaf_of[pkt.src]
         if self.recovery:
             self.echo[src_leaf] = (pkt.entropy, now)   # a path that works, for replies
+        q = self._delay_sample(pkt, src_leaf, now) if self.delay_on else 0
         key = (src_leaf, pkt.dst)
         rb = self.reorders.get(key)
         expected = rb.expected if rb is not None else self.rtails.get(key, 1)
@@ -96,8 +97,8 @@ class LeafReorder:
             if self.reorder_bytes > self.reorder_peak:
                 self.reorder_peak = self.reorder_bytes
             if rb.deadline == NEVER:
-                rb.since = now
-                rb.deadline = now + self.first_hole_ps
+                rb.since = now           # (nack_by_delay: longer while paths are slow)
+                rb.deadline = now + self._hole_wait(src_leaf, q, now)
                 self._arm_hole(rb)
         elif self.recovery:
             self.duplicates += 1         # a repair that crossed the original (or an ACK
@@ -124,7 +125,7 @@ class LeafReorder:
         elif expected > start or rb.since == NEVER:
             rb.since = now               # the hole narrowed: its age starts again
             rb.backoff = 1
-            rb.deadline = now + self.first_hole_ps
+            rb.deadline = now + self._hole_wait(rb.key[0], 0, now)
             self._arm_hole(rb)
         return expected - start
 

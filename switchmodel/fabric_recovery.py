@@ -85,6 +85,7 @@ class LeafRecovery:
 
     def _keep(self, voq, pkt, seq, port, entropy, now):
         """Keep a packet just sprayed (or that found no route) until it is acknowledged."""
+        self._stamp(pkt, now)            # nack_by_delay: its send time (fabric_delay)
         if self.retx_bytes + pkt.size > self.cfg.leaf_retx_buffer_bytes:
             self.retx_unbuffered += 1    # its loss falls back to the hosts
             return
@@ -200,7 +201,8 @@ class LeafRecovery:
         flags = flags | F_ECT if self.ecn else flags & ~F_ECT   # in place: resent whole)
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
                          old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
-                         s.host_entropy, old.sack_bits, old.ts, prio)
+                         s.host_entropy, now if self.delay_on else old.sack_bits, old.ts,
+                         prio)
         pkt.payload = old.payload
         s.pkt = pkt
         s.port = port
