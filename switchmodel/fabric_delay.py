@@ -11,8 +11,8 @@ follows what the paths show:
 * **Source leaf** stamps its send time (integer ps) into every fabric DATA packet it
   sprays or resends (``sack_bits``, which DATA does not use; the destination leaf zeroes
   it before the host sees the packet).
-* **Destination leaf** keeps per source leaf and path (the path entropy the source wrote)
-  the least one-way delay seen (arrival minus stamp) and the latest *queueing* delay: the
+* **Destination leaf** keeps per source leaf and path (the uplink index and the spine's
+  choice the source wrote in the entropy) the least one-way delay seen (arrival minus stamp) and the latest *queueing* delay: the
   one-way delay less that least one.  The difference cancels any clock offset between the
   leaves, so over UDP the leaves need no synchronized clocks, only a steady rate.  Only
   data-priority packets count for the queueing delay (a repair at control priority
@@ -45,7 +45,7 @@ class LeafDelay(LeafWeights):
         with ``paths="leaf"``: the entropy names the path)."""
         self._init_weights(cfg)
         self.delay_on = bool(cfg.nack_by_delay) and self.recovery and self.leaf_paths
-        self.path_delay = {}      # src leaf -> {path entropy: [least owd, queueing, seen at]}
+        self.path_delay = {}      # src leaf -> {path: [least owd, queueing, seen at]}
         self.delay_waits = 0      # holes given longer than leaf_nack_timeout_ps
         self.delay_samples = 0
 
@@ -67,7 +67,8 @@ class LeafDelay(LeafWeights):
         paths = self.path_delay.get(src_leaf)
         if paths is None:
             paths = self.path_delay[src_leaf] = {}
-        path = pkt.entropy & 0xFFFF
+        e = pkt.entropy                   # (uplink index, the spine's choice): the path
+        path = (e & 0xFF) | (((e >> 8) & 0xFF) % self.spine_fanout) << 8
         entry = paths.get(path)
         if entry is None:
             entry = paths[path] = [owd, 0, now]
