@@ -12,9 +12,10 @@ follows what the paths show:
   sprays or resends (``sack_bits``, which DATA does not use; the destination leaf zeroes
   it before the host sees the packet).
 * **Destination leaf** keeps per source leaf and path (the uplink index and the spine's
-  choice the source wrote in the entropy) the least one-way delay seen (arrival minus stamp) and the latest *queueing* delay: the
-  one-way delay less that least one.  The difference cancels any clock offset between the
-  leaves, so over UDP the leaves need no synchronized clocks, only a steady rate.  Only
+  choice the source wrote in the entropy) the least one-way delay seen (arrival minus
+  stamp) and the latest *queueing* delay: the one-way delay less that least one.  The
+  difference cancels any clock offset between the leaves, so over UDP the leaves need no
+  synchronized clocks, only a steady rate.  Only
   data-priority packets count for the queueing delay (a repair at control priority
   overtakes the queues it is meant to measure).
 * **Hole wait.** A packet missing below one that arrived was sent before it, so it is
