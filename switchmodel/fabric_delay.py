@@ -35,6 +35,8 @@ concern without growing ``fabric.py``).
 from gse.wire.packet import PRIO_DATA
 from switchmodel.fabric_weights import LeafWeights
 
+ECHO_PATHS = 16                   # 4-bit delay slots in a leaf ACK's 64-bit sack_bits
+
 
 class LeafDelay(LeafWeights):
     """Per-path delay at the destination leaf and the hole wait it gives."""
@@ -45,10 +47,24 @@ class LeafDelay(LeafWeights):
         """Both per-path mixins: ``path_weights`` and ``nack_by_delay`` (recovery only,
         with ``paths="leaf"``: the entropy names the path)."""
         self._init_weights(cfg)
-        self.delay_on = bool(cfg.nack_by_delay) and self.recovery and self.leaf_paths
+        self.delay_on = (bool(cfg.nack_by_delay) or cfg.delay_weights > 0) \
+            and self.recovery and self.leaf_paths      # stamp and measure
+        self.delay_nack = self.delay_on and bool(cfg.nack_by_delay)
+        # delay_weights: the destination echoes its paths' queueing delays in leaf ACKs,
+        # the source weights its walk by them (the walk of fabric_weights)
+        self.delay_weights = (self.delay_on and cfg.delay_weights > 0
+                              and self.delay_paths_fit())
+        if self.delay_weights:
+            self.walk_k = float(cfg.delay_weights)
+            self.weight_laps = int(1 + self.walk_k) + 2
         self.path_delay = {}      # src leaf -> {path: [least owd, queueing, seen at]}
         self.delay_waits = 0      # holes given longer than leaf_nack_timeout_ps
         self.delay_samples = 0
+
+    def delay_paths_fit(self):
+        """The echo has a 4-bit slot per path: at most 16 (uplinks times spine choices)."""
+        ups = max((len(h) for h in self.switch.next_hops if h), default=0)
+        return 0 < ups * self.spine_fanout <= ECHO_PATHS
 
     # -- source side ----------------------------------------------------------------------
 
@@ -87,7 +103,7 @@ class LeafDelay(LeafWeights):
         """How long a hole opened by a packet with queueing delay ``q_open`` waits before
         its first NACK (see the module docstring)."""
         base = self.first_hole_ps
-        if not self.delay_on:
+        if not self.delay_nack:
             return base
         paths = self.path_delay.get(src_leaf)
         if not paths:
@@ -103,3 +119,56 @@ class LeafDelay(LeafWeights):
         self.delay_waits += 1
         cap = self.cfg.delay_nack_max_ps
         return wait if wait < cap else (cap if cap > base else base)
+
+    # -- delay_weights: echo (destination), weigh (source) --------------------------------
+
+    def _ack_echo(self, key, expected, now):
+        """``sack_bits`` of the pair's leaf ACK: the marks (``path_weights``), the source
+        leaf's paths' delays (``delay_weights``), or the CE counts (``path_hot_skips``)."""
+        if self.weights_k:
+            return self._mark_echo(key, expected)
+        if self.delay_weights:
+            return self._delay_echo(key[0], now)
+        return self._hot_echo(key)
+
+    def _delay_echo(self, src_leaf, now):
+        """Slot ``uplink * spine_fanout + choice``: that path's queueing delay above
+        ``delay_weight_floor_ps`` (what an unfailed fabric's queues give, so that runs
+        without failure spray evenly) in units of ``delay_weight_unit_ps``, at most 15; 15
+        for a path that fell silent (not heard in ``delay_live_ps``), 0 for one never
+        heard."""
+        paths = self.path_delay.get(src_leaf)
+        if not paths:
+            return 0
+        unit = self.cfg.delay_weight_unit_ps
+        floor = self.cfg.delay_weight_floor_ps
+        live = now - self.cfg.delay_live_ps
+        fanout = self.spine_fanout
+        bits = 0
+        for path, entry in paths.items():
+            slot = (path & 0xFF) * fanout + (path >> 8)
+            if slot >= ECHO_PATHS:
+                continue
+            v = 15 if entry[2] < live else min(15, max(0, entry[1] - floor) // unit)
+            bits |= v << (4 * slot)
+        return bits
+
+    def _weigh_delays(self, dst_leaf, bits):
+        """A leaf ACK from ``dst_leaf`` echoed its paths' delays: each path's score (the
+        walk weighs it ``1 / (1 + delay_weights * score)``) is its slot over 15."""
+        hops = self.switch.next_hops[dst_leaf]
+        table = self.scores.get(dst_leaf)
+        if table is None:
+            if not bits:
+                return
+            table = self.scores[dst_leaf] = {}
+        fanout = self.spine_fanout
+        for slot in range(min(ECHO_PATHS, len(hops) * fanout)):
+            key = hops[slot // fanout] * 256 + slot % fanout
+            entry = table.get(key)
+            score = ((bits >> (4 * slot)) & 15) / 15.0
+            if entry is None:
+                table[key] = [score, 0.0]
+            else:
+                entry[0] = score
+        self.weight_samples += 1

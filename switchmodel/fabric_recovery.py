@@ -247,6 +247,8 @@ class LeafRecovery:
         if pkt.sack_bits and self.hot_ps and not self.weights_k \
                 and 0 <= pkt.src < len(self.switch.next_hops):
             self._hot_paths(pkt.src, pkt.msg_id, pkt.sack_bits, now)   # paths that marked
+        if self.delay_weights and 0 <= pkt.src < len(self.switch.next_hops):
+            self._weigh_delays(pkt.src, pkt.sack_bits)    # its paths' delays (fabric_delay)
         buf = self.sent_bufs.get(pkt.msg_id)
         if buf is None or buf.dst_leaf != pkt.src:
             self.stale_acks += 1
@@ -366,8 +368,7 @@ class LeafRecovery:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=ACK, src=self.node, dst=src_leaf, msg_id=host,
                                 psn=expected & MASK32,
-                                sack_bits=(self._mark_echo(key, expected) if self.weights_k
-                                           else self._hot_echo(key)),
+                                sack_bits=self._ack_echo(key, expected, now),
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _trimmed(self, pkt, now):

@@ -55,7 +55,8 @@ class LeafWeights:
         self.weight_gain = cfg.path_weight_gain
         # the loop bound of a weighted walk: the lowest weight earns a packet in that many
         # visits
-        self.weight_laps = int(1 + self.weights_k) + 2
+        self.walk_k = self.weights_k   # the weighted walk's strength (also delay_weights)
+        self.weight_laps = int(1 + self.walk_k) + 2
         self.marked_seqs = {}     # (src leaf, host) -> sequence numbers that came marked
         self.scores = {}          # dst leaf -> {path key: [mark score, deficit credit]}
         self.weight_samples = self.weight_skips = 0
@@ -124,7 +125,7 @@ class LeafWeights:
         entry = table.get(key)
         if entry is None:
             return True                   # never sampled: weight 1, always taken
-        credit = entry[1] + 1.0 / (1.0 + self.weights_k * entry[0])
+        credit = entry[1] + 1.0 / (1.0 + self.walk_k * entry[0])
         if credit >= 1.0:
             entry[1] = credit - 1.0
             return True

@@ -1,7 +1,8 @@
-"""Fabric mode: a hole's first NACK waits for the slowest live path (``nack_by_delay``,
-``switchmodel.fabric_delay``), step by step with the two hand-driven leaves of
-``tests/test_fabric_leaf.py`` (S: node 10, D: node 11, uplinks on ports 2 and 3, one path
-beyond each)."""
+"""Fabric mode: per-path delays from the source leaves' stamps
+(``switchmodel.fabric_delay``): a hole's first NACK waits for the slowest live path
+(``nack_by_delay``) and the spray weighs the paths by their delays (``delay_weights``),
+step by step with the two hand-driven leaves of ``tests/test_fabric_leaf.py`` (S: node 10,
+D: node 11, uplinks on ports 2 and 3, one path beyond each)."""
 
 import pytest
 
@@ -9,7 +10,7 @@ from test_fabric_leaf import UP, D, S, US, take
 from test_fabric_recovery import granted_burst, leaf, to_host
 
 from gse.config import ConfigError
-from gse.wire.packet import DATA, NACK
+from gse.wire.packet import ACK, DATA, NACK
 from switchmodel.fabric import FabricConfig
 
 SLOW = 20 * US                     # the queueing delay of the slow path
@@ -104,9 +105,42 @@ def test_a_path_silent_for_longer_than_delay_live_ps_does_not_hold_holes():
 
 
 def test_delay_parameters_are_checked():
-    for kw in (dict(delay_margin_ps=-1), dict(delay_live_ps=0), dict(delay_nack_max_ps=0)):
+    for kw in (dict(delay_margin_ps=-1), dict(delay_live_ps=0), dict(delay_nack_max_ps=0),
+               dict(delay_weights=-1), dict(delay_weights=1, path_weights=1),
+               dict(delay_weights=1, path_hot_skips=2), dict(delay_weight_unit_ps=0),
+               dict(delay_weight_floor_ps=-1)):
         with pytest.raises(ConfigError):
             FabricConfig(**kw).validate()
     FabricConfig(nack_by_delay=True, delay_margin_ps=0).validate()
     assert not leaf(D, nack_by_delay=True, paths="hash").delay_on
     assert not leaf(D, nack_by_delay=True, leaf_recovery=False).delay_on
+
+
+@pytest.mark.parametrize("k", [0, 4])
+def test_delay_weights_echo_the_paths_delays_and_move_new_sprays_off_the_slow_path(k):
+    """D's leaf ACK carries each path's queueing delay above the 8 µs floor in 2 µs units
+    (4 bits a path); S then sprays less on the slow path (a weight, not a ban); evenly
+    without ``delay_weights``."""
+    kw = dict(delay_weights=k, delay_live_ps=100 * US)
+    s, d = leaf(S, **kw), leaf(D, **kw)
+    for _, p in granted_burst(s, d, 8):
+        d.receive(p, 2, 3 * US)
+    (slow, p), = granted_burst(s, d, 1, now=20 * US)
+    timers_until(d, 23 * US + SLOW)
+    d.receive(p, 2, 23 * US + SLOW)
+    take(d, ACK)
+    timers_until(d, 50 * US)                           # the delayed ACK of that packet
+    (_, ack), = take(d, ACK)
+    level = (SLOW - d.cfg.delay_weight_floor_ps) // d.cfg.delay_weight_unit_ps   # 6
+    assert ack.sack_bits == (level << (4 * UP.index(slow)) if k else 0)
+    s.receive(ack, 2, 50 * US)
+    again = []
+    for i in range(4):
+        again += granted_burst(s, d, 8, now=(60 + 20 * i) * US)
+    on = {port: sum(1 for q, _ in again if q == port) for port in UP}
+    if k:
+        w = 1 / (1 + k * level / 15)
+        assert on[slow] == pytest.approx(32 * w / (1 + w), abs=1)
+        assert 0 < on[slow] < 32 - on[slow] and s.weight_skips > 0
+    else:
+        assert on == {UP[0]: 16, UP[1]: 16} and s.scores == {}
