@@ -75,12 +75,14 @@ class LeafDelay(LeafWeights):
     # -- destination side -----------------------------------------------------------------
 
     def _delay_sample(self, pkt, src_leaf, now):
-        """The queueing delay of ``pkt``'s path (0 without a stamp); records the sample."""
+        """The queueing delay of ``pkt``'s path (0 without a stamp, -1 for a repair at
+        control priority); records the sample."""
         stamp = pkt.sack_bits
         pkt.sack_bits = 0                 # the host sees its own header again
-        if stamp <= 0 or stamp > now:
-            return 0
-        owd = now - stamp
+        if stamp <= 0:
+            return 0                      # (not stamped: the options are off at the source)
+        owd = now - stamp                 # (negative if the source's clock is ahead: only
+                                          # differences from the path's least one count)
         paths = self.path_delay.get(src_leaf)
         if paths is None:
             paths = self.path_delay[src_leaf] = {}

@@ -144,3 +144,20 @@ def test_delay_weights_echo_the_paths_delays_and_move_new_sprays_off_the_slow_pa
         assert 0 < on[slow] < 32 - on[slow] and s.weight_skips > 0
     else:
         assert on == {UP[0]: 16, UP[1]: 16} and s.scores == {}
+
+
+def test_a_clock_offset_between_the_leaves_changes_no_queueing_delay():
+    """Over UDP the leaves' clocks differ: with S's clock 50 µs ahead of D's the one-way
+    delays are negative, and the queueing delays the same (each path's least is
+    subtracted)."""
+    for ahead in (0, 50 * US, -7 * US):
+        s, d = leaf(S, nack_by_delay=True), leaf(D, nack_by_delay=True)
+        for i, (_, p) in enumerate(granted_burst(s, d, 4, now=20 * US)):   # at 22 µs
+            p.sack_bits += ahead
+            d.receive(p, 2, 23 * US + (i // 2) * 3 * US)      # the second lap 3 µs later
+        assert sorted(e[1] for e in d.path_delay[S].values()) == [3 * US, 3 * US]
+        for _, p in granted_burst(s, d, 2, now=40 * US):      # at 42 µs
+            p.sack_bits += ahead
+            d.receive(p, 2, 43 * US + 6 * US)
+        assert sorted(e[1] for e in d.path_delay[S].values()) == [6 * US, 6 * US]
+        assert sorted(e[0] for e in d.path_delay[S].values()) == [1 * US - ahead] * 2
