@@ -44,8 +44,9 @@ class LeafDelay(LeafWeights):
     __slots__ = ()
 
     def _init_paths(self, cfg):
-        """Both per-path mixins: ``path_weights`` and ``nack_by_delay`` (recovery only,
-        with ``paths="leaf"``: the entropy names the path)."""
+        """Both per-path mixins: ``path_weights``, and ``nack_by_delay`` and
+        ``delay_weights`` (recovery only, with ``paths="leaf"``: the entropy names the
+        path; ``delay_weights`` only where the paths fit the echo's 16 slots)."""
         self._init_weights(cfg)
         self.delay_on = (bool(cfg.nack_by_delay) or cfg.delay_weights > 0) \
             and self.recovery and self.leaf_paths      # stamp and measure
@@ -53,7 +54,7 @@ class LeafDelay(LeafWeights):
         # delay_weights: the destination echoes its paths' queueing delays in leaf ACKs,
         # the source weights its walk by them (the walk of fabric_weights)
         self.delay_weights = (self.delay_on and cfg.delay_weights > 0
-                              and self.delay_paths_fit())
+                              and self._delay_paths_fit())
         if self.delay_weights:
             self.walk_k = float(cfg.delay_weights)
             self.weight_laps = int(1 + self.walk_k) + 2
@@ -61,7 +62,7 @@ class LeafDelay(LeafWeights):
         self.delay_waits = 0      # holes given longer than leaf_nack_timeout_ps
         self.delay_samples = 0
 
-    def delay_paths_fit(self):
+    def _delay_paths_fit(self):
         """The echo has a 4-bit slot per path: at most 16 (uplinks times spine choices)."""
         ups = max((len(h) for h in self.switch.next_hops if h), default=0)
         return 0 < ups * self.spine_fanout <= ECHO_PATHS
@@ -75,7 +76,7 @@ class LeafDelay(LeafWeights):
     # -- destination side -----------------------------------------------------------------
 
     def _delay_sample(self, pkt, src_leaf, now):
-        """The queueing delay of ``pkt``'s path (0 without a stamp, -1 for a repair at
+        """The queueing delay of ``pkt``'s path (0 without a stamp and for a repair at
         control priority); records the sample."""
         stamp = pkt.sack_bits
         pkt.sack_bits = 0                 # the host sees its own header again
