@@ -25,7 +25,9 @@ goodput in the same bin, leaving out bins where the baseline winds down), recove
 complete), and what the failure cost (packets lost on the link and black-holed,
 retransmissions of the messages it hit), PFC pauses and paused time.
 
-The table goes to stdout and ``OUT/failures.md``, the rows to ``OUT/failures.json``, the
+The table goes to stdout and ``OUT/failures.md``, the rows to ``OUT/failures.json`` (in
+fabric mode with the leaves' ``leaf_resends`` and ``duplicates``: repairs that were not
+needed arrive twice), the
 goodput-over-time plots to ``OUT/goodput-<workload>.png`` (matplotlib).  Figures are
 printed, never asserted (the acceptance checks live in the tests).
 """
@@ -124,6 +126,10 @@ def row_of(workload, case, detect_us, protocol, seed, run, base):
            "pfc_pauses": summary.get("pfc_pauses", 0),
            "paused_us": summary.get("paused_time_us", 0.0),
            "retransmits": summary["retransmits"], "wall_s": summary["wall_s"]}
+    fabric = summary.get("fabric")
+    if fabric:                           # fabric mode: the leaves' repairs, and the wasted
+        row.update(leaf_resends=fabric.get("leaf_resends"),    # ones (arrived twice)
+                   duplicates=fabric.get("duplicates"))
     if base is not None:
         b_summary, b_records, _, _, b_coll = base
         b_fcts = [r.fct_ps() / 1e6 for r in b_records if r.completed]

@@ -55,6 +55,7 @@ from switchmodel.fabric_congestion import T_PACE, LeafCongestion
 from switchmodel.fabric_order import NEVER, T_HOLE, LeafReorder, unwrap32
 from switchmodel.fabric_plan import path_entropy
 from switchmodel.fabric_recovery import T_RETX, LeafRecovery
+from switchmodel.fabric_delay import LeafDelay
 from switchmodel.switch import Switch, mix32
 
 __all__ = ["FabricConfig", "FabricLeaf", "FabricSpine", "unwrap32"]
@@ -154,7 +155,7 @@ class Downlink:
         self.win_end = NEVER
 
 
-class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
+class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
     """One leaf's fabric scheduling (see the module docstring).
 
     ``spine_fanout``: how many uplinks a spine picks among by byte 1 of the entropy (the
@@ -176,9 +177,9 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.spine_fanout = max(1, min(256, int(spine_fanout))) if self.leaf_paths else 1
         self.ecn = cfg.ecn_bytes > 0      # spray DATA ECN-capable, pace by the marks
         self.hot_ps = cfg.path_hot_skips if self.ecn and self.recovery and self.leaf_paths else 0
-        self.hot_per_mark = cfg.path_hot_per_mark
-        self.mtu_wire = cfg.mtu + HEADER_BYTES   # a repair's size, for the pacer
+        self.hot_per_mark, self.mtu_wire = cfg.path_hot_per_mark, cfg.mtu + HEADER_BYTES
         self._init_share(cfg, host_gbps)
+        self._init_paths(cfg)     # path_weights, nack_by_delay (fabric_weights, _delay)
         self.hot_bits = {}        # (src leaf, host) -> paths that marked CE, for the next ACK
         self.hot = {}             # dst leaf -> {path key: avoided until}
         self.widths = {}          # dst host -> live paths beyond each uplink (set_widths)
@@ -199,10 +200,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.rtails = {}          # (src leaf, host) -> next expected seq
         self.ingress_bytes = {p: 0 for p in host_ports.values()}
         self.pausing = {p: False for p in host_ports.values()}
-        self.timers = []
-        self.tseq = 0
-        self.salt = switch.salt
-        self.entropy = switch.salt & 0xFFFF
+        self.timers, self.tseq = [], 0
+        self.salt, self.entropy = switch.salt, switch.salt & 0xFFFF
         self.out, self.pfc_out = [], []
         self.voq_bytes = self.reorder_bytes = 0
         # counters
@@ -214,9 +213,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
         self.leaf_resends = self.leaf_timeouts = self.leaf_acks = self.leaf_nacks = 0
         self.nacks_received = self.stale_acks = self.stale_nacks = self.bad_acks = 0
         self.retx_peak = self.retx_unbuffered = self.paths_suspected = self.all_suspected = 0
-        self.paths_cleared = 0
         self.ce_received = self.pacer_cuts = self.paths_hot = self.repair_charges = 0
-        self.trimmed_nacks = self.trimmed_stale = 0
+        self.trimmed_nacks = self.trimmed_stale = self.paths_cleared = 0
         self.pacer_low = 1.0
 
     # -- runtime interface ----------------------------------------------------------------
@@ -316,7 +314,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion):
                 "pacer_cuts": self.pacer_cuts, "pacer_low_pct": int(self.pacer_low * 100),
                 "paths_hot": self.paths_hot, "repair_charges": self.repair_charges,
                 "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale,
-                "share_holds": self.share_holds}
+                "share_holds": self.share_holds, "weight_samples": self.weight_samples,
+                "weight_skips": self.weight_skips, "delay_waits": self.delay_waits}
 
     # -- source side ----------------------------------------------------------------------
 

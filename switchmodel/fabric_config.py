@@ -28,7 +28,9 @@ class FabricConfig(_Config):
         # congestion inside the fabric (switchmodel.fabric_congestion)
         "ecn_bytes", "pacer_window_ps", "pacer_increase", "pacer_min_fraction",
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
-        "path_share_headroom", "path_share_start",
+        "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
+        "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
+        "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -108,6 +110,27 @@ class FabricConfig(_Config):
         # a route change starts each busy downlink's pacer at the lowest live-path share
         # of the pairs it serves (then ECN raises it); off: mixed per seed (fabric-mode.md)
         self.path_share_start = False
+        # the source leaf weights each path toward a destination leaf by the CE marks its
+        # packets earned (echoed per packet in the leaf ACKs): weight 1 / (1 + this times
+        # the path's mark fraction, an EWMA with gain path_weight_gain); 0: even spraying
+        # over the live paths (switchmodel.fabric_weights)
+        self.path_weights = 0.0
+        self.path_weight_gain = 1.0 / 8
+        # the source leaf stamps its send time into fabric DATA, the destination leaf
+        # measures each path's queueing delay and gives a hole the time the slowest live
+        # path needs (plus delay_margin_ps; paths heard from in delay_live_ps; at most
+        # delay_nack_max_ps) before its first NACK (switchmodel.fabric_delay); off: the
+        # fixed leaf_nack_timeout_ps
+        self.nack_by_delay = False
+        self.delay_margin_ps = 4 * PS_PER_US
+        self.delay_live_ps = 25 * PS_PER_US
+        self.delay_nack_max_ps = 100 * PS_PER_US
+        # > 0: the destination leaf echoes its paths' queueing delays in leaf ACKs (4 bits
+        # each, in units of delay_weight_unit_ps) and the source leaf weights each path by
+        # 1 / (1 + this times its delay over 15 units); 0: even spraying
+        self.delay_weights = 0.0
+        self.delay_weight_unit_ps = 2 * PS_PER_US
+        self.delay_weight_floor_ps = 8 * PS_PER_US     # ... above this delay only
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -124,7 +147,15 @@ class FabricConfig(_Config):
                         "max_inbound", "max_finished", "reorder_buffer_bytes",
                         "leaf_ack_packets", "leaf_ack_delay_ps", "leaf_nack_timeout_ps",
                         "leaf_rto_ps", "leaf_repair_timeout_ps", "leaf_retx_buffer_bytes",
-                        "path_suspect_ps"))
+                        "path_suspect_ps", "delay_live_ps", "delay_nack_max_ps",
+                        "delay_weight_unit_ps"))
+        if not self.delay_weights >= 0 or (self.delay_weights and (self.path_weights
+                                                                   or self.path_hot_skips)):
+            raise ConfigError("delay_weights must be >= 0 and excludes path_weights and "
+                              "path_hot_skips (all three use the leaf ACK's sack_bits)")
+        if self.delay_margin_ps < 0 or self.delay_weight_floor_ps < 0:
+            raise ConfigError("delay_margin_ps and delay_weight_floor_ps must be >= 0, got "
+                              "%r, %r" % (self.delay_margin_ps, self.delay_weight_floor_ps))
         if self.leaf_recovery and self.leaf_repair_timeout_ps >= self.rto_ps:
             raise ConfigError("leaf_repair_timeout_ps (%d) must be below the host's rto_ps "
                               "(%d): a hole must be skipped before the host gives up"
@@ -142,6 +173,12 @@ class FabricConfig(_Config):
         if not 0 < self.pacer_min_fraction <= 1 or not 0 < self.pacer_increase <= 1:
             raise ConfigError("pacer_min_fraction and pacer_increase must be in (0, 1]")
         self._positive(("pacer_window_ps",))
+        if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
+            raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
+                              "%r, %r" % (self.path_weights, self.path_weight_gain))
+        if self.path_weights and self.path_hot_skips:
+            raise ConfigError("path_weights and path_hot_skips both use the leaf ACK's "
+                              "sack_bits: set at most one")
         if not self.path_share_headroom >= 1:
             raise ConfigError("path_share_headroom must be >= 1, got %r"
                               % self.path_share_headroom)

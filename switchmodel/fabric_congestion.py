@@ -159,7 +159,8 @@ class LeafCongestion:
     def _ecn_arrival(self, pkt, src_leaf, now):
         """A fabric DATA packet reached its destination leaf: count it for its downlink's
         window (and its path if marked); clear CE before it goes down (ECT is the host's
-        own: a plain host marks its DATA ECN-capable, as any RoCE NIC)."""
+        own: a plain host marks its DATA ECN-capable, as any RoCE NIC); whether it came
+        marked."""
         flags = pkt.flags
         pkt.flags = flags & CLEAR
         dl = self.downlinks[pkt.dst]
@@ -179,6 +180,8 @@ class LeafCongestion:
                     rb = self.reorders.get(key)     # ACK: echoed at once, not after the
                     self._send_leaf_ack(key, rb.expected if rb is not None   # next 8
                                         else self.rtails.get(key, 1), now)  # in order
+            return True
+        return False
 
     def _pacer_window(self, dl, now):
         """Close the downlink's window(s) up to ``now``: slow by half the marked share, or

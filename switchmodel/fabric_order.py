@@ -57,18 +57,20 @@ class LeafReorder:
         if not 0 <= pkt.src < len(self.leaf_of):
             self.stray += 1              # no host of the fabric sent this
             return
-        if self.ecn:                     # the congestion response: count, clear CE
-            self._ecn_arrival(pkt, self.leaf_of[pkt.src], now)
+        marked = self.ecn and self._ecn_arrival(pkt, self.leaf_of[pkt.src], now)
         if not self.reorder_at_leaf:
             self._deliver(pkt)
             return
         src_leaf = self.leaf_of[pkt.src]
         if self.recovery:
             self.echo[src_leaf] = (pkt.entropy, now)   # a path that works, for replies
+        q = self._delay_sample(pkt, src_leaf, now) if self.delay_on else 0
         key = (src_leaf, pkt.dst)
         rb = self.reorders.get(key)
         expected = rb.expected if rb is not None else self.rtails.get(key, 1)
         seq = unwrap32(pkt.aux, expected)
+        if marked and self.weights_k and seq >= expected:
+            self._note_mark(key, seq)    # echoed in the pair's next ACK (fabric_weights)
         if seq == expected:
             self._deliver(pkt)
             if rb is None:
@@ -95,8 +97,8 @@ class LeafReorder:
             if self.reorder_bytes > self.reorder_peak:
                 self.reorder_peak = self.reorder_bytes
             if rb.deadline == NEVER:
-                rb.since = now
-                rb.deadline = now + self.first_hole_ps
+                rb.since = now           # (nack_by_delay: longer while paths are slow)
+                rb.deadline = now + self._hole_wait(src_leaf, q, now)
                 self._arm_hole(rb)
         elif self.recovery:
             self.duplicates += 1         # a repair that crossed the original (or an ACK
@@ -123,7 +125,7 @@ class LeafReorder:
         elif expected > start or rb.since == NEVER:
             rb.since = now               # the hole narrowed: its age starts again
             rb.backoff = 1
-            rb.deadline = now + self.first_hole_ps
+            rb.deadline = now + self._hole_wait(rb.key[0], 0, now)
             self._arm_hole(rb)
         return expected - start
 

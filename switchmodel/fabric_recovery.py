@@ -85,6 +85,7 @@ class LeafRecovery:
 
     def _keep(self, voq, pkt, seq, port, entropy, now):
         """Keep a packet just sprayed (or that found no route) until it is acknowledged."""
+        self._stamp(pkt, now)            # nack_by_delay: its send time (fabric_delay)
         if self.retx_bytes + pkt.size > self.cfg.leaf_retx_buffer_bytes:
             self.retx_unbuffered += 1    # its loss falls back to the hosts
             return
@@ -148,6 +149,9 @@ class LeafRecovery:
         widths = self.widths.get(dst) if self.widths else None
         if widths is not None and len(widths) != n:
             widths = None                # (stale: the leaf's own row changed since)
+        table = self.scores.get(dst_leaf) if self.scores else None
+        if table is not None:            # path_weights: a weighted walk (fabric_weights)
+            tries *= self.weight_laps
         for _ in range(tries):
             rr += 1
             up = rr % n
@@ -164,11 +168,12 @@ class LeafRecovery:
                 entropy = self.entropy
             if first is None:
                 first = (port, entropy)
-            if not self.suspects and not self.hot:
+            if not self.suspects and not self.hot and table is None:
                 return port, entropy, rr
             key = self._path_key(port, entropy)
             if key != avoid and not self._suspected(dst_leaf, key, now) \
-                    and not (self.hot and self._is_hot(dst_leaf, port, now)):
+                    and not (self.hot and self._is_hot(dst_leaf, port, now)) \
+                    and (table is None or self._weighed_ok(table, key)):
                 return port, entropy, rr
         if first is None:                # no live path beyond any uplink (widths all 0)
             return -1, 0, rr
@@ -196,7 +201,8 @@ class LeafRecovery:
         flags = flags | F_ECT if self.ecn else flags & ~F_ECT   # in place: resent whole)
         pkt = new_packet(DATA, old.src, old.dst, old.msg_id, old.psn, entropy,
                          old.payload_len, flags, old.msg_len, old.credit, seq & MASK32,
-                         s.host_entropy, old.sack_bits, old.ts, prio)
+                         s.host_entropy, now if self.delay_on else old.sack_bits, old.ts,
+                         prio)
         pkt.payload = old.payload
         s.pkt = pkt
         s.port = port
@@ -233,16 +239,24 @@ class LeafRecovery:
                 if paths:
                     self._cleared(paths, s)
         for seq in missing:
+            if self.weights_k:           # a NACKed packet: a marked sample of its path
+                self._weigh_loss(buf.dst_leaf, sent[seq].path)
             self._resend(buf, seq, now, good, self.repair_prio)
 
     def _ack_pkt(self, pkt, now):
-        if pkt.sack_bits and self.hot_ps and 0 <= pkt.src < len(self.switch.next_hops):
+        if pkt.sack_bits and self.hot_ps and not self.weights_k \
+                and 0 <= pkt.src < len(self.switch.next_hops):
             self._hot_paths(pkt.src, pkt.msg_id, pkt.sack_bits, now)   # paths that marked
+        if self.delay_weights and 0 <= pkt.src < len(self.switch.next_hops):
+            self._weigh_delays(pkt.src, pkt.sack_bits)    # its paths' delays (fabric_delay)
         buf = self.sent_bufs.get(pkt.msg_id)
         if buf is None or buf.dst_leaf != pkt.src:
             self.stale_acks += 1
             return
-        self._ack_to(buf, unwrap32(pkt.psn, buf.lo), now)
+        upto = unwrap32(pkt.psn, buf.lo)
+        if self.weights_k and upto > buf.lo:
+            self._weigh_ack(buf, upto, pkt.sack_bits)   # the marks it echoes, per path
+        self._ack_to(buf, upto, now)
 
     def _ack_to(self, buf, upto, now):
         """Free what precedes ``upto`` (the next sequence number the destination expects)."""
@@ -353,7 +367,8 @@ class LeafRecovery:
         self.leaf_acks += 1
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=ACK, src=self.node, dst=src_leaf, msg_id=host,
-                                psn=expected & MASK32, sack_bits=self._hot_echo(key),
+                                psn=expected & MASK32,
+                                sack_bits=self._ack_echo(key, expected, now),
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _trimmed(self, pkt, now):

@@ -337,22 +337,29 @@ US_PS = 1_000_000
 @given(st.integers(1, N - 1), st.integers(20_000, 200_000), st.floats(0, 0.01),
        st.sampled_from([None, "tier:agg-core:1@20us", "tier:agg-core:25%@20us",
                         "tier:edge-agg:1@10us"]),
-       st.sampled_from([10 * US_PS, 1000 * US_PS]), st.integers(0, 1000))
+       st.sampled_from([10 * US_PS, 1000 * US_PS]), st.integers(0, 1000),
+       st.sampled_from([{}, {"path_weights": 4.0}, {"nack_by_delay": True},
+                        {"delay_weights": 4.0}, {"delay_weights": 4.0, "nack_by_delay": True}]))
 def test_any_fan_in_under_loss_and_failures_is_delivered_once_and_leaves_are_freed(
-        fan_in, size, loss, spec, detect, seed):
+        fan_in, size, loss, spec, detect, seed, paths):
     msgs = incast(N, fan_in, size, random.Random(seed))
     sched = build_schedule(TOPO, [spec] if spec else [], seed=seed)
     assume(deliverable(sched, detect))
-    result = run_simulation(TOPO, msgs, "gse-fabric", FabricConfig(), seed, loss,
-                            faults=sched, detect_ps=detect, until_ps=2_000_000 * US_PS)
+    result = run_simulation(TOPO, msgs, "gse-fabric", FabricConfig(**paths),
+                            seed, loss, faults=sched, detect_ps=detect,
+                            until_ps=2_000_000 * US_PS)
     s = result.summary
     assert s["lost"] == 0 and s["delivered"] == s["completed"] == len(msgs)
     accepted = sum(h.agent.receiver.payload_bytes for h in result.network.hosts)
     assert accepted == sum(m.size for m in msgs)
     for agent in leaf_agents(result.network):
         assert agent.idle(), agent.counters()
-        assert agent.retx_bytes == 0 and not agent.sent_bufs
+        assert agent.retx_bytes == 0 and not agent.sent_bufs and not agent.marked_seqs
     event("leaf resends: %s" % ("yes" if s["fabric"]["leaf_resends"] else "no"))
+    if paths.get("nack_by_delay"):
+        event("delay waits used: %s" % ("yes" if s["fabric"]["delay_waits"] else "no"))
+    if paths.get("path_weights") or paths.get("delay_weights"):
+        event("path weights used: %s" % ("yes" if s["fabric"]["weight_skips"] else "no"))
     event("hosts retransmitted: %s" % ("yes" if s["retransmits"] else "no"))
     if loss == 0 and spec is None:
         assert s["fabric"]["leaf_resends"] == 0 and s["retransmits"] == 0
