@@ -26,17 +26,24 @@ def timers_until(d, t):
     return nacks
 
 
+def least_delays_then_a_slow_packet(s, d):
+    """Burst 1 (sprayed at 2 µs) arrives 1 µs later on both paths, the least delays; one
+    packet sprayed at 22 µs arrives ``SLOW`` later than that on its path, which is returned."""
+    for _, p in granted_burst(s, d, 8):
+        d.receive(p, 2, 3 * US)
+    (slow, p), = granted_burst(s, d, 1, now=20 * US)
+    timers_until(d, 23 * US + SLOW)
+    d.receive(p, 2, 23 * US + SLOW)
+    return slow
+
+
 def slow_path_story(**kw):
     """Burst 1 (sprayed at 2 µs) arrives 1 µs later on both paths (the least delays); a
     single packet sprayed at 22 µs arrives ``SLOW`` later than that on its path, P, in
     order; burst 3 (sprayed at 52 µs): the other path's packets arrive at 53 µs, opening
     a hole at P's first one.  The leaves, burst 3 and P."""
     s, d = leaf(S, **kw), leaf(D, **kw)
-    for _, p in granted_burst(s, d, 8):
-        d.receive(p, 2, 3 * US)
-    (slow, p), = granted_burst(s, d, 1, now=20 * US)
-    timers_until(d, 23 * US + SLOW)
-    d.receive(p, 2, 23 * US + SLOW)
+    slow = least_delays_then_a_slow_packet(s, d)
     assert to_host(d) == list(range(8)) + [0] and d.reorders == {}
     burst3 = granted_burst(s, d, 8, now=50 * US)
     timers_until(d, 53 * US)
@@ -123,11 +130,7 @@ def test_delay_weights_echo_the_paths_delays_and_move_new_sprays_off_the_slow_pa
     without ``delay_weights``."""
     kw = dict(delay_weights=k, delay_live_ps=100 * US)
     s, d = leaf(S, **kw), leaf(D, **kw)
-    for _, p in granted_burst(s, d, 8):
-        d.receive(p, 2, 3 * US)
-    (slow, p), = granted_burst(s, d, 1, now=20 * US)
-    timers_until(d, 23 * US + SLOW)
-    d.receive(p, 2, 23 * US + SLOW)
+    slow = least_delays_then_a_slow_packet(s, d)
     take(d, ACK)
     timers_until(d, 50 * US)                           # the delayed ACK of that packet
     (_, ack), = take(d, ACK)
