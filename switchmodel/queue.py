@@ -61,22 +61,34 @@ COUNTERS = ("tx_bytes", "tx_packets", "drops", "trims", "ecn_marks", "peak_bytes
 
 
 class PortCounters:
-    """What a port's queue counts, and (``queued_bytes``, not a counter: left out of
-    ``as_dict``) the bytes it holds now, kept beside the counters so that a sampler
-    (``gse.runtimes.sim.sampler``) reads a busy port's queue state from this one object,
-    in one cache line, without reading the queue (a line more, behind a pointer)."""
+    """What a port's queue counts, and beside the counters (left out of ``as_dict``, so no
+    report changes) what a sampler (``gse.runtimes.sim.sampler``) reads of a busy port at
+    every bin, all in one cache line of the compiled object, so that it reads neither the
+    queue nor the port's other lines:
 
-    __slots__ = ("tx_bytes", "tx_packets", "drops", "trims", "ecn_marks", "peak_bytes",
-                 "queued_bytes")       # COUNTERS, then the bytes held
+    * ``queued_bytes``: the bytes the queue holds now (kept by the queue);
+    * ``s_tx``, ``s_peak``: the sampler's total of bytes sent at its last bin's end, and
+      the queue's peak over the run (it resets ``peak_bytes`` every bin);
+    * ``s_flag``: set to 1 wherever a rarer value changes (``drops``, ``trims``,
+      ``ecn_marks``: here; the pause state: the simulated ports), so that the sampler
+      reads those and the port's pause totals only then, and clears it.
+
+    ``drops`` and ``trims`` come after (the compiled object's next line)."""
+
+    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "tx_packets", "s_tx", "s_peak",
+                 "s_flag", "ecn_marks", "drops", "trims")
 
     def __init__(self):
+        self.queued_bytes = 0     # data_bytes + control_bytes of the queue, always
+        self.peak_bytes = 0
         self.tx_bytes = 0
         self.tx_packets = 0
+        self.s_tx = 0             # the sampler's (gse.runtimes.sim.sampler)
+        self.s_peak = 0
+        self.s_flag = 0           # a rarer value changed since the sampler read them
+        self.ecn_marks = 0
         self.drops = 0
         self.trims = 0
-        self.ecn_marks = 0
-        self.peak_bytes = 0
-        self.queued_bytes = 0     # data_bytes + control_bytes of the queue, always
 
     def as_dict(self):
         return {name: getattr(self, name) for name in COUNTERS}
@@ -142,6 +154,7 @@ class OutputQueue:
         if not cfg.control_priority:     # one FIFO for every packet
             if self.data_bytes + size > cfg.queue_bytes:
                 self.counters.drops += 1
+                self.counters.s_flag = 1
                 return DROPPED
             if cfg.ecn and not cfg.ecn_on_dequeue and pkt.kind == DATA and pkt.flags & F_ECT \
                     and self.data_bytes + size > cfg.ecn_kmin:
@@ -163,6 +176,7 @@ class OutputQueue:
                 result = TRIMMED
             elif occupied > cfg.queue_bytes:
                 self.counters.drops += 1
+                self.counters.s_flag = 1
                 return DROPPED
             else:
                 if cfg.ecn and occupied > cfg.ecn_kmin and pkt.flags & F_ECT \
@@ -179,6 +193,7 @@ class OutputQueue:
                 return ENQUEUED
         if self.control_bytes + size > cfg.control_queue_bytes:
             self.counters.drops += 1
+            self.counters.s_flag = 1
             return DROPPED
         if self.control_tail is None:
             self.control_head = pkt
@@ -189,6 +204,7 @@ class OutputQueue:
         self.control_bytes += size
         if result == TRIMMED:
             self.counters.trims += 1
+            self.counters.s_flag = 1
         self._peak()
         return result
 
@@ -206,6 +222,7 @@ class OutputQueue:
                 return
         pkt.flags |= F_ECN_CE
         self.counters.ecn_marks += 1
+        self.counters.s_flag = 1
 
     def _peak(self):
         total = self.data_bytes + self.control_bytes

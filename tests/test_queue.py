@@ -102,3 +102,37 @@ def test_the_counters_hold_the_bytes_queued_now_out_of_their_dict():
         assert "queued_bytes" not in q.counters.as_dict()
         assert sorted(q.counters.as_dict()) == sorted(
             ["tx_bytes", "tx_packets", "drops", "trims", "ecn_marks", "peak_bytes"])
+
+
+def test_the_counters_are_flagged_exactly_when_a_rarer_counter_changes():
+    """``counters.s_flag`` (what tells the sampler to read drops, trims and ECN marks, in
+    the compiled object's next line) is set by every operation that changes one of them
+    and by no other, in both FIFO modes and with marks on enqueue and on dequeue."""
+    rng = random.Random(7)
+    for priority, on_dequeue in ((True, False), (False, False), (False, True)):
+        cfg = QueueConfig(4160 * 6, control_queue_bytes=4 * HEADER_BYTES, trim=priority,
+                          trim_bytes=4160 * 3, ecn=True, ecn_kmin=4160, ecn_kmax=4160 * 4,
+                          control_priority=priority)
+        cfg.ecn_on_dequeue = on_dequeue
+        q = OutputQueue(cfg, random.Random(1))
+        c = q.counters
+        flagged = unflagged = 0
+        for i in range(600):
+            before = (c.drops, c.trims, c.ecn_marks)
+            step = rng.random()
+            if step < 0.55:
+                q.enqueue(data(i))
+            elif step < 0.65:
+                q.enqueue(make_packet(kind=ACK, src=1, dst=0, msg_id=1, psn=i,
+                                      prio=PRIO_CONTROL))
+            elif step < 0.67:
+                q.flush()
+            else:
+                q.dequeue()
+            changed = (c.drops, c.trims, c.ecn_marks) != before
+            assert c.s_flag == int(changed), (i, before)
+            flagged += changed
+            unflagged += not changed
+            c.s_flag = 0                  # as the sampler does when it has read them
+        assert flagged > 20 and unflagged > 20
+        assert c.drops and c.ecn_marks and bool(c.trims) == priority

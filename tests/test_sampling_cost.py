@@ -133,6 +133,20 @@ def test_lost_packets_and_a_failed_link_are_sampled_as_fully_read():
     assert_same(ts, ref)
 
 
+@pytest.mark.parametrize("protocol,what", [("gse", "trims"), ("roce", "ecn_marks")])
+def test_the_rarer_values_are_read_when_their_counters_are_flagged(protocol, what):
+    """A bin reads a port's drops, trims, ECN marks and pause totals only when its
+    counters are flagged (``s_flag``, set where one of them changes) or it is paused:
+    runs where they change are read as fully, and when the sampler has closed no
+    counters are left flagged (a change at a port it was not reading would be)."""
+    net, ts, ref = sampled_and_reference(protocol, default_config(protocol), mixed(4),
+                                         PS_PER_US)
+    assert sum(getattr(p.counters, what) for p in net.ports) > 0
+    assert_same(ts, ref)
+    assert not any(p.counters.s_flag for p in net.ports)
+    assert not any(p.paused_since >= 0 for p in net.ports)
+
+
 def test_a_network_has_one_sampler_at_a_time_and_is_left_unwatched():
     net = build_network(TOPO, "gse", default_config("gse"), 1)
     net.schedule(mixed(2))

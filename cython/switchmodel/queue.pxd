@@ -25,18 +25,23 @@ cdef tuple COUNTERS
 
 
 cdef class PortCounters:
+    # a 128-byte block (no GC head: C fields only) starts 48 bytes into a line, after the
+    # pool's 48-byte header (128 = 2 x 64), so the object's header ends that line and its
+    # first eight fields are exactly the next line: everything a sampler reads of a busy
+    # port's counters at every bin, and what a dequeue writes (tx_bytes, tx_packets,
+    # queued_bytes)
+    cdef public long long queued_bytes
+    cdef public long long peak_bytes
     cdef public long long tx_bytes
     cdef public long long tx_packets
+    cdef public long long s_tx
+    cdef public long long s_peak
+    cdef public long long s_flag
+    cdef public long long ecn_marks
+    # the rarer counters (the next line: read by the sampler when s_flag says so)
     cdef public long long drops
     cdef public long long trims
-    cdef public long long ecn_marks
-    cdef public long long peak_bytes
-    cdef public long long queued_bytes
-    # padding to 128 bytes (at 72, an 80-byte pymalloc block, the counters would start
-    # anywhere in a line): every 128-byte block starts 48 bytes into a line (after the
-    # pool's 48-byte header), so the object's header ends that line and its seven fields
-    # are the next line, the one the sampler reads
-    cdef long long align_[7]
+    cdef long long align_[4]     # padding to 128 bytes (at 96, a 96-byte block: anywhere)
 
 
 cdef class OutputQueue:

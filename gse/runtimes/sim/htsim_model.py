@@ -166,6 +166,7 @@ def _hold(port, pkt, now):
         port.queue.paused = True
         port.paused_since = now
         port.pauses_received += 1
+        port.counters.s_flag = 1
         if port.watch is not None:
             port.touch()
     return False

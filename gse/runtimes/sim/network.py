@@ -43,8 +43,8 @@ class LinkPort(Handler):
                  "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
                  "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver",
-                 "fault", "index", "watch", "counters", "s_tx", "s_trims", "s_drops",
-                 "s_ecn", "s_paused", "s_queue", "s_peak")
+                 "fault", "index", "watch", "counters", "s_trims", "s_drops", "s_ecn",
+                 "s_paused")
 
     def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
         self.eq = eq
@@ -75,12 +75,13 @@ class LinkPort(Handler):
         self.fault = None         # a PortFault when link failures may touch this port
         self.index = -1           # its place in Network.ports
         self.watch = None         # a sampler's list to join when it turns busy or paused
-        self.counters = queue.counters    # (the sampler reads them here, not via queue)
-        # what that sampler read here at the last bin's end (gse.runtimes.sim.sampler):
-        # totals of bytes sent, trims, drops, ECN marks and paused ps, the queue's bytes
-        # and its peak over the run; kept beside what it reads, not in an array of its own
-        self.s_tx = self.s_trims = self.s_drops = self.s_ecn = self.s_paused = 0
-        self.s_queue = self.s_peak = 0
+        # its queue's counters, where a sampler reads a busy port's queue state (not via
+        # queue); a change of the pause state marks them (counters.s_flag), so that the
+        # sampler reads the pause totals only then (gse.runtimes.sim.sampler)
+        self.counters = queue.counters
+        # what that sampler read here at the last bin's end, of the rarer values: totals of
+        # trims, drops, ECN marks and paused ps (read when the counters are marked)
+        self.s_trims = self.s_drops = self.s_ecn = self.s_paused = 0
 
     def fire(self, a, b):
         self.wake(a, b)
@@ -131,6 +132,7 @@ class LinkPort(Handler):
                 self.queue.paused = True
                 self.paused_since = now
                 self.pauses_received += 1
+                self.counters.s_flag = 1
                 if self.watch is not None:
                     self.touch()
             if until > self.pause_until:
@@ -150,6 +152,7 @@ class LinkPort(Handler):
             queue.paused = False
             self.paused_ps += now - self.paused_since
             self.paused_since = -1
+            self.counters.s_flag = 1
             self.restart(now)
 
     def restart(self, now):

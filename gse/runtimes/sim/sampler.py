@@ -9,7 +9,8 @@ turns busy or paused.  What it touches of the simulation's is each queue's runni
 it resets ``counters.peak_bytes`` to the occupancy at every bin's end, so that the
 counter at the next is the bin's peak, and puts back the run's peak when the run ends
 (the summary's ``peak_queue_bytes`` are unchanged); and it keeps what it last read of a
-port in the port's ``s_*`` fields, which nothing else reads.
+port in the ``s_*`` fields of the port's counters and of the port, which nothing else
+reads.
 
 Reading in O(ports that changed): a port idle at a bin's end (empty, not serialising,
 not paused) has nothing to report until it turns busy or paused, which only
@@ -26,8 +27,8 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports and counters it reads, and what it
-writes: docs/timeseries.md ("Cost") says how both are kept small.
+A bin's cost is cache misses on the ports and counters it reads (two lines a busy
+port), and what it writes: docs/timeseries.md ("Cost") says how both are kept small.
 What the values mean and the tables they become: ``gse.metrics.timeseries`` and
 docs/timeseries.md.
 """
@@ -52,11 +53,10 @@ HEAD = 3                           # a stored bin starts (bin, port words, host 
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
 # The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
-# in its list (the port's two lines, then its counters': a pointer read from a line
-# fetched before), gse_prefetch_port and _counters of sampler.pxd
-# (__builtin_prefetch, on borrowed pointers: gse_prefetch.h): the misses on them, most
-# of its time, overlap instead of following one another.  The pure build never calls
-# them.
+# in its list (the port's first line, then its counters': a pointer read from a line
+# fetched before), gse_prefetch_port and _counters of sampler.pxd (__builtin_prefetch,
+# on borrowed pointers: gse_prefetch.h): the misses on them, most of its time, overlap
+# instead of following one another.  The pure build never calls them.
 PREFETCH = cython.compiled
 # Compiled, a new storage chunk is an array('q') that is not zero-filled (cpython.array's
 # clone(..., False), declared in sampler.pxd): sample() writes every word that is read
@@ -92,60 +92,58 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     them); a port whose values are all zero (idle, nothing queued, not paused) gets none.
     Most values of a busy port are zero in a bin (no pause, trim, drop or mark), so a
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
-    page faults) are a third.  What the previous bin read of a port is in the port's
-    own ``s_*`` fields (totals of bytes sent, trims, drops, ECN marks and paused ps, the
-    queue's bytes then, and the queue's peak over the run so far), in the cache line
-    after the one read first, not in an array of the sampler's (a line more to fetch);
-    ``prev`` holds each host's accepted payload at the previous bin's end.
+    page faults) are a third.
 
-    A port that was empty at ``since``, has not been serialising since (``busy_until``),
-    and was not paused is idle for the whole bin: nothing can have been queued, trimmed,
-    dropped or marked there (a packet reaching an idle, unpaused port is sent at once),
-    so it is skipped after reading the port alone, not its counters."""
+    What a busy port's row needs at every bin is two cache lines of the compiled build:
+    the port's first (its counters, ``busy_until``, the pause, its index) and its
+    counters' (the queue's bytes and peak, the bytes sent, this sampler's totals ``s_tx``
+    and ``s_peak``, and ``s_flag``, set where a rarer value changed).  The port's next
+    line is read only when that flag is set or the port is paused (a drop, trim or ECN
+    mark, a pause or resume: this sampler's totals of those, the port's ``s_*``), and
+    when the port turns idle (to hand it its ``watch``).  ``prev`` holds each host's
+    accepted payload at the previous bin's end."""
     k = pos + HEAD
     n = len(busy)
     w = 0                             # busy[:w]: the ports kept for the next bin
     for x in range(n):
         if PREFETCH:                  # (compiled) fetch what the ports ahead will read
             if x + 4 < n:
-                gse_prefetch_port(busy, x + 4)        # the port's first two lines
+                gse_prefetch_port(busy, x + 4)        # the port's first line
             if x + 2 < n:
                 gse_prefetch_counters(busy, x + 2)    # (its pointer: fetched 2 ports ago)
         port = busy[x]
-        if (port.s_queue == 0 and port.busy_until <= since and port.paused_since < 0
-                and port.paused_ps == port.s_paused):
-            port.watch = busy
-            continue
         # port.counters in full, not in a local: compiled, a chain of C fields reads
-        # through a pointer, where a typed local takes a reference (a store to its line).
-        # The port's counters are its queue's, which hold its bytes now (queued_bytes):
-        # the queue is not read; it is paused exactly while paused_since >= 0
+        # through a pointer, where a typed local takes a reference (a store to the line
+        # of the counters' header, not the line of their fields).  The port's counters
+        # are its queue's, which hold its bytes now (queued_bytes): the queue is not read
         o = port.counters.queued_bytes
-        port.s_queue = o
         p = port.counters.peak_bytes
-        if p > port.s_peak:
-            port.s_peak = p
+        if p > port.counters.s_peak:
+            port.counters.s_peak = p
         port.counters.peak_bytes = o
         v = port.counters.tx_bytes
-        tx = v - port.s_tx
-        port.s_tx = v
-        if port.paused_since >= 0:
-            paused = 1
-            v = port.paused_ps + now - port.paused_since
-        else:
-            paused = 0
-            v = port.paused_ps
-        pps = v - port.s_paused
-        port.s_paused = v
-        v = port.counters.trims
-        trims = v - port.s_trims
-        port.s_trims = v
-        v = port.counters.drops
-        drops = v - port.s_drops
-        port.s_drops = v
-        v = port.counters.ecn_marks
-        ecn = v - port.s_ecn
-        port.s_ecn = v
+        tx = v - port.counters.s_tx
+        port.counters.s_tx = v
+        paused = pps = trims = drops = ecn = 0
+        if port.paused_since >= 0 or port.counters.s_flag:
+            # a rarer value or the pause state changed, or the port is paused
+            port.counters.s_flag = 0
+            if port.paused_since >= 0:
+                paused = 1
+                v = port.paused_ps + now - port.paused_since
+            else:
+                v = port.paused_ps
+            pps = v - port.s_paused
+            port.s_paused = v
+            v = port.counters.trims
+            trims = v - port.s_trims
+            port.s_trims = v
+            v = port.counters.drops
+            drops = v - port.s_drops
+            port.s_drops = v
+            v = port.counters.ecn_marks
+            ecn = v - port.s_ecn
+            port.s_ecn = v
         r = k
         k += 1
         mask = 0
@@ -185,7 +183,7 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
             out[r] = (port.index << 8) | mask
         else:
             k = r
-        if o or port.busy_until > now or port.paused_since >= 0:
+        if o or port.busy_until > now or paused:
             if w != x:
                 busy[w] = port        # (drops busy[w]'s reference: read in this bin)
             w += 1
@@ -304,13 +302,13 @@ class Sampler:
             if p.counters is not c:
                 raise ValueError("port %d's counters are not its queue's (replaced after the "
                                  "network was built?)" % (p.index,))
-            p.s_tx = c.tx_bytes
+            c.s_tx = c.tx_bytes
+            c.s_peak = c.peak_bytes
+            c.s_flag = 1                  # (the first bin reads every port in full)
             p.s_trims = c.trims
             p.s_drops = c.drops
             p.s_ecn = c.ecn_marks
             p.s_paused = p.paused_total_ps(start_ps)
-            p.s_queue = -1        # (unknown occupancy: the first bin reads every port)
-            p.s_peak = c.peak_bytes
         self.prev = array("q", [r.payload_bytes for r in self.receivers])
         self.pview = self.prev                # (compiled: a typed view, taken once)
         self.n = len(self.ports)
@@ -353,9 +351,9 @@ class Sampler:
             h.watch = None
         for p in self.ports:
             p.watch = None
-            c = p.queue.counters
-            if p.s_peak > c.peak_bytes:
-                c.peak_bytes = p.s_peak   # the run's peak, as the summary reports it
+            c = p.counters
+            if c.s_peak > c.peak_bytes:
+                c.peak_bytes = c.s_peak   # the run's peak, as the summary reports it
         if self.chunks:
             self.ends[len(self.ends) - 1] = self.pos
             last = self.out

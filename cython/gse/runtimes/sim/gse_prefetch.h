@@ -16,12 +16,9 @@
 #define GSE_PF_PORT(list, i) \
     ((struct __pyx_obj_3gse_8runtimes_3sim_7network_LinkPort *)PyList_GET_ITEM((list), (i)))
 
-/* The port's first two cache lines (its sampled fields span them). */
-#define gse_prefetch_port(list, i) do { \
-        char *gse_o_ = (char *)PyList_GET_ITEM((list), (i)); \
-        __builtin_prefetch(gse_o_); \
-        __builtin_prefetch(gse_o_ + 64); \
-    } while (0)
+/* The port's first cache line (all its fields read at every bin). */
+#define gse_prefetch_port(list, i) \
+    __builtin_prefetch((char *)PyList_GET_ITEM((list), (i)))
 
 /* Its counters' fields (the object's second line: its header ends the first, as a
  * 128-byte block starts 48 bytes into a line; the port's line holding the pointer was

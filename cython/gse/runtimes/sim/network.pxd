@@ -19,24 +19,24 @@ cdef long long ENQUEUED
 cdef class HostNode
 
 cdef class LinkPort(Handler):
-    # what the sampler reads of every busy port: the object's first two cache lines
-    # (a LinkPort is a 384-byte pymalloc block with the GC head, so it starts on a line:
-    # the header and the vtable, then 5 x 8 = 64 bytes) and the line of its counters'
-    # fields (the queue's bytes now among them): not the queue itself
-    cdef public OutputQueue queue
+    # a LinkPort is a 384-byte pymalloc block with the GC head, so it starts on a line:
+    # the header and the vtable, then 5 x 8 = 64 bytes: all that a sampler reads of a
+    # busy port at every bin (gse.runtimes.sim.sampler), with its counters' line (a
+    # pointer chain: no reference taken, so not the counters' header)
+    cdef public PortCounters counters
     cdef public long long busy_until
     cdef public long long paused_since
     cdef public long long paused_ps
     cdef public long long index
-    # the queue's counters, and the sampler's own totals for this port (the next line)
-    cdef public PortCounters counters
-    cdef public long long s_tx
+    # the next line: the sampler's totals of the rarer values (read when counters.s_flag
+    # is set or the port is paused), and loss (read only where rng is set)
     cdef public long long s_trims
     cdef public long long s_drops
     cdef public long long s_ecn
     cdef public long long s_paused
-    cdef public long long s_queue
-    cdef public long long s_peak
+    cdef public double loss
+    cdef long long align1_[3]
+    # the line an offer, a wake-up and a transmission read (with busy_until, the first)
     cdef public list watch
     cdef public EventQueue eq
     cdef public long long mbps
@@ -44,7 +44,7 @@ cdef class LinkPort(Handler):
     cdef public object peer
     cdef public long long peer_port
     cdef public bint wake_pending
-    cdef public double loss
+    cdef public OutputQueue queue
     cdef public double corrupt
     cdef public object rng
     cdef public long long wire_drops
@@ -61,7 +61,7 @@ cdef class LinkPort(Handler):
     cdef public object deliver
     cdef public object fault
     # padding to 368 bytes (a 384-byte block: 6 lines; at 312, a 336-byte block, a port
-    # would start anywhere in a line, and the sampler's fields span three lines)
+    # would start anywhere in a line)
     cdef long long align_[7]
 
     cpdef fire(self, a, b)
