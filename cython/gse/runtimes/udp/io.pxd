@@ -61,6 +61,7 @@ cdef class Endpoint:
     cdef public bint dirty
     cdef public long long batches
     cdef public object drain
+    cdef public bint lane
 
     cpdef _readable(self)
 
@@ -85,8 +86,13 @@ cdef class Reactor:
     cdef public int epfd
     cdef public dict endpoints
     cdef public bint closed
+    cdef public object lane_ep
+    cdef public dict lanes
 
-    @cython.locals(n=int, i=int, endpoint=Endpoint)
+    @cython.locals(lanes=dict, endpoint=Endpoint)
+    cpdef poll_lanes(self)
+
+    @cython.locals(n=int, i=int, endpoint=Endpoint, lanes=bint)
     cpdef _ready_c(self)
 
 
@@ -114,7 +120,7 @@ cdef class Scheduler:
     @cython.locals(wait_ps="long long")
     cpdef _arm(self, long long t)
 
-    @cython.locals(outer=bint)
+    @cython.locals(outer=bint, reactor=Reactor)
     cpdef _fire(self)
 
     @cython.locals(heap=list, now="long long", t="long long", late="long long")

@@ -42,7 +42,8 @@ from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch cimport Switch, mix32
 from gse.runtimes.udp.slots cimport (DP_BATCH, dp_flush, dp_free, dp_give, dp_got, dp_ingress,
                                      dp_new, dp_out, dp_pop, dp_push, dp_put16, dp_put32, dp_recv,
-                                     dp_sender, dp_set_peer, dp_slot, dp_state, dp_take)
+                                     dp_sender, dp_set_lane, dp_set_peer, dp_slot, dp_state,
+                                     dp_take)
 
 from gse.runtimes.udp.io import record_error
 from switchmodel.fabric import FabricSpine
@@ -110,6 +111,10 @@ cdef class SwitchPlane:
             if not dp_set_peer(self.d, i, str(port.peer_addr[0]).encode(),
                                int(port.peer_addr[1])):
                 raise ValueError("not an IPv4 neighbour: %r" % (port.peer_addr,))
+            if port.lane_addr is not None and not dp_set_lane(
+                    self.d, i, str(port.lane_addr[0]).encode(), int(port.lane_addr[1]),
+                    <int>C_PAUSE, <int>C_RESUME):
+                raise ValueError("not an IPv4 PFC lane: %r" % (port.lane_addr,))
         self.wake_fn = self._wake
         for i in range(len(self.ports)):
             port = self.ports[i]
