@@ -251,6 +251,8 @@ class EmulatedPort:
         if not self.wire and depart <= now + self.slack:
             if self.ep is not None:
                 self.ep.send(raw, addr)
+                if lane:
+                    self.ep.flush()     # a PFC frame leaves at once (what is held with it)
             else:
                 self.send(raw, addr)
         else:
@@ -264,7 +266,12 @@ class EmulatedPort:
         addr = self.peer_addr
         while wire and wire[0][0] <= limit:
             item = wire.popleft()
-            send(item[1], addr if len(item) == 2 else item[2])  # (a PFC frame: its lane)
+            if len(item) == 2:
+                send(item[1], addr)
+            else:                       # a PFC frame: to the lane, and at once
+                send(item[1], item[2])
+                if self.ep is not None:
+                    self.ep.flush()
 
     def _arm(self, t):
         if self.wake_at < 0 or t < self.wake_at:

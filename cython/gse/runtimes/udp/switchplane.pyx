@@ -192,8 +192,8 @@ cdef class SwitchPlane:
             limit = now + port.slack
             while self.d.wire[p].head != NULL and self.d.wire[p].head.depart <= limit:
                 s = dp_pop(&self.d.wire[p])
-                if dp_out(self.d, s, p):
-                    self._flush()
+                if dp_out(self.d, s, p) or s.kind == C_PAUSE or s.kind == C_RESUME:
+                    self._flush()       # (a PFC frame leaves at once, what is held with it)
 
     cdef _datagram(self, int i, long long now):
         cdef dp_slot *s = dp_got(self.d, i)
@@ -457,8 +457,8 @@ cdef class SwitchPlane:
                 s.buf[62] ^= 0xFF
                 s.buf[63] ^= 0xFF
         if self.d.wire[p].head == NULL and depart <= now + port.slack:
-            if dp_out(self.d, s, p):
-                self._flush()
+            if dp_out(self.d, s, p) or s.kind == C_PAUSE or s.kind == C_RESUME:
+                self._flush()       # (a PFC frame leaves at once, what is held with it)
         else:
             s.depart = depart
             dp_push(&self.d.wire[p], s)
