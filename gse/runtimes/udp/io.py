@@ -332,7 +332,8 @@ class Reactor:
     it endpoints register with the loop one by one.  The last endpoint to close closes it.
     """
 
-    __slots__ = ("loop", "ep", "epfd", "endpoints", "closed", "lane_ep", "lanes")
+    __slots__ = ("loop", "ep", "epfd", "endpoints", "closed", "lane_ep", "lane_epfd",
+                 "lanes")
 
     ACTIVE = {}  # type: dict  # loop -> its reactor while it has endpoints
 
@@ -345,6 +346,7 @@ class Reactor:
         # PFC lanes (endpoints with ``lane``): in the set above too (they wake the loop),
         # and in a set of their own, asked before the data sockets and after each
         self.lane_ep = None
+        self.lane_epfd = -1
         self.lanes = {}        # socket fd -> Endpoint
         loop.add_reader(self.epfd, self._ready)
 
@@ -364,6 +366,7 @@ class Reactor:
         if endpoint.lane:
             if self.lane_ep is None:
                 self.lane_ep = select.epoll()
+                self.lane_epfd = self.lane_ep.fileno()
             self.lane_ep.register(endpoint.fd, select.EPOLLIN)
             self.lanes[endpoint.fd] = endpoint
 
@@ -384,6 +387,13 @@ class Reactor:
     def poll_lanes(self):
         """Drain every PFC lane that holds a datagram (PAUSE and RESUME before data)."""
         lanes = self.lanes
+        if C_IO:        # compiled build: epoll_wait(2) on the lanes' set, its own events
+            n = gse_epoll_lanes(self.lane_epfd)
+            for i in range(n):
+                endpoint = lanes.get(gse_epoll_lane_fd(i))
+                if endpoint is not None:
+                    endpoint._readable()
+            return
         for fd, _ in self.lane_ep.poll(0):
             endpoint = lanes.get(fd)
             if endpoint is not None:
@@ -406,8 +416,7 @@ class Reactor:
 
     def _ready_c(self):
         # compiled build: epoll_wait(2) on the set, the ready sockets drained in C (the
-        # lanes' own set is asked through select.epoll, which leaves gse_epoll_ready's
-        # events alone)
+        # lanes' own set has events of its own: gse_epoll_lanes)
         endpoints = self.endpoints
         lanes = len(self.lanes) > 0
         if lanes:

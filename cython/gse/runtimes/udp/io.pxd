@@ -14,6 +14,8 @@ cdef extern from "gse_udp_io.h":
     int gse_know4(object addr, dict cache) except -1
     int gse_epoll_ready(int epfd)
     int gse_epoll_fd(int i)
+    int gse_epoll_lanes(int epfd)
+    int gse_epoll_lane_fd(int i)
     bint GSE_HAVE_MMSG
     int GSE_MMSG
     object gse_recv4_many(int fd, Py_ssize_t size, int vlen, dict cache, Py_ssize_t max)
@@ -87,9 +89,10 @@ cdef class Reactor:
     cdef public dict endpoints
     cdef public bint closed
     cdef public object lane_ep
+    cdef public int lane_epfd
     cdef public dict lanes
 
-    @cython.locals(lanes=dict, endpoint=Endpoint)
+    @cython.locals(lanes=dict, endpoint=Endpoint, n=int, i=int)
     cpdef poll_lanes(self)
 
     @cython.locals(n=int, i=int, endpoint=Endpoint, lanes=bint)
