@@ -31,7 +31,7 @@ not one per packet.  ``gse.runtimes.udp.dataplane`` decides when a switch may us
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.string cimport memcpy
 
-from gse.runtimes.udp.io cimport Endpoint, Scheduler
+from gse.runtimes.udp.io cimport Endpoint, Reactor, Scheduler
 from gse.runtimes.udp.link cimport EmulatedPort
 from gse.runtimes.udp.node cimport SwitchDriver
 from gse.wire cimport linkrate
@@ -149,6 +149,7 @@ cdef class SwitchPlane:
         """Read up to DRAIN datagrams, forward them, send what left, re-arm the wake-up."""
         cdef int left = DRAIN, want, m, i
         cdef long long now
+        cdef Reactor reactor
         if self.d == NULL:
             return
         if self.on_receive is not None:
@@ -169,6 +170,9 @@ cdef class SwitchPlane:
             if m < want:
                 break
             left -= want
+            reactor = self.ep.reactor
+            if reactor is not None and reactor.lanes:
+                reactor.poll_lanes()    # PAUSE and RESUME between batches, not after all
         self.active = False
         self._flush()
         self._rearm(self.sched.now())
