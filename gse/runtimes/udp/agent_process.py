@@ -155,6 +155,10 @@ class Agent:
             delay_ns = self._start_delay_ns()
             self.t0_unix = time.time() + delay_ns / 1e9
             self.sched.start_clock(delay_ns)
+            at = self.run["start_at_unix"]
+            if at is not None and self.late_start_s > 0:   # time 0 its own: on the shared
+                for node in self.nodes:                     # clock, the PFC frames' lag
+                    node.clock_offset_ps = int((self.t0_unix - at) * 1e12)
             if self.run["fault_origin_file"] is None:
                 self._install_faults(0)         # times on the clock just started
             else:

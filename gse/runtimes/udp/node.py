@@ -18,7 +18,7 @@ Each refusal and each cut is counted (``pfc_in``).  A node may have a PFC lane (
 a second endpoint that only its neighbours' PAUSE and RESUME are sent to, read before its
 data socket; ``gse.runtimes.udp.io.Reactor``); every frame admitted has its lag counted,
 from when its switch made it (the frame's ``ts``) to when this node obeys it
-(``pfc_lag_ps``, the first ``PFC_LAG_KEPT``; on the run's shared clock).
+(``pfc_lag``, the first ``PFC_LAG_KEPT``; on the run's shared clock: ``clock_offset_ps``).
 """
 
 from gse.agents.driver import AgentDriver
@@ -40,7 +40,7 @@ class NodeDriver:
     __slots__ = ("node", "name", "kind", "sched", "endpoint", "ports", "port_of",
                  "malformed", "foreign", "datagrams", "max_datagram", "codec", "pfc_in",
                  "link_auth", "lane", "lane_datagrams", "pfc_lags", "pfc_lag_n",
-                 "pfc_lag_max")
+                 "pfc_lag_max", "clock_offset_ps")
 
     def __init__(self, node, name, kind, sched, endpoint):
         self.node = node
@@ -62,6 +62,9 @@ class NodeDriver:
         self.pfc_lags = []                 # ps from a PFC frame's making to its admission
         self.pfc_lag_n = 0
         self.pfc_lag_max = 0
+        # this node's time 0 on the run's shared clock (an agent up late counts from its
+        # own start): PFC frames carry their making on the shared clock
+        self.clock_offset_ps = 0
 
     def _decode(self, data, addr, into):
         """The packet (header fields; an untrimmed DATA packet's payload stays in ``data``)
@@ -106,7 +109,7 @@ class NodeDriver:
         if auth is not None and not auth.open(pkt, data):
             return -1                   # counted by the link's channels
         pfc_in["accepted"] += 1
-        lag = self.sched.now() - pkt.ts   # made at pkt.ts on the sender's clock
+        lag = self.sched.now() + self.clock_offset_ps - pkt.ts   # made at ts (shared clock)
         self.pfc_lag_n += 1
         if lag > self.pfc_lag_max:
             self.pfc_lag_max = lag
@@ -203,7 +206,7 @@ class SwitchDriver(NodeDriver):
         p = self.ports[port]
         quanta = self.pfc.cfg.pause_quanta if kind == PAUSE else 0
         pkt = new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, quanta,
-                         PRIO_DATA, 0, 0, now, PRIO_CONTROL)
+                         PRIO_DATA, 0, 0, now + self.clock_offset_ps, PRIO_CONTROL)
         if self.plane is not None:      # the data plane holds the port's queue
             self.plane.inject(port, pkt, now)
         else:

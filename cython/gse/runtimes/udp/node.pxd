@@ -39,6 +39,7 @@ cdef class NodeDriver:
     cdef public list pfc_lags
     cdef public long long pfc_lag_n
     cdef public long long pfc_lag_max
+    cdef public long long clock_offset_ps
 
     @cython.locals(pkt=Packet, in_port="long long")
     cpdef Packet _decode(self, data, addr, Packet into)
