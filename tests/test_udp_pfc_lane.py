@@ -10,7 +10,13 @@ sockets.
 
 import asyncio
 import copy
+import json
+import os
 import random
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -19,9 +25,13 @@ from gse.protocols import default_config
 from gse.runtimes.udp.config import (check_node_config, loopback_addresses, node_configs,
                                      udp_profile)
 from gse.runtimes.udp.io import Endpoint, Reactor, Scheduler, open_udp_socket
+from gse.runtimes.udp.config import write_node_configs
 from gse.runtimes.udp.network import run_udp
-from gse.workloads.traffic import incast
+from gse.runtimes.udp.results import summarize_agent_outputs
+from gse.workloads.traffic import Message, incast
+from test_udp_agent import ROOT, free_addresses
 from topologies.fattree import fat_tree
+from topologies.topology import Topology
 
 
 def _endpoint(name, lane=False):
@@ -108,3 +118,61 @@ def test_roce_incast_carries_pfc_frames_on_the_lanes(lanes, monkeypatch):
     assert lag["frames"] == accepted
     assert 0 <= lag["p50"] <= lag["p90"] <= lag["p99"] <= lag["max"]
     assert lag["lane"] == (accepted if lanes else 0)
+
+
+def _star(n_hosts, gbps):
+    topo = Topology("star")
+    hosts = [topo.add_node("h%d" % i, "host", 0) for i in range(n_hosts)]
+    s0 = topo.add_node("s0", "edge", 1)
+    for h in hosts:
+        topo.add_link(h, s0, gbps, 1_000_000)
+    return topo.finalize()
+
+
+def test_agent_processes_carry_pfc_frames_on_their_lanes(tmp_path):
+    """``gse agent``: a 2:1 RoCE incast through one switch, the three nodes in one agent
+    process on loopback addresses, each with its PFC lane: the switch pauses the senders,
+    every frame the hosts admit came by their lanes, and nothing else did."""
+    topo = _star(3, 0.1)
+    msgs = [Message(1, 1, 0, 300_000), Message(2, 2, 0, 300_000)]
+    cfg = udp_profile(default_config("roce"), link_gbps=0.1)
+    addrs = free_addresses(4)
+    lanes = [_free_port(ip) for ip, _ in addrs]   # a second free port at each address
+    run = {"start_at_unix": time.time() + 2.0, "timeout_s": 40.0, "linger_s": 0.3,
+           "loop": "asyncio", "precise_timers": True}
+    confs = node_configs(topo, msgs, "roce", cfg, seed=3, address_of=addrs,
+                         output_dir=str(tmp_path), run=run, pfc_lanes=lanes)
+    paths = write_node_configs(confs, str(tmp_path / "conf"))
+    proc = subprocess.Popen([sys.executable, "-m", "gse", "agent", "--config", paths[0],
+                             "--config", paths[1], "--config", paths[2], "--config", paths[3]],
+                            env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep
+                                     + os.environ.get("PYTHONPATH", "")),
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 0, proc.stderr.read()
+    counters = {c["name"]: json.loads(open(c["output"]["counters"]).read()) for c in confs}
+    assert counters["s0"]["pfc"]["pauses_sent"] > 0
+    for c in counters.values():
+        assert c["errors"] == [] and c["malformed_total"] == 0 and c["foreign"] == 0
+        assert c["pfc_lane"]["datagrams"] == c["pfc_in"]["accepted"]
+        assert c.get("pfc_lag", {}).get("frames", 0) == c["pfc_in"]["accepted"]
+    assert sum(c["pfc_in"]["accepted"] for c in counters.values()) > 0
+    summary, _ = summarize_agent_outputs(
+        topo, msgs, cfg, [c["output"]["counters"] for c in confs],
+        [c["output"]["records"] for c in confs[:3]])
+    assert summary["lost"] == 0 and summary["completed"] == 2
+    assert summary["udp"]["pfc_lag_us"]["lane"] == summary["udp"]["pfc_in"]["accepted"]
+
+
+def _free_port(ip):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((ip, 0))
+    addr = s.getsockname()
+    s.close()
+    return addr
