@@ -71,11 +71,15 @@ def data(src, dst, psn, entropy=0, payload=1000, flags=F_ECT, kind=DATA, prio=PR
 class Rig:
     """One switch with three neighbours (sockets the test reads and writes)."""
 
-    def __init__(self, qconf, gbps, plane, pfc=None, lossy=False, spine=False, updates=()):
+    def __init__(self, qconf, gbps, plane, pfc=None, lossy=False, spine=False, updates=(),
+                 lanes=False):
         self.sched = StepScheduler()
         self.sock = open_udp_socket("127.0.0.1", 0, what="switch")
         self.ep = Endpoint(self.sock, "switch")
         self.peers = [open_udp_socket("127.0.0.1", 0, what="peer") for _ in range(3)]
+        # lanes: each neighbour's PFC lane, where the PAUSE and RESUME it is sent go
+        self.lanes = ([open_udp_socket("127.0.0.1", 0, what="lane") for _ in range(3)]
+                      if lanes else [])
         self.stranger = open_udp_socket("127.0.0.1", 0, what="stranger")
         # hosts 0..3: 0 behind port 0, 1 behind port 1, 2 and 3 sprayed over ports 1, 2
         # (spine: a fabric-mode spine, the uplink by byte 1 of the entropy)
@@ -93,6 +97,8 @@ class Rig:
                                 OutputQueue(qconf, random.Random("q%d" % pidx)), gbps,
                                 2 * PS_PER_US, 20 * PS_PER_US, 1, pidx, "edge", False)
             port.owner = self.drv
+            if self.lanes:
+                port.lane_addr = self.lanes[pidx].getsockname()
             if lossy:
                 port.set_faults(0.1, 0.1, random.Random("w%d" % pidx))
             if pfc is not None:
@@ -110,11 +116,11 @@ class Rig:
 
     def received(self):
         out = []
-        for peer in self.peers:
+        for sock in self.peers + self.lanes:
             got = []
             while True:
                 try:
-                    got.append(peer.recv(65536))
+                    got.append(sock.recv(65536))
                 except BlockingIOError:
                     break
             out.append(got)
@@ -131,7 +137,7 @@ class Rig:
     def close(self):
         if self.plane is not None:
             dataplane.detach(self.drv)
-        for s in [self.sock, self.stranger] + self.peers:
+        for s in [self.sock, self.stranger] + self.peers + self.lanes:
             s.close()
 
 
@@ -174,6 +180,7 @@ def run(rig, steps=40, step_ps=3 * PS_PER_US):
     for k in range(1, 200):                      # let every queue drain
         rig.sched.advance(steps * step_ps + k * 10 * PS_PER_US)
         seen.append(rig.received())
+    rig.seen = seen
     return seen
 
 
@@ -238,6 +245,30 @@ def test_data_plane_pfc_as_the_python_path(name):
         assert cp["pfc"]["pauses_sent"] > 0 and cp["pfc"]["resumes_sent"] > 0
         assert cp["pfc_in"]["accepted"] > 0
         assert sum(p["pauses_received"] for p in cp["ports"]) > 0
+
+
+@compiled
+def test_data_plane_sends_pfc_frames_to_the_lanes_as_the_python_path():
+    """With PFC lanes the PAUSE and RESUME a switch makes go to each neighbour's lane,
+    everything else to its data socket, on the data plane as on the Python path."""
+    pfc = PfcConfig(xoff_bytes=6_000, xon_gap_bytes=3_000, headroom_bytes=20_000,
+                    pause_quanta=300)
+    with same_as_python(QUEUES["drop-tail+ecn-on-dequeue"], pfc=pfc, lanes=True) as (
+            py, _c, cp):
+        assert cp["pfc"]["pauses_sent"] > 0 and cp["pfc"]["resumes_sent"] > 0
+        got = run_kinds(py)
+        assert got["lane"] and got["lane"] <= {PAUSE, RESUME}
+        assert got["data"] and not got["data"] & {PAUSE, RESUME}
+
+
+def run_kinds(rig):
+    """The kinds of what ``rig`` sent in its run, by socket: data or lane."""
+    kinds = {"data": set(), "lane": set()}
+    for snapshot in rig.seen:
+        for i, got in enumerate(snapshot):
+            for dgram in got:
+                kinds["data" if i < len(rig.peers) else "lane"].add(dgram[1])
+    return kinds
 
 
 @compiled

@@ -28,7 +28,7 @@ from gse.cli.observe import add_observe_options, check_outputs
 from gse.cli.progress import Progress, wanted
 from gse.metrics.stall import describe_stall
 from gse.runtimes.udp.config import (RUN_DEFAULTS, loopback_addresses, node_configs,
-                                     slowest_link_gbps, udp_profile,
+                                     pfc_lane_wanted, slowest_link_gbps, udp_profile,
                                      udp_protocols, write_node_configs)
 from gse.runtimes.udp.io import LOOPS
 from gse.wire import WIRE_PROFILES
@@ -104,6 +104,9 @@ def cmd_agent_configs(args):
     cfg = udp_profile(gse_config_from_args(args), explicit_settings(args),
                       link_gbps=slowest_link_gbps(topo))
     addrs = loopback_addresses(topo, args.base_ip, args.port)
+    # PFC lanes (protocols with PFC): every node's second socket, on port + 1
+    lanes = ([(ip, port + 1) for ip, port in addrs]
+             if pfc_lane_wanted(args.protocol, cfg) and args.port < 65535 else None)
     run = {"timeout_s": args.timeout_s, "loop": args.loop}
     stall = stall_ps(args)
     if stall is not None:
@@ -111,7 +114,8 @@ def cmd_agent_configs(args):
     confs = node_configs(topo, messages, args.protocol, cfg, args.seed, addrs, args.loss,
                          args.corrupt, output_dir=args.out_dir, run=run, wire=args.wire,
                          secure_key_file=args.secure,
-                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args))
+                         faults=faults_from_args(args, topo), detect_ps=detect_ps(args),
+                         pfc_lanes=lanes)
     paths = write_node_configs(confs, args.out_dir)
     print("wrote %d node configurations (%d hosts, %d messages) to %s"
           % (len(paths), len(topo.hosts), len(messages), args.out_dir))

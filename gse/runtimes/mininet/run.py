@@ -43,7 +43,7 @@ from gse.runtimes.mininet.fabric import SOCKET_BUFFER_BYTES, MininetFabric
 from gse.runtimes.mininet.system import guard, udp_bound, udp_in_datagrams
 from gse.runtimes.udp.capture import plan as capture_plan
 from gse.runtimes.udp.agent_process import ALL_DONE, EXIT_STALLED
-from gse.runtimes.udp.config import (check_protocol, max_datagram, node_configs,
+from gse.runtimes.udp.config import (check_protocol, max_datagram, node_configs, pfc_lane_wanted,
                                      slowest_link_gbps, udp_profile, write_node_configs)
 from gse.runtimes.udp.faults import read_origin
 from gse.runtimes.udp.results import failure_summary, summarize_agent_outputs
@@ -135,10 +135,14 @@ def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_r
     runner takes the veth pair down for real (``link_events``); gray failures exist only
     in the ports (a veth cannot drop a share of packets by itself)."""
     topo = fabric.topo
+    lane = port + 1         # where protocol has PFC: every node's PFC lane (PAUSE, RESUME)
+    lanes = ([("0.0.0.0", lane)] * len(topo.nodes)
+             if pfc_lane_wanted(protocol, config) else None)
     confs = node_configs(topo, messages, protocol, config, seed,
                          [("0.0.0.0", port)] * len(topo.nodes), loss_rate, corrupt_rate,
                          output_dir=output_dir, run=run, wire=wire, faults=faults,
-                         detect_ps=detect_ps, secure_key_file=secure_key_file)
+                         detect_ps=detect_ps, secure_key_file=secure_key_file,
+                         pfc_lanes=lanes)
     for conf in confs:
         addrs = fabric.port_addresses(conf["node"])
         conf["bind"] = ["0.0.0.0", port]
@@ -146,6 +150,8 @@ def agent_configs(fabric, messages, protocol, config, seed, loss_rate, corrupt_r
                               for p, (intf, ip, peer) in enumerate(addrs)]
         for pc in conf["ports"]:
             pc["peer_addr"] = [addrs[pc["port"]][2], port]
+            if "peer_pfc_addr" in pc:
+                pc["peer_pfc_addr"] = [addrs[pc["port"]][2], lane]
     return confs
 
 

@@ -36,15 +36,16 @@ import signal
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from gse.config import ConfigError
 from gse.metrics.stall import StallWatch, default_span_ps, describe_stall, look_at_hosts
 from gse.runtimes.udp import capture, dataplane, kernel_host
-from gse.runtimes.udp.build import build_node
+from gse.runtimes.udp.build import build_node, open_lane
 from gse.runtimes.udp.config import (check_node_config, check_outputs, load_node_config,
                                      protocol_config, write_json_atomic)
-from gse.runtimes.udp.io import Endpoint, Scheduler, loop_name, run_async
+from gse.runtimes.udp.io import LANE_RCVBUF, Endpoint, Scheduler, loop_name, run_async
 from gse.runtimes.udp.netns import kernel_drops_in, open_udp_socket_in
 from gse.runtimes.udp.faults import (PacketTrigger, claim_origin, has_faults,
                                      install as install_faults, read_origin, trigger_ports)
@@ -69,6 +70,8 @@ class Agent:
         self.run = self.conf["run"]       # run options: the first node's (shared by all)
         self.sched = None
         self.endpoints = []
+        self.lane_socks = {}      # node index -> its PFC lane's socket, until started
+        self.lanes = []           # the PFC lanes' endpoints (gse.runtimes.udp.build.open_lane)
         self.nodes = []
         self.captures = []        # --pcap: gse.runtimes.udp.capture.NodeCapture per node
         self.exit = None
@@ -103,6 +106,11 @@ class Agent:
         try:
             for conf in self.confs:
                 ip, port = conf["bind"]
+                if conf.get("pfc_bind") is not None:    # its PFC lane (PAUSE, RESUME),
+                    lip, lport = conf["pfc_bind"]        # bound before the data socket
+                    self.lane_socks[len(self.endpoints)] = open_udp_socket_in(
+                        conf.get("netns"), lip, lport, LANE_RCVBUF,
+                        "node %r PFC lane" % conf["name"])
                 sock = open_udp_socket_in(conf.get("netns"), ip, port,
                                           self.run["rcvbuf_bytes"], "node %r" % conf["name"])
                 self.endpoints.append(Endpoint(sock, conf["name"]))
@@ -111,6 +119,8 @@ class Agent:
                 loop.remove_signal_handler(sig)
             for ep in self.endpoints:
                 ep.sock.close()
+            for sock in self.lane_socks.values():
+                sock.close()
             raise
         try:
             agent_cfg = None
@@ -120,12 +130,14 @@ class Agent:
                 self.nodes.append(build_node(conf, self.sched, ep, agent_cfg))
             for i, (conf, node, ep) in enumerate(zip(self.confs, self.nodes, self.endpoints)):
                 handler = node.datagram
+                lane_handler = node.lane_datagram
                 if conf.get("kernel"):          # switches forward in the kernel: to hosts
                     self.senders[i] = kernel_host.install(node, conf)
                 if conf.get("pcap"):            # --pcap: this node's chosen ports
                     cap = capture.attach(node, conf["pcap"])
                     self.captures.append((cap, conf))
                     handler = cap.datagram
+                    lane_handler = cap.lane_datagram
 
                 elif dataplane.conf_allows(conf):   # the switch's per-packet path in C
                     dataplane.attach(node, self._mark_rx)
@@ -136,9 +148,17 @@ class Agent:
                     self.last_rx = time.monotonic()
                     handler(data, addr)
                 await ep.start(on_datagram)
+                if i in self.lane_socks:
+                    lane = open_lane(node, conf, self.lane_socks.pop(i))
+                    self.lanes.append(lane)
+                    await lane.start(partial(on_datagram, handler=lane_handler))
             delay_ns = self._start_delay_ns()
             self.t0_unix = time.time() + delay_ns / 1e9
             self.sched.start_clock(delay_ns)
+            at = self.run["start_at_unix"]
+            if at is not None and self.late_start_s > 0:   # time 0 its own: on the shared
+                for node in self.nodes:                     # clock, the PFC frames' lag
+                    node.clock_offset_ps = int((self.t0_unix - at) * 1e12)
             if self.run["fault_origin_file"] is None:
                 self._install_faults(0)         # times on the clock just started
             else:
@@ -157,8 +177,10 @@ class Agent:
                 loop.remove_signal_handler(sig)
             self._write()
             self.sched.close()
-            for ep in self.endpoints:
+            for ep in self.endpoints + self.lanes:
                 await ep.close()
+            for sock in self.lane_socks.values():
+                sock.close()            # bound, never started
             for sender in self.senders.values():
                 sender.close()
             for cap, conf in self.captures:
@@ -313,7 +335,9 @@ class Agent:
                 else:
                     c = {"node": conf["node"], "name": conf["name"], "kind": conf["kind"],
                          "role": conf["role"], "ports": []}
-                drops = (kernel_drops_in(conf.get("netns"), [ep.addr])
+                lane = getattr(node, "lane", None)
+                drops = (kernel_drops_in(conf.get("netns"), [ep.addr] + (
+                    [lane.addr] if lane is not None and not lane.closed else []))
                          if ep is not None and not ep.closed else {})
                 complete = (node is not None and (conf["role"] != "host"
                                                   or self._host_complete(conf, node)))
@@ -344,7 +368,8 @@ class Agent:
                           "timer_late": self.sched.lateness() if self.sched and i == 0
                           else {},
                           "errors": ((self.sched.errors if self.sched and i == 0 else [])
-                                     + (ep.errors if ep is not None else []))})
+                                     + (ep.errors if ep is not None else [])
+                                     + (lane.errors if lane is not None else []))})
                 write_json_atomic(out["counters"], c)
             if out.get("records") and conf["role"] == "host" and node is not None:
                 rec = node.records()

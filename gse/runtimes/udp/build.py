@@ -7,13 +7,15 @@ its agent, a switch driver with its switch (and PFC), or for fabric mode
 path the leaves chose; then every port with its emulated link.  With a ``secure``
 section the node claims the run's epoch for itself (a configuration runs once) and gets
 its channels: a host's end-to-end ``Tss``, and where PFC frames cross its links a
-``LinkAuth``.
+``LinkAuth``.  ``open_lane(driver, conf, sock)`` gives a node with a ``pfc_bind`` its PFC
+lane (the endpoint of ``sock``, bound there by the caller).
 """
 
 import random
 
 from gse.protocols import host_factory
 from gse.runtimes.udp.fabric import LeafDriver
+from gse.runtimes.udp.io import Endpoint
 from gse.runtimes.udp.link import EmulatedPort, HostNic
 from gse.runtimes.udp.node import HostDriver, SwitchDriver
 from gse.wire import wire_profile
@@ -24,7 +26,20 @@ from switchmodel.pfc import PfcConfig, PfcState
 from switchmodel.queue import OutputQueue, QueueConfig
 from switchmodel.switch import Switch
 
-__all__ = ["build_node"]
+__all__ = ["build_node", "open_lane"]
+
+
+def open_lane(driver, conf, sock):
+    """The PFC lane of ``driver`` on ``sock`` (bound to ``conf["pfc_bind"]``): an
+    ``Endpoint`` marked ``lane`` that its reactor reads first, not yet started (start it
+    with the node's datagram handler).  Its datagrams come from the neighbours' data
+    sockets, so the node's ``port_of`` knows their ports."""
+    ep = Endpoint(sock, conf["name"] + "/pfc", getattr(driver.endpoint, "recv_size", 65536))
+    ep.lane = True
+    for port in driver.ports:
+        ep.know(port.peer_addr)
+    driver.lane = ep
+    return ep
 
 
 def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sent=None):
@@ -80,6 +95,9 @@ def build_node(conf, sched, endpoint, protocol_config, on_delivered=None, on_sen
         port.set_faults(pc.get("loss", 0.0), pc.get("corrupt", 0.0),
                         random.Random("%s/wire/%d/%d" % (seed, nid, pidx)))
         port.pfc_limit = pc.get("pfc_quanta", 0)
+        lane = pc.get("peer_pfc_addr")
+        if lane is not None:            # the PFC frames this port makes go to the peer's lane
+            port.lane_addr = (lane[0], lane[1])
         if role == "host":
             port.agent = driver.agent
             port.catchup = wire_time_ps(conf["mtu_wire_bytes"], port.mbps)

@@ -48,6 +48,7 @@ class NodeCapture:
             port.send = self._tap_send(port.send, cf, out)
             port.ep = None                 # the port now calls ``send``, the tap
         self.datagram = self._tap_receive(driver.datagram)
+        self.lane_datagram = self._tap_receive(driver.lane_datagram)    # its PFC lane
 
     def _tap_send(self, send, cf, make):
         clock = self.clock

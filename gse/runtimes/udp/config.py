@@ -35,6 +35,19 @@ if TYPE_CHECKING:
     from topologies.topology import Topology
 
 
+PFC_LANE_ENV = "GSE_PFC_LANE"
+
+
+def pfc_lane_wanted(protocol: str, config: Any) -> bool:
+    """Give the nodes PFC lanes (``node_configs``' ``pfc_lanes``)?  Where the protocol runs
+    PFC, unless the environment says ``GSE_PFC_LANE=0`` (frames then share the data
+    socket, as before lanes existed)."""
+    if os.environ.get(PFC_LANE_ENV, "1").strip() in ("0", "no", "off", "false"):
+        return False
+    return pfc_config(protocol, config if config is not None
+                      else default_config(protocol)) is not None
+
+
 def udp_protocols() -> tuple[str, ...]:
     """The protocols of ``gse.protocols.PROTOCOLS`` that the UDP runtimes can run."""
     return tuple(p for p in PROTOCOLS if p in UDP_PROTOCOLS)
@@ -229,7 +242,8 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
                  output_dir: str | None = None, run: Mapping[str, Any] | None = None,
                  wire: str = "gse", secure_key_file: str | None = None,
                  faults: "FaultSchedule | None" = None, detect_ps: int = -1,
-                 link_faults: bool = True) -> list[dict[str, Any]]:
+                 link_faults: bool = True,
+                 pfc_lanes: Any = None) -> list[dict[str, Any]]:
     """The configuration of every node of ``topo`` (a list indexed by node id).
 
     ``address_of`` maps a node id to its (ip, port): a callable, a list or a dict (default
@@ -250,6 +264,11 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
     (``gse.runtimes.udp.faults.PacketTrigger``).
     With ``faults`` and no ``stall_s`` in ``run``, the hosts' no-progress watchdog
     waits the schedule's last change out on top of its default span.
+    ``pfc_lanes`` (as ``address_of``; None: none) gives every node of a protocol with PFC
+    a second address, its PFC lane (``pfc_bind``): a socket of its own for PAUSE and
+    RESUME, read before the data socket, and every port the lane of its neighbour
+    (``peer_pfc_addr``), where the port sends the PFC frames it makes (from its data
+    socket, so the receiver knows the ingress port by the source address as for data).
     """
     check_protocol(protocol)
     cfg: Any = config if config is not None else default_config(protocol)  # per protocol
@@ -287,6 +306,9 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
     pc = pfc_config(protocol, cfg)
     pfc = None if pc is None else {name: getattr(pc, name) for name in pc.__slots__}
     addrs = [_address(address_of, nid, node.name) for nid, node in enumerate(topo.nodes)]
+    lanes = None
+    if pfc_lanes is not None and pc is not None:
+        lanes = [_address(pfc_lanes, nid, node.name) for nid, node in enumerate(topo.nodes)]
     fabric = protocol == "gse-fabric"
     if fabric:
         leaf_of, leaves = attachments(topo)
@@ -324,6 +346,8 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
                           "faces_host": faces_host,
                           "pfc_quanta": (host_pfc if node.kind == "host" else
                                          0 if faces_host else switch_pfc)})
+            if lanes is not None:
+                ports[-1]["peer_pfc_addr"] = lanes[peer]
             timeline = port_faults.get((nid, pidx))
             if timeline:
                 ports[-1]["faults"] = timeline
@@ -335,6 +359,8 @@ def node_configs(topo: "Topology", messages: Sequence["Message"], protocol: str 
                 "run": dict(run_opts), "output": {"counters": None, "records": None},
                 "max_datagram": max_datagram(wire, cfg.mtu, session is not None),
                 "wire": wire}
+        if lanes is not None:
+            conf["pfc_bind"] = lanes[nid]
         if output_dir is not None:
             conf["output"]["counters"] = os.path.join(output_dir, node.name + ".counters.json")
         if session is not None and (node.kind == "host" or pfc is not None):

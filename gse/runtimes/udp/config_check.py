@@ -144,6 +144,9 @@ def check_node_config(conf, where="config"):
     _need(conf, "kind", str, where)
     _int(conf, "netns", where, 1, optional=True)     # a pid in whose namespace to bind
     _addr(_need(conf, "bind", list, where), where + " field 'bind'")
+    lane = _need(conf, "pfc_bind", list, where, optional=True)   # PFC frames' own socket
+    if lane is not None:
+        _addr(lane, where + " field 'pfc_bind'")
     _need(conf, "seed", (int, str), where)
     _check_object(QueueConfig, _need(conf, "queue", dict, where), where + " field 'queue'")
     wire = conf.setdefault("wire", "gse")
@@ -232,6 +235,9 @@ def _check_ports(conf, role, where):
         _int(p, "peer", pw, 0)
         _int(p, "peer_port", pw, 0)
         _addr(_need(p, "peer_addr", list, pw), pw + " field 'peer_addr'", 1)
+        peer_lane = _need(p, "peer_pfc_addr", list, pw, optional=True)
+        if peer_lane is not None:
+            _addr(peer_lane, pw + " field 'peer_pfc_addr'", 1)
         _real(p, "gbps", pw, MIN_GBPS)
         _int(p, "delay_ps", pw, 0, 2 ** 63 - 1)
         loss = _real(p, "loss", pw, 0.0, 1.0, optional=True) or 0.0

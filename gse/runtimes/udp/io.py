@@ -61,6 +61,7 @@ SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accur
 MAX_ERRORS_KEPT = 20
 DRAIN_BATCH = 64                   # datagrams read per wake-up of a socket
 RECV_MAX = 65536
+LANE_RCVBUF = 1 << 20              # a PFC lane's receive buffer (64-byte frames only)
 # Addresses an endpoint keeps parsed (compiled build): its neighbours' (seeded by ``know``)
 # and the first others that write to it; datagrams from further addresses are served
 # without caching, so a flood from many source addresses costs no memory.
@@ -114,7 +115,7 @@ class Endpoint:
     __slots__ = ("sock", "fd", "addr", "name", "loop", "handler", "recv_size", "sent",
                  "send_blocked", "send_errors", "recv_errors", "errors", "closed",
                  "addr_cache", "sockaddr_cache", "c4", "reactor", "out_data", "out_sa",
-                 "dirty", "batches", "drain")
+                 "dirty", "batches", "drain", "lane")
 
     def __init__(self, sock, name, recv_size=RECV_MAX):
         self.sock = sock
@@ -141,6 +142,9 @@ class Endpoint:
         # a switch's compiled data plane (gse.runtimes.udp.dataplane): reads the socket
         # itself, in place of the handler per datagram
         self.drain = None
+        # a node's PFC lane (its socket for PAUSE and RESUME): the reactor reads it before
+        # the data sockets and between them, the scheduler before firing timers
+        self.lane = False
 
     async def start(self, handler):
         if self.closed:
@@ -328,7 +332,8 @@ class Reactor:
     it endpoints register with the loop one by one.  The last endpoint to close closes it.
     """
 
-    __slots__ = ("loop", "ep", "epfd", "endpoints", "closed")
+    __slots__ = ("loop", "ep", "epfd", "endpoints", "closed", "lane_ep", "lane_epfd",
+                 "lanes")
 
     ACTIVE = {}  # type: dict  # loop -> its reactor while it has endpoints
 
@@ -338,6 +343,11 @@ class Reactor:
         self.epfd = self.ep.fileno()
         self.endpoints = {}    # socket fd -> Endpoint
         self.closed = False
+        # PFC lanes (endpoints with ``lane``): in the set above too (they wake the loop),
+        # and in a set of their own, asked before the data sockets and after each
+        self.lane_ep = None
+        self.lane_epfd = -1
+        self.lanes = {}        # socket fd -> Endpoint
         loop.add_reader(self.epfd, self._ready)
 
     @staticmethod
@@ -353,6 +363,12 @@ class Reactor:
     def add(self, endpoint):
         self.ep.register(endpoint.fd, select.EPOLLIN)
         self.endpoints[endpoint.fd] = endpoint
+        if endpoint.lane:
+            if self.lane_ep is None:
+                self.lane_ep = select.epoll()
+                self.lane_epfd = self.lane_ep.fileno()
+            self.lane_ep.register(endpoint.fd, select.EPOLLIN)
+            self.lanes[endpoint.fd] = endpoint
 
     def remove(self, endpoint):
         if self.endpoints.pop(endpoint.fd, None) is not None:
@@ -360,27 +376,58 @@ class Reactor:
                 self.ep.unregister(endpoint.fd)
             except (OSError, ValueError):
                 pass
+        if self.lanes.pop(endpoint.fd, None) is not None:
+            try:
+                self.lane_ep.unregister(endpoint.fd)
+            except (OSError, ValueError):
+                pass
         if not self.endpoints:
             self.close()
+
+    def poll_lanes(self):
+        """Drain every PFC lane that holds a datagram (PAUSE and RESUME before data)."""
+        lanes = self.lanes
+        if C_IO:        # compiled build: epoll_wait(2) on the lanes' set, its own events
+            n = gse_epoll_lanes(self.lane_epfd)
+            for i in range(n):
+                endpoint = lanes.get(gse_epoll_lane_fd(i))
+                if endpoint is not None:
+                    endpoint._readable()
+            return
+        for fd, _ in self.lane_ep.poll(0):
+            endpoint = lanes.get(fd)
+            if endpoint is not None:
+                endpoint._readable()
 
     def _ready(self):
         if C_IO:
             self._ready_c()
             return
         endpoints = self.endpoints
+        lanes = bool(self.lanes)
+        if lanes:
+            self.poll_lanes()
         for fd, _ in self.ep.poll(0, DRAIN_BATCH):
             endpoint = endpoints.get(fd)
-            if endpoint is not None:
+            if endpoint is not None and not endpoint.lane:
                 endpoint._readable()
+                if lanes:
+                    self.poll_lanes()
 
     def _ready_c(self):
-        # compiled build: epoll_wait(2) on the set, the ready sockets drained in C
+        # compiled build: epoll_wait(2) on the set, the ready sockets drained in C (the
+        # lanes' own set has events of its own: gse_epoll_lanes)
         endpoints = self.endpoints
+        lanes = len(self.lanes) > 0
+        if lanes:
+            self.poll_lanes()
         n = gse_epoll_ready(self.epfd)
         for i in range(n):
             endpoint = endpoints.get(gse_epoll_fd(i))
-            if endpoint is not None:
+            if endpoint is not None and not endpoint.lane:
                 endpoint._readable()
+                if lanes:
+                    self.poll_lanes()
 
     def close(self):
         if self.closed:
@@ -391,6 +438,8 @@ class Reactor:
         if not self.loop.is_closed():
             self.loop.remove_reader(self.epfd)
         self.ep.close()
+        if self.lane_ep is not None:
+            self.lane_ep.close()
 
 
 # Sends held for sendmmsg(2) (compiled build): while ``_deferring`` (a socket being
@@ -509,6 +558,9 @@ class Scheduler:
         outer = _deferring
         _deferring = C_IO and GSE_HAVE_MMSG      # sends of all the events: batched
         try:
+            reactor = Reactor.ACTIVE.get(self.loop)
+            if reactor is not None and reactor.lanes:
+                reactor.poll_lanes()    # a PAUSE waiting in a lane stops a port first
             self._fire_due()
         finally:
             _deferring = outer

@@ -73,7 +73,8 @@ class EmulatedPort:
                  "corrupt", "rng", "wire_drops", "wire_corrupt", "encode_errors", "codec", "node",
                  "port", "peer", "peer_port", "kind", "faces_host", "pfc", "owner",
                  "paused_since", "paused_ps", "pauses_received", "pause_until", "pause_fn",
-                 "pause_expiries", "seal", "fault", "pfc_limit", "restart_fn", "plane")
+                 "pause_expiries", "seal", "fault", "pfc_limit", "restart_fn", "plane",
+                 "lane_addr")
 
     def __init__(self, sched, endpoint, peer_addr, queue, gbps, delay_ps, slack_ps,
                  node, port, kind, faces_host):
@@ -124,6 +125,8 @@ class EmulatedPort:
         #                            restarts it (gse.runtimes.udp.switchplane)
         self.plane = None          # a host's compiled packet path (gse.runtimes.udp.hostplane):
         #                            encodes a packet straight into its send batch
+        self.lane_addr = None      # the neighbour's PFC lane (its socket for PAUSE and
+        #                            RESUME, read before data), or None: the data socket
 
     def set_faults(self, loss, corrupt, rng):
         if loss or corrupt:
@@ -240,13 +243,20 @@ class EmulatedPort:
                 if raw is None:        # the sender's counter ran out (counted there)
                     return
         depart = done + self.delay
+        addr = self.peer_addr
+        lane = False
+        if self.lane_addr is not None and (pkt.kind == PAUSE or pkt.kind == RESUME):
+            addr = self.lane_addr       # the neighbour's PFC lane
+            lane = True
         if not self.wire and depart <= now + self.slack:
             if self.ep is not None:
-                self.ep.send(raw, self.peer_addr)
+                self.ep.send(raw, addr)
+                if lane:
+                    self.ep.flush()     # a PFC frame leaves at once (what is held with it)
             else:
-                self.send(raw, self.peer_addr)
+                self.send(raw, addr)
         else:
-            self.wire.append((depart, raw))
+            self.wire.append((depart, raw, addr) if lane else (depart, raw))
             self._arm(depart - self.slack)
 
     def _flush(self, now):
@@ -255,7 +265,13 @@ class EmulatedPort:
         send = self.send
         addr = self.peer_addr
         while wire and wire[0][0] <= limit:
-            send(wire.popleft()[1], addr)
+            item = wire.popleft()
+            if len(item) == 2:
+                send(item[1], addr)
+            else:                       # a PFC frame: to the lane, and at once
+                send(item[1], item[2])
+                if self.ep is not None:
+                    self.ep.flush()
 
     def _arm(self, t):
         if self.wake_at < 0 or t < self.wake_at:

@@ -30,11 +30,11 @@ from gse.metrics.records import RunResult
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 from gse.protocols import default_config
 from gse.runtimes.udp import capture, dataplane
-from gse.runtimes.udp.config import (check_protocol, node_configs, protocol_config,
-                                     slowest_link_gbps, udp_profile)
-from gse.runtimes.udp.io import (DEFAULT_RCVBUF, Endpoint, Scheduler, loop_name,
+from gse.runtimes.udp.config import (check_protocol, node_configs, pfc_lane_wanted,
+                                     protocol_config, slowest_link_gbps, udp_profile)
+from gse.runtimes.udp.io import (DEFAULT_RCVBUF, LANE_RCVBUF, Endpoint, Scheduler, loop_name,
                                  open_udp_socket, run_async)
-from gse.runtimes.udp.build import build_node
+from gse.runtimes.udp.build import build_node, open_lane
 from gse.runtimes.udp.fabric import LeafDriver
 from gse.runtimes.udp.faults import PacketTrigger, install as install_faults, trigger_ports
 from gse.runtimes.udp.netns import kernel_drops
@@ -99,6 +99,8 @@ class UdpNetwork:
         self.progress = progress
         self.sched = None
         self.endpoints = []
+        self.lane_socks = []       # PFC lanes' sockets, by node (when the protocol has PFC)
+        self.lanes = []            # ... and their endpoints, once started
         self.nodes = []
         self.hosts = []
         self.addresses = []
@@ -140,13 +142,21 @@ class UdpNetwork:
                 sock = open_udp_socket(ip, port, self.rcvbuf, "node %s" % topo.nodes[nid].name)
                 self.endpoints.append(Endpoint(sock, topo.nodes[nid].name))
             self.addresses = [ep.addr for ep in self.endpoints]
+            lanes = None
+            if pfc_lane_wanted(self.protocol, self.config):
+                # PFC lanes: a second socket per node, on its address, port of the kernel's
+                for nid, (ip, _) in enumerate(self.plan):
+                    self.lane_socks.append(open_udp_socket(
+                        ip, 0, LANE_RCVBUF, "node %s PFC lane" % topo.nodes[nid].name))
+                lanes = [list(sock.getsockname()[:2]) for sock in self.lane_socks]
             run = {"slack_ps": self.slack_ps, "precise_timers": self.precise,
                    "rcvbuf_bytes": self.rcvbuf}
             confs = node_configs(topo, self.messages, self.protocol, self.config, self.seed,
                                  [list(a) for a in self.addresses], self.loss_rate,
                                  self.corrupt_rate, run=run, wire=self.wire,
                                  secure_key_file=self.secure_key_file,
-                                 faults=self.faults, detect_ps=self.detect_ps)
+                                 faults=self.faults, detect_ps=self.detect_ps,
+                                 pfc_lanes=lanes)
             agent_cfg = None
             self.confs = confs
             for conf, ep in zip(confs, self.endpoints):
@@ -159,15 +169,21 @@ class UdpNetwork:
                     self.hosts.append(node)
             for node, ep, conf in zip(self.nodes, self.endpoints, confs):
                 callback = node.datagram
+                lane_callback = node.lane_datagram
                 if node.node in self.pcap_plan:
                     cap = capture.attach(node, self.pcap_plan[node.node])
                     self.captures.append(cap)
                     callback = cap.datagram
+                    lane_callback = cap.lane_datagram
                 elif dataplane.conf_allows(conf):
                     dataplane.attach(node)      # the switch's per-packet path in C
                 elif dataplane.conf_allows_host(conf):
                     dataplane.attach_host(node)     # the host's packet path in C
                 await ep.start(callback)
+                if conf.get("pfc_bind") is not None:    # PAUSE and RESUME: the lane
+                    lane = open_lane(node, conf, self.lane_socks[node.node])
+                    self.lanes.append(lane)
+                    await lane.start(lane_callback)
         except BaseException:
             await self.close()
             raise
@@ -306,10 +322,15 @@ class UdpNetwork:
         """Stop the timers and close every socket; idempotent, safe after a failed open."""
         if self.endpoints and self.kernel_drops is None:
             self.kernel_drops = sum(kernel_drops(
-                [ep.addr for ep in self.endpoints if not ep.closed]).values())
+                [ep.addr for ep in self.endpoints + self.lanes if not ep.closed]).values())
         if self.sched is not None:
             self.sched.close()
-        await asyncio.gather(*(ep.close() for ep in self.endpoints), return_exceptions=True)
+        await asyncio.gather(*(ep.close() for ep in self.endpoints + self.lanes),
+                             return_exceptions=True)
+        started = {lane.fd for lane in self.lanes}
+        for sock in self.lane_socks:
+            if sock.fileno() >= 0 and sock.fileno() not in started:
+                sock.close()            # bound, never started (a failed open)
         if self.sched is not None:
             self.sched.close()          # again: datagrams handled while closing may arm
         if self.captures:
@@ -319,7 +340,7 @@ class UdpNetwork:
     def errors(self) -> list[Any]:
         """Bugs seen while running (empty in a healthy run)."""
         out = list(self.sched.errors) if self.sched else []
-        for ep in self.endpoints:
+        for ep in self.endpoints + self.lanes:
             out.extend(ep.errors)
         return out
 

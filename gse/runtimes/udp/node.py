@@ -14,7 +14,11 @@ port takes them only where its link's configuration sends them (``pfc_limit``: t
 configured quanta; 0 where the protocol runs with PFC off, or the neighbour is a host,
 which never pauses), a PAUSE holds for at most that many quanta, and under ``--secure``
 the frame must authenticate under the link's key (``gse.runtimes.udp.secure.LinkAuth``).
-Each refusal and each cut is counted (``pfc_in``).
+Each refusal and each cut is counted (``pfc_in``).  A node may have a PFC lane (``lane``:
+a second endpoint that only its neighbours' PAUSE and RESUME are sent to, read before its
+data socket; ``gse.runtimes.udp.io.Reactor``); every frame admitted has its lag counted,
+from when its switch made it (the frame's ``ts``) to when this node obeys it
+(``pfc_lag``, the first ``PFC_LAG_KEPT``; on the run's shared clock: ``clock_offset_ps``).
 """
 
 from gse.agents.driver import AgentDriver
@@ -23,6 +27,8 @@ from gse.runtimes.udp.link import DEFAULT_SLACK_PS, NIC_BURST, EmulatedPort, Hos
 from gse.wire.codec import MAX_DATAGRAM, REASONS, WireError, verify_payload
 from gse.wire.fastcodec import decode_header, decode_header_into, pattern_intact, payload_intact
 from gse.wire.packet import DATA, F_TRIMMED, PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, new_packet
+
+PFC_LAG_KEPT = 4096     # PFC frames' lags kept per node (the count and the largest: all)
 
 __all__ = ["DEFAULT_SLACK_PS", "NIC_BURST", "EmulatedPort", "HostNic", "NodeDriver",
            "SwitchDriver", "HostDriver", "HostAgentDriver"]
@@ -33,7 +39,8 @@ class NodeDriver:
 
     __slots__ = ("node", "name", "kind", "sched", "endpoint", "ports", "port_of",
                  "malformed", "foreign", "datagrams", "max_datagram", "codec", "pfc_in",
-                 "link_auth")
+                 "link_auth", "lane", "lane_datagrams", "pfc_lags", "pfc_lag_n",
+                 "pfc_lag_max", "clock_offset_ps")
 
     def __init__(self, node, name, kind, sched, endpoint):
         self.node = node
@@ -50,6 +57,14 @@ class NodeDriver:
         self.codec = None                  # another wire profile's codec, or None
         self.pfc_in = {"accepted": 0, "clamped": 0, "pfc_off": 0}
         self.link_auth = None              # --secure: PFC frames' keys (secure.LinkAuth)
+        self.lane = None                   # the PFC lane's endpoint, or None
+        self.lane_datagrams = 0            # datagrams it received (lane_datagram)
+        self.pfc_lags = []                 # ps from a PFC frame's making to its admission
+        self.pfc_lag_n = 0
+        self.pfc_lag_max = 0
+        # this node's time 0 on the run's shared clock (an agent up late counts from its
+        # own start): PFC frames carry their making on the shared clock
+        self.clock_offset_ps = 0
 
     def _decode(self, data, addr, into):
         """The packet (header fields; an untrimmed DATA packet's payload stays in ``data``)
@@ -76,6 +91,11 @@ class NodeDriver:
         pkt.ingress = in_port
         return pkt
 
+    def lane_datagram(self, data, addr):
+        """A datagram of the PFC lane: counted, then as any other (``datagram``)."""
+        self.lane_datagrams += 1
+        self.datagram(data, addr)
+
     def admit_pfc(self, pkt, data):
         """The quanta a PAUSE (or RESUME: 0) that came in by ``pkt.ingress`` may hold, or
         -1: refused, and counted by reason."""
@@ -89,6 +109,12 @@ class NodeDriver:
         if auth is not None and not auth.open(pkt, data):
             return -1                   # counted by the link's channels
         pfc_in["accepted"] += 1
+        lag = self.sched.now() + self.clock_offset_ps - pkt.ts   # made at ts (shared clock)
+        self.pfc_lag_n += 1
+        if lag > self.pfc_lag_max:
+            self.pfc_lag_max = lag
+        if self.pfc_lag_n <= PFC_LAG_KEPT:
+            self.pfc_lags.append(lag)
         if pkt.kind != PAUSE:
             return 0
         quanta = pkt.credit
@@ -111,7 +137,19 @@ class NodeDriver:
                 "malformed_total": sum(self.malformed.values()), "foreign": self.foreign,
                 "sent": ep.sent, "send_blocked": ep.send_blocked,
                 "send_errors": ep.send_errors, "recv_errors": ep.recv_errors,
-                "pfc_in": pfc_in, "ports": [p.stats(now) for p in self.ports]}
+                "pfc_in": pfc_in, "ports": [p.stats(now) for p in self.ports],
+                **self._lane_counters()}
+
+    def _lane_counters(self):
+        out = {}
+        if self.pfc_lag_n:
+            out["pfc_lag"] = {"frames": self.pfc_lag_n, "max_ps": self.pfc_lag_max,
+                              "kept_ps": list(self.pfc_lags)}
+        lane = self.lane
+        if lane is not None:
+            out["pfc_lane"] = {"datagrams": self.lane_datagrams,
+                               "recv_errors": lane.recv_errors, "errors": len(lane.errors)}
+        return out
 
 
 class SwitchDriver(NodeDriver):
@@ -168,7 +206,7 @@ class SwitchDriver(NodeDriver):
         p = self.ports[port]
         quanta = self.pfc.cfg.pause_quanta if kind == PAUSE else 0
         pkt = new_packet(kind, self.node, max(p.peer, 0), 0, 0, 0, 0, 0, 0, quanta,
-                         PRIO_DATA, 0, 0, now, PRIO_CONTROL)
+                         PRIO_DATA, 0, 0, now + self.clock_offset_ps, PRIO_CONTROL)
         if self.plane is not None:      # the data plane holds the port's queue
             self.plane.inject(port, pkt, now)
         else:

@@ -79,9 +79,38 @@ def udp_totals(node_counters: Sequence[dict[str, Any]],
                 total[key] = total.get(key, 0) + n
         if total:
             out[name] = total
+    lag = pfc_lag_summary(node_counters)
+    if lag:
+        out["pfc_lag_us"] = lag
     out["kernel_drops"] = kernel_drops if kernel_drops is not None else sum(
         c.get("kernel_drops", 0) for c in node_counters)
     return out
+
+
+def pfc_lag_summary(node_counters: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """PAUSE and RESUME frames' lag from the switch that made them to the node that obeyed
+    them (``NodeDriver.admit_pfc``), in us: frames, median, 90th and 99th percentile of the
+    lags kept, the largest of all, and ``lane``: the datagrams the nodes' PFC lanes
+    received (every frame, when the nodes have lanes); {} when no frame was received."""
+    frames = 0
+    worst = 0
+    lane = 0
+    kept: list[int] = []
+    for c in node_counters:
+        lane += c.get("pfc_lane", {}).get("datagrams", 0)
+        lag = c.get("pfc_lag")
+        if lag:
+            frames += lag["frames"]
+            worst = max(worst, lag["max_ps"])
+            kept.extend(lag["kept_ps"])
+    if not frames:
+        return {}
+    kept.sort()
+
+    def pct(q):
+        return round(kept[min(len(kept) - 1, int(q * len(kept)))] / 1e6, 1)
+    return {"frames": frames, "p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99),
+            "max": round(worst / 1e6, 1), "lane": lane}
 
 
 def pfc_totals(node_counters: Sequence[dict[str, Any]],

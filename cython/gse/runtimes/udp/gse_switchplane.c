@@ -24,8 +24,10 @@ dp_state *dp_new(int fd, int bufsize, int nports) {
     d->ctl = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
     d->data = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
     d->wire = (dp_fifo *)calloc(nports ? nports : 1, sizeof(dp_fifo));
-    if (!d->peer || !d->ctl || !d->data || !d->wire) {
-        free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d);
+    d->lane = (struct sockaddr_in *)calloc(nports ? nports : 1, sizeof(struct sockaddr_in));
+    d->lane_kind[0] = d->lane_kind[1] = -1;
+    if (!d->peer || !d->ctl || !d->data || !d->wire || !d->lane) {
+        free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d->lane); free(d);
         return NULL;
     }
     return d;
@@ -41,13 +43,23 @@ void dp_free(dp_state *d) {
     for (i = 0; i < d->nout; i++) free(d->sslot[i]);
     for (i = 0; i < DP_BATCH; i++) free(d->rslot[i]);   /* taken for a receive, unused */
     dp_free_list(d->free);
-    free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d);
+    free(d->peer); free(d->ctl); free(d->data); free(d->wire); free(d->lane); free(d);
 }
 int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port) {
     struct sockaddr_in *sa = &d->peer[port];
     sa->sin_family = AF_INET;
     sa->sin_port = htons((unsigned short)udp_port);
     return inet_pton(AF_INET, ip, &sa->sin_addr) == 1;
+}
+int dp_set_lane(dp_state *d, int port, const char *ip, int udp_port, int pause, int resume) {
+    struct sockaddr_in *sa = &d->lane[port];
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((unsigned short)udp_port);
+    d->lane_kind[0] = pause;
+    d->lane_kind[1] = resume;
+    if (inet_pton(AF_INET, ip, &sa->sin_addr) == 1) return 1;
+    sa->sin_family = 0;
+    return 0;
 }
 /* up to want datagrams: the count, 0 if none waits, -1 on a socket error, -2 out of
    memory */
@@ -113,6 +125,9 @@ int dp_out(dp_state *d, dp_slot *s, int port) {
     d->smsg[i].msg_hdr.msg_iov = &d->siov[i];
     d->smsg[i].msg_hdr.msg_iovlen = 1;
     d->smsg[i].msg_hdr.msg_name = &d->peer[port];
+    if ((s->kind == d->lane_kind[0] || s->kind == d->lane_kind[1])
+            && d->lane[port].sin_family == AF_INET)
+        d->smsg[i].msg_hdr.msg_name = &d->lane[port];   /* a PFC frame: the peer's lane */
     d->smsg[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
     return d->nout == DP_OUT;
 }

@@ -35,6 +35,10 @@ typedef struct {
     dp_slot *sslot[DP_OUT];
     struct sockaddr_in *peer;
     dp_fifo *ctl, *data, *wire;
+    /* the neighbours' PFC lanes (sin_family 0: none, PFC frames go to ``peer``) and the
+       two kinds (PAUSE, RESUME) that go there */
+    struct sockaddr_in *lane;
+    int lane_kind[2];
 } dp_state;
 
 static inline void dp_push(dp_fifo *f, dp_slot *s) {
@@ -53,6 +57,9 @@ dp_state *dp_new(int fd, int bufsize, int nports);
 void dp_free(dp_state *d);
 /* the neighbour on ``port`` (1, or 0 if ``ip`` is not an IPv4 literal) */
 int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port);
+/* the neighbour's PFC lane on ``port``: where slots of kind ``pause`` or ``resume`` go
+   (1, or 0 if ``ip`` is not an IPv4 literal) */
+int dp_set_lane(dp_state *d, int port, const char *ip, int udp_port, int pause, int resume);
 /* a free slot (allocated when the pool is empty; NULL when out of memory); back */
 dp_slot *dp_take(dp_state *d);
 void dp_give(dp_state *d, dp_slot *s);

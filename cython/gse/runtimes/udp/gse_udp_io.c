@@ -267,6 +267,17 @@ int gse_epoll_ready(int epfd) {
 
 int gse_epoll_fd(int i) { return events[i].data.fd; }
 
+/* the same for a second set (the PFC lanes), asked between the first's descriptors */
+static struct epoll_event lane_events[64];
+
+int gse_epoll_lanes(int epfd) {
+    int n;
+    do { n = epoll_wait(epfd, lane_events, 64, 0); } while (n < 0 && errno == EINTR);
+    return n < 0 ? 0 : n;
+}
+
+int gse_epoll_lane_fd(int i) { return lane_events[i].data.fd; }
+
 int gse_timerfd_open(void) {
     return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 }
@@ -290,6 +301,8 @@ void gse_timer_slack(long ns) { (void)prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0); }
 #else
 int gse_epoll_ready(int epfd) { (void)epfd; return 0; }
 int gse_epoll_fd(int i) { (void)i; return -1; }
+int gse_epoll_lanes(int epfd) { (void)epfd; return 0; }
+int gse_epoll_lane_fd(int i) { (void)i; return -1; }
 int gse_timerfd_open(void) { return -1; }
 int gse_timerfd_at(int fd, long long abs_ns) { (void)fd; (void)abs_ns; return -1; }
 void gse_timerfd_drain(int fd) { (void)fd; }

@@ -55,6 +55,10 @@ int gse_know4(PyObject *addr, PyObject *cache);
    and the i-th of them. */
 int gse_epoll_ready(int epfd);
 int gse_epoll_fd(int i);
+/* The same for a second set, with events of its own (the PFC lanes: Reactor.poll_lanes,
+   asked between the first set's descriptors). */
+int gse_epoll_lanes(int epfd);
+int gse_epoll_lane_fd(int i);
 
 /* A non-blocking CLOCK_MONOTONIC timerfd (-1 on an error or without timerfd); arm it to
    expire once at abs_ns; consume its expiry count; the thread's timer slack in ns. */

@@ -14,6 +14,8 @@ cdef extern from "gse_udp_io.h":
     int gse_know4(object addr, dict cache) except -1
     int gse_epoll_ready(int epfd)
     int gse_epoll_fd(int i)
+    int gse_epoll_lanes(int epfd)
+    int gse_epoll_lane_fd(int i)
     bint GSE_HAVE_MMSG
     int GSE_MMSG
     object gse_recv4_many(int fd, Py_ssize_t size, int vlen, dict cache, Py_ssize_t max)
@@ -61,6 +63,7 @@ cdef class Endpoint:
     cdef public bint dirty
     cdef public long long batches
     cdef public object drain
+    cdef public bint lane
 
     cpdef _readable(self)
 
@@ -85,8 +88,14 @@ cdef class Reactor:
     cdef public int epfd
     cdef public dict endpoints
     cdef public bint closed
+    cdef public object lane_ep
+    cdef public int lane_epfd
+    cdef public dict lanes
 
-    @cython.locals(n=int, i=int, endpoint=Endpoint)
+    @cython.locals(lanes=dict, endpoint=Endpoint, n=int, i=int)
+    cpdef poll_lanes(self)
+
+    @cython.locals(n=int, i=int, endpoint=Endpoint, lanes=bint)
     cpdef _ready_c(self)
 
 
@@ -114,7 +123,7 @@ cdef class Scheduler:
     @cython.locals(wait_ps="long long")
     cpdef _arm(self, long long t)
 
-    @cython.locals(outer=bint)
+    @cython.locals(outer=bint, reactor=Reactor)
     cpdef _fire(self)
 
     @cython.locals(heap=list, now="long long", t="long long", late="long long")

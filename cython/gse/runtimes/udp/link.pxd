@@ -70,6 +70,7 @@ cdef class EmulatedPort:
     cdef public long long pfc_limit
     cdef public object restart_fn
     cdef public object plane
+    cdef public object lane_addr
 
     @cython.locals(queue=OutputQueue, c=PortCounters, flags="long long",
                    result="long long", pfc=PfcState)
@@ -81,7 +82,7 @@ cdef class EmulatedPort:
     @cython.locals(queue=OutputQueue, raws=dict, pfc=PfcState, pkt=Packet, changed=bint)
     cpdef _drain(self, long long now)
 
-    @cython.locals(done="long long", r="double", depart="long long")
+    @cython.locals(done="long long", r="double", depart="long long", lane=bint)
     cpdef _transmit(self, Packet pkt, object raw, bint changed, long long start,
                     long long now)
 

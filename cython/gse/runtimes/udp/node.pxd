@@ -34,11 +34,17 @@ cdef class NodeDriver:
     cdef public object codec
     cdef public dict pfc_in
     cdef public object link_auth
+    cdef public object lane
+    cdef public long long lane_datagrams
+    cdef public list pfc_lags
+    cdef public long long pfc_lag_n
+    cdef public long long pfc_lag_max
+    cdef public long long clock_offset_ps
 
     @cython.locals(pkt=Packet, in_port="long long")
     cpdef Packet _decode(self, data, addr, Packet into)
 
-    @cython.locals(port=EmulatedPort, limit="long long", quanta="long long")
+    @cython.locals(port=EmulatedPort, limit="long long", quanta="long long", lag="long long")
     cpdef long long admit_pfc(self, Packet pkt, data) except -2
 
 

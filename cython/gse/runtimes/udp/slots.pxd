@@ -28,6 +28,8 @@ cdef extern from "gse_switchplane.h":
     dp_state *dp_new(int fd, int bufsize, int nports)
     void dp_free(dp_state *d)
     int dp_set_peer(dp_state *d, int port, const char *ip, int udp_port)
+    int dp_set_lane(dp_state *d, int port, const char *ip, int udp_port, int pause,
+                    int resume)
     int dp_recv(dp_state *d, int want)
     dp_slot *dp_got(dp_state *d, int i)
     int dp_ingress(dp_state *d, int i)

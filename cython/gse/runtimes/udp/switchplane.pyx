@@ -31,7 +31,7 @@ not one per packet.  ``gse.runtimes.udp.dataplane`` decides when a switch may us
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.string cimport memcpy
 
-from gse.runtimes.udp.io cimport Endpoint, Scheduler
+from gse.runtimes.udp.io cimport Endpoint, Reactor, Scheduler
 from gse.runtimes.udp.link cimport EmulatedPort
 from gse.runtimes.udp.node cimport SwitchDriver
 from gse.wire cimport linkrate
@@ -42,7 +42,8 @@ from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch cimport Switch, mix32
 from gse.runtimes.udp.slots cimport (DP_BATCH, dp_flush, dp_free, dp_give, dp_got, dp_ingress,
                                      dp_new, dp_out, dp_pop, dp_push, dp_put16, dp_put32, dp_recv,
-                                     dp_sender, dp_set_peer, dp_slot, dp_state, dp_take)
+                                     dp_sender, dp_set_lane, dp_set_peer, dp_slot, dp_state,
+                                     dp_take)
 
 from gse.runtimes.udp.io import record_error
 from switchmodel.fabric import FabricSpine
@@ -110,6 +111,10 @@ cdef class SwitchPlane:
             if not dp_set_peer(self.d, i, str(port.peer_addr[0]).encode(),
                                int(port.peer_addr[1])):
                 raise ValueError("not an IPv4 neighbour: %r" % (port.peer_addr,))
+            if port.lane_addr is not None and not dp_set_lane(
+                    self.d, i, str(port.lane_addr[0]).encode(), int(port.lane_addr[1]),
+                    <int>C_PAUSE, <int>C_RESUME):
+                raise ValueError("not an IPv4 PFC lane: %r" % (port.lane_addr,))
         self.wake_fn = self._wake
         for i in range(len(self.ports)):
             port = self.ports[i]
@@ -144,6 +149,7 @@ cdef class SwitchPlane:
         """Read up to DRAIN datagrams, forward them, send what left, re-arm the wake-up."""
         cdef int left = DRAIN, want, m, i
         cdef long long now
+        cdef Reactor reactor
         if self.d == NULL:
             return
         if self.on_receive is not None:
@@ -164,6 +170,9 @@ cdef class SwitchPlane:
             if m < want:
                 break
             left -= want
+            reactor = self.ep.reactor
+            if reactor is not None and reactor.lanes:
+                reactor.poll_lanes()    # PAUSE and RESUME between batches, not after all
         self.active = False
         self._flush()
         self._rearm(self.sched.now())
@@ -187,8 +196,8 @@ cdef class SwitchPlane:
             limit = now + port.slack
             while self.d.wire[p].head != NULL and self.d.wire[p].head.depart <= limit:
                 s = dp_pop(&self.d.wire[p])
-                if dp_out(self.d, s, p):
-                    self._flush()
+                if dp_out(self.d, s, p) or s.kind == C_PAUSE or s.kind == C_RESUME:
+                    self._flush()       # (a PFC frame leaves at once, what is held with it)
 
     cdef _datagram(self, int i, long long now):
         cdef dp_slot *s = dp_got(self.d, i)
@@ -452,8 +461,8 @@ cdef class SwitchPlane:
                 s.buf[62] ^= 0xFF
                 s.buf[63] ^= 0xFF
         if self.d.wire[p].head == NULL and depart <= now + port.slack:
-            if dp_out(self.d, s, p):
-                self._flush()
+            if dp_out(self.d, s, p) or s.kind == C_PAUSE or s.kind == C_RESUME:
+                self._flush()       # (a PFC frame leaves at once, what is held with it)
         else:
             s.depart = depart
             dp_push(&self.d.wire[p], s)
