@@ -30,7 +30,8 @@ class FabricConfig(_Config):
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
         "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
-        "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps",
+        "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
+        "plan_step", "plan_pacing",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -131,6 +132,15 @@ class FabricConfig(_Config):
         self.delay_weights = 0.0
         self.delay_weight_unit_ps = 2 * PS_PER_US
         self.delay_weight_floor_ps = 8 * PS_PER_US     # ... above this delay only
+        # when routes change the control plane computes a weight per live path of every
+        # pair of leaves (greedy max-min over the paths, steps of plan_step of a line
+        # rate; demand "all" pairs or the "active" ones, the source leaves' VOQs) and the
+        # leaves spray by it (switchmodel.fabric_maxmin); "": even over the live paths
+        self.plan_weights = ""
+        self.plan_step = 1.0 / 64
+        # > 0 (with plan_weights): the source leaf also paces each remote VOQ at this
+        # times its pair's max-min rate of the same computation; 0: the weights only
+        self.plan_pacing = 0.0
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -176,6 +186,11 @@ class FabricConfig(_Config):
         if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
             raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
                               "%r, %r" % (self.path_weights, self.path_weight_gain))
+        if self.plan_pacing < 0:
+            raise ConfigError("plan_pacing must be >= 0, got %r" % self.plan_pacing)
+        if self.plan_weights not in ("", "all", "active") or not 0 < self.plan_step <= 1:
+            raise ConfigError("plan_weights must be '', 'all' or 'active' and plan_step in "
+                              "(0, 1], got %r, %r" % (self.plan_weights, self.plan_step))
         if self.path_weights and self.path_hot_skips:
             raise ConfigError("path_weights and path_hot_skips both use the leaf ACK's "
                               "sack_bits: set at most one")

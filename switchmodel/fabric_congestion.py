@@ -116,7 +116,10 @@ class LeafCongestion:
     def _path_share(self, dst, dst_leaf, now):
         """The share of the line rate the pair's live paths carry: (the widths' live paths
         toward ``dst``, less the ones suspected at ``now``; ``now`` < 0: the widths alone)
-        over all paths, times the headroom."""
+        over all paths, times the headroom; with ``plan_pacing``, the rate the control
+        plane computed for the pair (``fabric_maxmin``; 1 for a pair it did not see)."""
+        if self.plan_rates is not None:
+            return self.plan_rates.get(dst_leaf, 1.0)
         hops = self.switch.next_hops[dst]
         n = len(hops)
         fanout = self.spine_fanout

@@ -31,6 +31,7 @@ from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
 from gse.metrics.records import MessageRecord
 from gse.workloads.faults import DOWN, GRAY, UP, FaultSchedule, link_name
+from switchmodel.fabric_maxmin import leaf_plan, pair_paths
 from switchmodel.fabric_plan import uplink_widths
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
@@ -135,6 +136,11 @@ class FaultInjector:
                 if li in faulty:
                     self.by_link.setdefault(li, []).append(pf)
         self.fabric_rows = self._fabric_rows(net)
+        self.plan_mode = ""             # fabric leaves' plan_weights (one setting for all)
+        for sn in net.switches:
+            cfg = getattr(getattr(sn, "agent", None), "cfg", None)
+            self.plan_mode = self.plan_mode or getattr(cfg, "plan_weights", "")
+        self.plan_pending = False
         eq = net.eq
         for t, li, action, value, idx in schedule.link_events():
             eq.at(t, self._link_event, (li, action, value), idx)
@@ -203,6 +209,44 @@ class FaultInjector:
                     voq.cont_left = 0
         if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
             self._tell_widths(nodes)
+            if self.plan_mode and not self.plan_pending:    # once the instant's changes
+                self.plan_pending = True                    # are all in: the weights
+                self.net.eq.at(self.net.eq.now, self._tell_plan, None, idx)
+
+    def _tell_plan(self, _a, _idx):
+        """``plan_weights``: the control plane's weight per live path of every pair of
+        leaves (``switchmodel.fabric_maxmin.leaf_plan``) over the demand of
+        ``plan_weights``, told to each leaf as its weighted-ECMP table."""
+        self.plan_pending = False
+        topo = self.net.topo
+        agents = {sn.switch.node: sn.agent for sn in self.net.switches
+                  if hasattr(getattr(sn, "agent", None), "set_plan")}
+        nodes = self.net.nodes
+        leaf_of, first = topo_leaf_first(topo)
+        demand = {}
+        if self.plan_mode == "all":
+            for a in agents:
+                others = [b for b in agents if b != a]
+                hosts = sum(1 for x in leaf_of if x == a)
+                for b in others:
+                    demand[(a, b)] = hosts / len(others)
+        else:
+            for a, agent in agents.items():
+                for dst in set(agent.voqs) | set(agent.sent_bufs):
+                    b = leaf_of[dst]
+                    if b != a and b in agents:
+                        demand[(a, b)] = demand.get((a, b), 0) + 1
+
+        def hops_of(node, host):
+            return nodes[node].switch.next_hops[host]
+
+        def paths_of(a, b):
+            return pair_paths(a, b, first[b], hops_of, lambda n, p: topo.peer(n, p)[0],
+                              agents[a].spine_fanout)
+        step = min(agent.cfg.plan_step for agent in agents.values())
+        plan, rates = leaf_plan(demand, paths_of, step)
+        for a, agent in agents.items():
+            agent.set_plan(plan.get(a, {}), rates.get(a, {}))
 
     def _tell_widths(self, nodes):
         """What a routing protocol carrying link bandwidth tells each fabric leaf: how
@@ -297,3 +341,12 @@ class FaultInjector:
             entries.append(d)
         return {"entries": entries, "drops": self.drops(),
                 "links": [link_name(topo, li) for li in self.schedule.links()]}
+
+
+def topo_leaf_first(topo):
+    """(leaf of each host, {leaf: its first host}) of ``topo``'s hosts."""
+    leaf_of = [topo.peer(h, 0)[0] for h in topo.hosts]
+    first = {}
+    for h, leaf in enumerate(leaf_of):
+        first.setdefault(leaf, h)
+    return leaf_of, first
