@@ -194,8 +194,11 @@ class LeafCongestion:
         scale = dl.scale
         if dl.ce:
             scale *= 1.0 - 0.5 * dl.ce / dl.rx
-            if scale < cfg.pacer_min_fraction:
-                scale = cfg.pacer_min_fraction
+            floor = cfg.pacer_min_fraction
+            if self.plan_inbound:        # plan_floor: not below the planned rates
+                floor = max(floor, self._plan_floor(dl))
+            if scale < floor:
+                scale = floor
             self.pacer_cuts += 1
         elif scale < 1.0:
             clean = 1 + (now - dl.win_end) // window if dl.win_end >= 0 else 1

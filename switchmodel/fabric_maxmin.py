@@ -129,13 +129,15 @@ class LeafPlan:
 
     __slots__ = ()
 
-    def set_plan(self, table, rates=None):
+    def set_plan(self, table, rates=None, inbound=None):
         """``{dst leaf: {path key: weight}}`` (replaces the previous table) and, with
         ``plan_pacing`` > 0, ``{dst leaf: rate}``, the pair's max-min rate per host (a
         fraction of the line rate); kept only with leaf recovery and ``paths="leaf"``
         (the leaf names the path).  Each entry keeps a smooth weighted round robin's
         current value.  The rates pace each remote VOQ, at ``plan_pacing`` times its
-        pair's rate (``LeafCongestion._share_hold``)."""
+        pair's rate (``LeafCongestion._share_hold``).  With ``plan_floor``, ``inbound``,
+        ``{src leaf: rate}`` of the pairs toward this leaf, is the floor of its downlinks'
+        ECN response (``_plan_floor``)."""
         if self.recovery and self.leaf_paths:
             self.plan = {d: {k: [w, 0.0] for k, w in sorted(t.items()) if w > 0}
                          for d, t in table.items()}
@@ -144,6 +146,8 @@ class LeafPlan:
                 self.plan_rates = {d: min(1.0, r * self.plan_pacing)
                                    for d, r in rates.items()}
                 self.share_pacing = True
+            if self.plan_floor_on and inbound is not None:
+                self.plan_inbound = {s: r * self.plan_pacing for s, r in inbound.items()}
 
     def _plan_path(self, dst, dst_leaf, now, avoid):
         """(port, entropy) of the next path toward ``dst`` by the weights (smooth weighted
@@ -173,3 +177,15 @@ class LeafPlan:
             return None                   # (stale: the leaf's row changed since)
         self.plan_picks += 1
         return port, hops.index(port) | (choice << 8)
+
+    def _plan_floor(self, dl):
+        """The floor of downlink ``dl``'s ECN response with ``plan_floor``: the planned
+        rates of the flows that want its credit (each ``plan_pacing`` times its pair's),
+        summed, at most 1; below it the control plane's computation says the links can
+        carry them, so marks below it are a transient's (the failure's repairs, queues
+        it left), not a rate to settle at."""
+        total = 0.0
+        inbound = self.plan_inbound
+        for d in dl.active:
+            total += inbound.get(d.src_leaf, 0.0)
+        return total if total < 1.0 else 1.0

@@ -245,8 +245,12 @@ class FaultInjector:
                               agents[a].spine_fanout)
         step = min(agent.cfg.plan_step for agent in agents.values())
         plan, rates = leaf_plan(demand, paths_of, step)
+        inbound = {}
+        for a, row in rates.items():
+            for b, rate in row.items():
+                inbound.setdefault(b, {})[a] = rate
         for a, agent in agents.items():
-            agent.set_plan(plan.get(a, {}), rates.get(a, {}))
+            agent.set_plan(plan.get(a, {}), rates.get(a, {}), inbound.get(a, {}))
 
     def _tell_widths(self, nodes):
         """What a routing protocol carrying link bandwidth tells each fabric leaf: how
