@@ -18,7 +18,18 @@ are pushed to real fabrics.  The leaf sprays in proportion (smooth weighted roun
 The demand the computation fills is ``plan_weights``: ``"all"``, every ordered pair of
 leaves, one host's worth split over the other leaves (traffic-oblivious, what a routing
 protocol can do), or ``"active"``, the pairs the source leaves hold VOQs for, counted per
-destination host (what GSE's leaves know: the source leaf's VOQs are its demand).
+destination host (what GSE's leaves know: the source leaf's VOQs are its demand).  The
+fluid bound of the study says which (``experiments/failure_bounds.py``: mean 2.15x with
+"all", worse than even spraying's 1.57x, because weights fitted to an all-to-all load
+the permutation's few pairs unevenly; 1.24x with "active", the pod-share bound).
+
+The same computation gives each pair its max-min rate under those weights.  Weights
+alone leave the rates to the destinations' ECN pacers, which load the planned paths past
+what the plan assumed (seed 1: the planned links ran at 100% with 140 KB queues), so
+``plan_pacing`` > 0 also paces each remote VOQ at that many times its pair's rate
+(``LeafCongestion._share_hold``), and ``plan_floor`` keeps the destination's ECN
+response from cutting a downlink below the planned rates of the flows it serves (marks
+below them come from the failure's transient: repairs, queues it left).
 """
 
 __all__ = ["split_maxmin", "pair_paths", "leaf_plan", "LeafPlan"]

@@ -16,7 +16,7 @@ from gse.runtimes.sim.fabric_nodes import fabric_summary
 from gse.runtimes.sim.run import run_simulation
 from gse.workloads.faults import build_schedule
 from gse.workloads.traffic import permutation
-from switchmodel.fabric import FabricConfig
+from switchmodel.fabric import Demand, FabricConfig
 from switchmodel.fabric_maxmin import pair_paths, split_maxmin
 from test_failure_properties import check, schedules, workloads
 from topologies import fat_tree
@@ -145,7 +145,8 @@ def _run(topo, specs, seed=1, **kw):
 @pytest.mark.parametrize("mode", ["active", "all"])
 def test_a_run_through_failures_is_planned_and_loses_nothing(mode):
     topo = fat_tree(4)
-    res = _run(topo, ["tier:agg-core:25%@30us"], plan_weights=mode, plan_pacing=0.9)
+    res = _run(topo, ["tier:agg-core:25%@30us"], plan_weights=mode, plan_pacing=0.9,
+               plan_floor=True)
     s = res.summary
     assert s["lost"] == 0 and s["completed"] == len(res.records)
     assert s["fabric"]["plan_sets"] > 0 and s["fabric"]["plan_picks"] > 0
@@ -164,5 +165,22 @@ def test_without_failures_the_plan_changes_nothing():
 @given(workloads(), schedules(), st.sampled_from([0, 10 * US, 100 * US]), st.integers(0, 1000))
 def test_planned_fabric_mode_delivers_everything_through_any_connected_schedule(
         msgs, specs, detect, seed):
-    check("gse-fabric", FabricConfig(plan_weights="active", plan_pacing=0.9), msgs, specs,
-          detect, seed)
+    check("gse-fabric", FabricConfig(plan_weights="active", plan_pacing=0.9, plan_floor=True),
+          msgs, specs, detect, seed)
+
+
+@pytest.mark.parametrize("floor", [False, True])
+def test_plan_floor_keeps_the_ecn_response_at_the_planned_rate(floor):
+    """Every window marked: the downlink's pacer falls to ``pacer_min_fraction`` (0.4),
+    or with ``plan_floor`` stops at the planned rate of the flow it serves (0.7 times
+    ``plan_pacing`` 0.9); a downlink serving nobody keeps the configured floor."""
+    d = leaf(D, plan_weights="active", plan_pacing=0.9, plan_floor=floor)
+    d.set_plan({}, {}, {S: 0.7})
+    dl = d.downlinks[2]
+    dl.active.append(Demand(S, 0, 0))
+    for i in range(20):
+        dl.rx = dl.ce = 8
+        d._pacer_window(dl, (i + 1) * d.cfg.pacer_window_ps)
+    assert dl.scale == pytest.approx(0.63 if floor else 0.4)
+    dl.active.clear()
+    assert d._plan_floor(dl) == 0.0 if floor else d.plan_inbound is None
