@@ -31,7 +31,7 @@ class FabricConfig(_Config):
         "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
         "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
-        "plan_step", "plan_pacing", "plan_floor",
+        "plan_step", "plan_pacing", "plan_pace_all", "plan_floor",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -141,6 +141,9 @@ class FabricConfig(_Config):
         # > 0 (with plan_weights): the source leaf also paces each remote VOQ at this
         # times its pair's max-min rate of the same computation; 0: the weights only
         self.plan_pacing = 0.0
+        # ... the pairs the plan gives the line rate too (a margin while the queues the
+        # failure left drain; off: only the pairs with a bottleneck are paced)
+        self.plan_pace_all = True
         # with plan_pacing: the destination's ECN response does not cut a downlink below
         # the planned rates (times plan_pacing) of the flows it serves
         self.plan_floor = False

@@ -54,6 +54,7 @@ class LeafDelay(LeafWeights, LeafPlan):
         self.plan_pacing = cfg.plan_pacing
         self.plan_rates = None    # dst leaf -> pacing rate (a fraction), with plan_pacing
         self.plan_floor_on = bool(cfg.plan_floor) and cfg.plan_pacing > 0 and self.ecn
+        self.plan_pace_all = bool(cfg.plan_pace_all)
         self.plan_inbound = None  # src leaf -> its pairs' planned rate, with plan_floor
         self.delay_on = (bool(cfg.nack_by_delay) or cfg.delay_weights > 0) \
             and self.recovery and self.leaf_paths      # stamp and measure

@@ -146,15 +146,19 @@ class LeafPlan:
         fraction of the line rate); kept only with leaf recovery and ``paths="leaf"``
         (the leaf names the path).  Each entry keeps a smooth weighted round robin's
         current value.  The rates pace each remote VOQ, at ``plan_pacing`` times its
-        pair's rate (``LeafCongestion._share_hold``).  With ``plan_floor``, ``inbound``,
-        ``{src leaf: rate}`` of the pairs toward this leaf, is the floor of its downlinks'
-        ECN response (``_plan_floor``)."""
+        pair's rate (``LeafCongestion._share_hold``); a pair the plan gives the line rate
+        too with ``plan_pace_all`` (a margin for the queues the failure left), else only
+        the pairs with a bottleneck (a rate below 1).  With ``plan_floor``,
+        ``inbound``, ``{src leaf: rate}`` of the pairs toward this leaf, is the floor of
+        its downlinks' ECN response (``_plan_floor``)."""
         if self.recovery and self.leaf_paths:
             self.plan = {d: {k: [w, 0.0] for k, w in sorted(t.items()) if w > 0}
                          for d, t in table.items()}
             self.plan_sets += 1
             if self.plan_pacing > 0 and rates is not None:
+                every = self.plan_pace_all
                 self.plan_rates = {d: min(1.0, r * self.plan_pacing)
+                                   if every or r < 1.0 - 1e-6 else 1.0
                                    for d, r in rates.items()}
                 self.share_pacing = True
             if self.plan_floor_on and inbound is not None:

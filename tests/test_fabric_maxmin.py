@@ -184,3 +184,10 @@ def test_plan_floor_keeps_the_ecn_response_at_the_planned_rate(floor):
     assert dl.scale == pytest.approx(0.63 if floor else 0.4)
     dl.active.clear()
     assert d._plan_floor(dl) == 0.0 if floor else d.plan_inbound is None
+
+
+@pytest.mark.parametrize("every", [True, False])
+def test_plan_pace_all_decides_whether_a_pair_at_line_rate_is_paced(every):
+    s = leaf(S, plan_weights="active", plan_pacing=0.9, plan_pace_all=every)
+    s.set_plan({}, {D: 1.0, 12: 0.5})
+    assert s.plan_rates == {D: pytest.approx(0.9 if every else 1.0), 12: pytest.approx(0.45)}
