@@ -245,6 +245,8 @@ class FaultInjector:
                               agents[a].spine_fanout)
         step = min(agent.cfg.plan_step for agent in agents.values())
         plan, rates = leaf_plan(demand, paths_of, step)
+        if not any(r < 1.0 - 1e-6 for row in rates.values() for r in row.values()):
+            rates = {}                  # no pair has a bottleneck: nothing to pace or floor
         inbound = {}
         for a, row in rates.items():
             for b, rate in row.items():
