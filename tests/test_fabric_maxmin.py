@@ -191,3 +191,17 @@ def test_plan_pace_all_decides_whether_a_pair_at_line_rate_is_paced(every):
     s = leaf(S, plan_weights="active", plan_pacing=0.9, plan_pace_all=every)
     s.set_plan({}, {D: 1.0, 12: 0.5})
     assert s.plan_rates == {D: pytest.approx(0.9 if every else 1.0), 12: pytest.approx(0.45)}
+
+
+def test_after_a_restore_the_plan_paces_nothing():
+    """Links fail and come back: the plan told at the restore has no bottleneck, so no
+    leaf keeps pacing its pairs (``plan_pace_all`` would otherwise pace every pair at 0.9
+    for good) nor a floor."""
+    topo = fat_tree(4)
+    res = _run(topo, ["tier:agg-core:25%@30us,restore=60us"], plan_weights="active",
+               plan_pacing=0.9, plan_floor=True)
+    assert res.summary["lost"] == 0 and res.summary["fabric"]["plan_sets"] >= 2 * 8
+    leaves = [sn.agent for sn in res.network.switches
+              if hasattr(getattr(sn, "agent", None), "set_plan")]
+    assert len(leaves) == 8
+    assert all(not a.plan_rates and not a.plan_inbound for a in leaves)

@@ -244,6 +244,8 @@ class FaultInjector:
             return pair_paths(a, b, first[b], hops_of, lambda n, p: topo.peer(n, p)[0],
                               agents[a].spine_fanout)
         step = min(agent.cfg.plan_step for agent in agents.values())
+        if not any(agent.widths for agent in agents.values()):
+            demand = {}                 # the fabric is whole again (no uneven widths): no plan
         plan, rates = leaf_plan(demand, paths_of, step)
         if not any(r < 1.0 - 1e-6 for row in rates.values() for r in row.values()):
             rates = {}                  # no pair has a bottleneck: nothing to pace or floor
