@@ -31,7 +31,7 @@ class FabricConfig(_Config):
         "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
         "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
-        "plan_step", "plan_pacing", "plan_pace_all", "plan_floor",
+        "plan_step", "plan_pacing", "plan_pace_all", "plan_floor", "plan_suspects_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -147,6 +147,9 @@ class FabricConfig(_Config):
         # with plan_pacing: the destination's ECN response does not cut a downlink below
         # the planned rates (times plan_pacing) of the flows it serves
         self.plan_floor = False
+        # > 0 (an experiment, simulation only): the control plane also polls the leaves'
+        # suspected paths this often and plans again, without them, when they change
+        self.plan_suspects_ps = 0
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -192,8 +195,9 @@ class FabricConfig(_Config):
         if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
             raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
                               "%r, %r" % (self.path_weights, self.path_weight_gain))
-        if self.plan_pacing < 0:
-            raise ConfigError("plan_pacing must be >= 0, got %r" % self.plan_pacing)
+        if self.plan_pacing < 0 or self.plan_suspects_ps < 0:
+            raise ConfigError("plan_pacing and plan_suspects_ps must be >= 0, got %r, %r"
+                              % (self.plan_pacing, self.plan_suspects_ps))
         if self.plan_weights not in ("", "all", "active") or not 0 < self.plan_step <= 1:
             raise ConfigError("plan_weights must be '', 'all' or 'active' and plan_step in "
                               "(0, 1], got %r, %r" % (self.plan_weights, self.plan_step))

@@ -141,6 +141,13 @@ class FaultInjector:
             cfg = getattr(getattr(sn, "agent", None), "cfg", None)
             self.plan_mode = self.plan_mode or getattr(cfg, "plan_weights", "")
         self.plan_pending = False
+        self.plan_poll = 0              # plan_suspects_ps: poll the leaves' suspected paths
+        self.plan_seen = frozenset()
+        for sn in net.switches:
+            cfg = getattr(getattr(sn, "agent", None), "cfg", None)
+            self.plan_poll = self.plan_poll or getattr(cfg, "plan_suspects_ps", 0)
+        if self.plan_mode and self.plan_poll:
+            net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
         for t, li, action, value, idx in schedule.link_events():
             eq.at(t, self._link_event, (li, action, value), idx)
@@ -240,11 +247,18 @@ class FaultInjector:
         def hops_of(node, host):
             return nodes[node].switch.next_hops[host]
 
+        now = self.net.eq.now
+
         def paths_of(a, b):
-            return pair_paths(a, b, first[b], hops_of, lambda n, p: topo.peer(n, p)[0],
-                              agents[a].spine_fanout)
+            paths = pair_paths(a, b, first[b], hops_of, lambda n, p: topo.peer(n, p)[0],
+                               agents[a].spine_fanout)
+            if self.plan_poll and agents[a].suspects.get(b):    # the leaf's lost paths
+                paths = {k: v for k, v in paths.items()
+                         if not agents[a]._suspected(b, k, now)}
+            return paths
         step = min(agent.cfg.plan_step for agent in agents.values())
-        if not any(agent.widths for agent in agents.values()):
+        if not any(agent.widths for agent in agents.values()) and not (
+                self.plan_poll and self._suspect_set(agents, now)):
             demand = {}                 # the fabric is whole again (no uneven widths): no plan
         plan, rates = leaf_plan(demand, paths_of, step)
         if not any(r < 1.0 - 1e-6 for row in rates.values() for r in row.values()):
@@ -278,6 +292,25 @@ class FaultInjector:
             agent.set_widths(uplink_widths(
                 [() if h in local else rows[h] for h in range(n_hosts)], beyond, n_hosts,
                 agent.spine_fanout))
+
+    def _suspect_set(self, agents, now):
+        return frozenset((a, b, k) for a, agent in agents.items()
+                         for b, paths in agent.suspects.items()
+                         for k, entry in paths.items() if entry[0] > now)
+
+    def _poll_suspects(self, _a, idx):
+        """``plan_suspects_ps`` (an experiment): the leaves report the paths they suspect
+        and the control plane plans again when that set changed (before any route change
+        is learnt)."""
+        eq = self.net.eq
+        agents = {sn.switch.node: sn.agent for sn in self.net.switches
+                  if hasattr(getattr(sn, "agent", None), "set_plan")}
+        seen = self._suspect_set(agents, eq.now)
+        if seen != self.plan_seen and (seen or self.plan_seen):
+            self.plan_seen = seen
+            self._tell_plan(None, idx)
+        if eq.pending():
+            eq.at(eq.now + self.plan_poll, self._poll_suspects, None, idx)
 
     @staticmethod
     def _fabric_rows(net):
