@@ -134,10 +134,10 @@ def test_plan_settings_are_checked():
     FabricConfig(plan_weights="all", plan_step=0.5, plan_pacing=0.9).validate()
 
 
-def _run(topo, specs, seed=1, **kw):
+def _run(topo, specs, seed=1, detect_ps=10 * US, **kw):
     msgs = permutation(len(topo.hosts), 500_000, random.Random(seed))
     res = run_simulation(topo, msgs, "gse-fabric", FabricConfig(**kw), seed,
-                         faults=build_schedule(topo, specs, seed=seed), detect_ps=10 * US)
+                         faults=build_schedule(topo, specs, seed=seed), detect_ps=detect_ps)
     fabric_summary(res.network, res.summary)
     return res
 
@@ -205,3 +205,24 @@ def test_after_a_restore_the_plan_paces_nothing():
               if hasattr(getattr(sn, "agent", None), "set_plan")]
     assert len(leaves) == 8
     assert all(not a.plan_rates and not a.plan_inbound for a in leaves)
+
+
+@pytest.mark.parametrize("poll", [0, 5 * US])
+def test_plan_suspects_ps_plans_before_the_routes_change(poll):
+    """1 ms detection: the route change (and its plan) comes after the traffic, so
+    without polling no packet is sprayed by a plan; polling the leaves' suspected paths
+    plans while the traffic flows, and nothing is lost."""
+    topo = fat_tree(4)
+    res = _run(topo, ["tier:agg-core:25%@30us"], detect_ps=1000 * US, plan_weights="active",
+               plan_pacing=0.9, plan_floor=True, plan_suspects_ps=poll)
+    assert res.summary["lost"] == 0
+    assert max(r.finish_ps for r in res.records) < 1000 * US
+    assert (res.summary["fabric"]["plan_picks"] > 0) == bool(poll)
+
+
+@settings(max_examples=15, deadline=None)
+@given(workloads(), schedules(), st.sampled_from([10 * US, 1000 * US]), st.integers(0, 1000))
+def test_plan_from_suspects_delivers_everything_through_any_connected_schedule(
+        msgs, specs, detect, seed):
+    check("gse-fabric", FabricConfig(plan_weights="active", plan_pacing=0.9, plan_floor=True,
+                                     plan_suspects_ps=5 * US), msgs, specs, detect, seed)
