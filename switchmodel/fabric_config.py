@@ -135,21 +135,23 @@ class FabricConfig(_Config):
         # when routes change the control plane computes a weight per live path of every
         # pair of leaves (greedy max-min over the paths, steps of plan_step of a line
         # rate; demand "all" pairs or the "active" ones, the source leaves' VOQs) and the
-        # leaves spray by it (switchmodel.fabric_maxmin); "": even over the live paths
-        self.plan_weights = ""
+        # leaves spray by it (switchmodel.fabric_maxmin); "": even over the live paths.
+        # The four plan_ settings below are on together since 2026-12-06 (issue 28)
+        self.plan_weights = "active"
         self.plan_step = 1.0 / 64
         # > 0 (with plan_weights): the source leaf also paces each remote VOQ at this
         # times its pair's max-min rate of the same computation; 0: the weights only
-        self.plan_pacing = 0.0
+        self.plan_pacing = 0.9
         # ... the pairs the plan gives the line rate too (a margin while the queues the
         # failure left drain; off: only the pairs with a bottleneck are paced)
         self.plan_pace_all = True
         # with plan_pacing: the destination's ECN response does not cut a downlink below
         # the planned rates (times plan_pacing) of the flows it serves
-        self.plan_floor = False
-        # > 0 (an experiment, simulation only): the control plane also polls the leaves'
-        # suspected paths this often and plans again, without them, when they change
-        self.plan_suspects_ps = 0
+        self.plan_floor = True
+        # > 0: the control plane also polls the leaves' suspected paths this often and
+        # plans again, without them, when they change (before routes change; simulation
+        # only, as the whole plan; docs/fabric-mode.md "The control plane's plan")
+        self.plan_suspects_ps = 5 * PS_PER_US
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source

@@ -121,7 +121,7 @@ def test_plan_pacing_paces_a_pair_at_its_rate():
     with pytest.raises(AssertionError):       # held: fewer than 8 sprayed at once
         granted_burst(s, d, 8)
     assert s.share_holds > 0
-    off = leaf(S, plan_weights="active")
+    off = leaf(S, plan_weights="active", plan_pacing=0)
     off.set_plan({D: {UP[0] * 256: 0.5, UP[1] * 256: 0.5}}, {D: 0.5})
     assert off.plan_rates is None and not off.share_pacing
 
@@ -155,8 +155,8 @@ def test_a_run_through_failures_is_planned_and_loses_nothing(mode):
 def test_without_failures_the_plan_changes_nothing():
     """No route change, no plan: the run is the default's, to the picosecond."""
     topo = fat_tree(4)
-    a = _run(topo, [])
-    b = _run(topo, [], plan_weights="active", plan_pacing=0.9)
+    a = _run(topo, [], plan_weights="", plan_pacing=0, plan_floor=False, plan_suspects_ps=0)
+    b = _run(topo, [], plan_weights="active", plan_pacing=0.9, plan_suspects_ps=5 * US)
     assert [r.fct_ps() for r in a.records] == [r.fct_ps() for r in b.records]
     assert b.summary["fabric"]["plan_sets"] == 0
 
