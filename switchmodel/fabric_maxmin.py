@@ -29,7 +29,9 @@ what the plan assumed (seed 1: the planned links ran at 100% with 140 KB queues)
 ``plan_pacing`` > 0 also paces each remote VOQ at that many times its pair's rate
 (``LeafCongestion._share_hold``), and ``plan_floor`` keeps the destination's ECN
 response from cutting a downlink below the planned rates of the flows it serves (marks
-below them come from the failure's transient: repairs, queues it left).
+below them come from the failure's transient: repairs, queues it left).  With
+``plan_suspects_ps`` the control plane also plans before the routes change, from the
+paths the leaves suspect (``FaultInjector._poll_suspects``).  All on by default.
 """
 
 __all__ = ["split_maxmin", "pair_paths", "leaf_plan", "LeafPlan"]
