@@ -33,6 +33,7 @@ sys.path.insert(0, ROOT)
 
 from gse.workloads import traffic  # noqa: E402
 from gse.workloads.faults import build_schedule  # noqa: E402
+from switchmodel.fabric_maxmin import leaf_plan  # noqa: E402
 from topologies import fat_tree  # noqa: E402
 
 FAIL_US = 50.0
@@ -100,6 +101,8 @@ def bounds(topo, seed, spec, size):
                 share[key] = share.get(key, 0.0) + 1.0 / len(paths)
         flows.append(share)
         live.append(len(paths))
+    weighted = {mode: [fct_us(r, size) for r in maxmin(
+        planned(msgs, flows, edge, pod, up, cores, mode))] for mode in ("all", "active")}
     n_pods = len(set(pod.values()))
     alive = [sum(1 for (p, _), (_, ok) in up.items() if p == x and ok) for x in range(n_pods)]
     cross = [0] * n_pods
@@ -112,7 +115,48 @@ def bounds(topo, seed, spec, size):
     full = len(cores)
     rate_live = [1.0 if k is None else min(1.0, k / full) for k in live]
     return ([fct_us(r, size) for r in rate_pod], [fct_us(r, size) for r in maxmin(flows)],
-            [fct_us(r, size) for r in rate_live])
+            [fct_us(r, size) for r in rate_live], weighted["all"], weighted["active"])
+
+
+def planned(msgs, flows, edge, pod, up, cores, mode):
+    """The flows split by the weights ``switchmodel.fabric_maxmin.leaf_plan`` gives each pair
+    of edge switches (``plan_weights``: demand ``mode``, "all" pairs or the "active"
+    ones), in the form ``maxmin`` takes."""
+    def paths_of(a, b):
+        p, q = pod[a], pod[b]
+        return {c: (("edge-up", a, up[(p, c)][0]), ("up", p, c), ("down", q, c),
+                    ("edge-down", up[(q, c)][0], b))
+                for c in cores if up[(p, c)][1] and up[(q, c)][1]}
+    edges = sorted(set(edge.values()))
+    per_edge = sum(1 for h in edge if edge[h] == edges[0])
+    demand = {}
+    if mode == "all":
+        for a in edges:
+            others = [b for b in edges if pod[b] != pod[a]]
+            for b in others:
+                demand[(a, b)] = per_edge / len(others)
+    else:
+        for m, f in zip(msgs, flows):
+            if f is not None:
+                pair = (edge[m.src], edge[m.dst])
+                demand[pair] = demand.get(pair, 0) + 1
+    plan, _ = leaf_plan(demand, paths_of)
+    out = []
+    for m, f in zip(msgs, flows):
+        if f is None:
+            out.append(None)
+            continue
+        a, b = edge[m.src], edge[m.dst]
+        weights = plan.get(a, {}).get(b)
+        if weights is None:
+            out.append(f)
+            continue
+        share = {}
+        for c, links in paths_of(a, b).items():
+            for link in links if weights[c] > 0 else ():
+                share[link] = share.get(link, 0.0) + weights[c]
+        out.append(share)
+    return out
 
 
 def maxmin(flows):
@@ -151,9 +195,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     base = dict(zip(args.seeds, args.base_us)) if args.base_us else BASE_US
     topo = fat_tree(8)
-    print("| seed | pod: p99 us (x base) | spray max-min | live/16 |")
-    print("|---|---|---|---|")
-    sums = [0.0, 0.0, 0.0]
+    print("| seed | pod: p99 us (x base) | spray max-min | live/16 | planned, all pairs "
+          "| planned, active pairs |")
+    print("|---|---|---|---|---|---|")
+    sums = [0.0] * 5
     for seed in args.seeds:
         if seed not in base:
             p.error("no p99 without failure for seed %d: give --base-us" % seed)

@@ -129,7 +129,8 @@ def row_of(workload, case, detect_us, protocol, seed, run, base):
     fabric = summary.get("fabric")
     if fabric:                           # fabric mode: the leaves' repairs, and the wasted
         row.update(leaf_resends=fabric.get("leaf_resends"),    # ones (arrived twice)
-                   duplicates=fabric.get("duplicates"))
+                   duplicates=fabric.get("duplicates"),
+                   plan_picks=fabric.get("plan_picks"))      # packets sprayed by plan_weights
     if base is not None:
         b_summary, b_records, _, _, b_coll = base
         b_fcts = [r.fct_ps() / 1e6 for r in b_records if r.completed]

@@ -315,7 +315,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
                 "paths_hot": self.paths_hot, "repair_charges": self.repair_charges,
                 "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale,
                 "share_holds": self.share_holds, "weight_samples": self.weight_samples,
-                "weight_skips": self.weight_skips, "delay_waits": self.delay_waits}
+                "weight_skips": self.weight_skips, "delay_waits": self.delay_waits,
+                "plan_sets": self.plan_sets, "plan_picks": self.plan_picks}
 
     # -- source side ----------------------------------------------------------------------
 

@@ -30,7 +30,8 @@ class FabricConfig(_Config):
         "path_hot_skips", "path_hot_per_mark", "trim", "path_share_pacing",
         "path_share_headroom", "path_share_start", "path_weights", "path_weight_gain",
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
-        "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps",
+        "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
+        "plan_step", "plan_pacing", "plan_pace_all", "plan_floor", "plan_suspects_ps",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -131,6 +132,26 @@ class FabricConfig(_Config):
         self.delay_weights = 0.0
         self.delay_weight_unit_ps = 2 * PS_PER_US
         self.delay_weight_floor_ps = 8 * PS_PER_US     # ... above this delay only
+        # when routes change the control plane computes a weight per live path of every
+        # pair of leaves (greedy max-min over the paths, steps of plan_step of a line
+        # rate; demand "all" pairs or the "active" ones, the source leaves' VOQs) and the
+        # leaves spray by it (switchmodel.fabric_maxmin); "": even over the live paths.
+        # The four plan_ settings below are on together since 2026-12-06 (issue 28)
+        self.plan_weights = "active"
+        self.plan_step = 1.0 / 64
+        # > 0 (with plan_weights): the source leaf also paces each remote VOQ at this
+        # times its pair's max-min rate of the same computation; 0: the weights only
+        self.plan_pacing = 0.9
+        # ... the pairs the plan gives the line rate too (a margin while the queues the
+        # failure left drain; off: only the pairs with a bottleneck are paced)
+        self.plan_pace_all = True
+        # with plan_pacing: the destination's ECN response does not cut a downlink below
+        # the planned rates (times plan_pacing) of the flows it serves
+        self.plan_floor = True
+        # > 0: the control plane also polls the leaves' suspected paths this often and
+        # plans again, without them, when they change (before routes change; simulation
+        # only, as the whole plan; docs/fabric-mode.md "The control plane's plan")
+        self.plan_suspects_ps = 5 * PS_PER_US
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -176,6 +197,12 @@ class FabricConfig(_Config):
         if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
             raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
                               "%r, %r" % (self.path_weights, self.path_weight_gain))
+        if self.plan_pacing < 0 or self.plan_suspects_ps < 0:
+            raise ConfigError("plan_pacing and plan_suspects_ps must be >= 0, got %r, %r"
+                              % (self.plan_pacing, self.plan_suspects_ps))
+        if self.plan_weights not in ("", "all", "active") or not 0 < self.plan_step <= 1:
+            raise ConfigError("plan_weights must be '', 'all' or 'active' and plan_step in "
+                              "(0, 1], got %r, %r" % (self.plan_weights, self.plan_step))
         if self.path_weights and self.path_hot_skips:
             raise ConfigError("path_weights and path_hot_skips both use the leaf ACK's "
                               "sack_bits: set at most one")

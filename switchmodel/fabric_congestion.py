@@ -116,7 +116,10 @@ class LeafCongestion:
     def _path_share(self, dst, dst_leaf, now):
         """The share of the line rate the pair's live paths carry: (the widths' live paths
         toward ``dst``, less the ones suspected at ``now``; ``now`` < 0: the widths alone)
-        over all paths, times the headroom."""
+        over all paths, times the headroom; with ``plan_pacing``, the rate the control
+        plane computed for the pair (``fabric_maxmin``; 1 for a pair it did not see)."""
+        if self.plan_rates is not None:
+            return self.plan_rates.get(dst_leaf, 1.0)
         hops = self.switch.next_hops[dst]
         n = len(hops)
         fanout = self.spine_fanout
@@ -191,8 +194,11 @@ class LeafCongestion:
         scale = dl.scale
         if dl.ce:
             scale *= 1.0 - 0.5 * dl.ce / dl.rx
-            if scale < cfg.pacer_min_fraction:
-                scale = cfg.pacer_min_fraction
+            floor = cfg.pacer_min_fraction
+            if self.plan_inbound:        # plan_floor: not below the planned rates
+                floor = max(floor, self._plan_floor(dl))
+            if scale < floor:
+                scale = floor
             self.pacer_cuts += 1
         elif scale < 1.0:
             clean = 1 + (now - dl.win_end) // window if dl.win_end >= 0 else 1

@@ -33,12 +33,13 @@ concern without growing ``fabric.py``).
 """
 
 from gse.wire.packet import PRIO_DATA
+from switchmodel.fabric_maxmin import LeafPlan
 from switchmodel.fabric_weights import LeafWeights
 
 ECHO_PATHS = 16                   # 4-bit delay slots in a leaf ACK's 64-bit sack_bits
 
 
-class LeafDelay(LeafWeights):
+class LeafDelay(LeafWeights, LeafPlan):
     """Per-path delay at the destination leaf and the hole wait it gives."""
 
     __slots__ = ()
@@ -48,6 +49,13 @@ class LeafDelay(LeafWeights):
         ``delay_weights`` (recovery only, with ``paths="leaf"``: the entropy names the
         path; ``delay_weights`` only where the paths fit the echo's 16 slots)."""
         self._init_weights(cfg)
+        self.plan = {}            # dst leaf -> {path key: [weight, SWRR current]} (set_plan)
+        self.plan_sets = self.plan_picks = 0
+        self.plan_pacing = cfg.plan_pacing
+        self.plan_rates = None    # dst leaf -> pacing rate (a fraction), with plan_pacing
+        self.plan_floor_on = bool(cfg.plan_floor) and cfg.plan_pacing > 0 and self.ecn
+        self.plan_pace_all = bool(cfg.plan_pace_all)
+        self.plan_inbound = None  # src leaf -> its pairs' planned rate, with plan_floor
         self.delay_on = (bool(cfg.nack_by_delay) or cfg.delay_weights > 0) \
             and self.recovery and self.leaf_paths      # stamp and measure
         self.delay_nack = self.delay_on and bool(cfg.nack_by_delay)

@@ -142,6 +142,10 @@ class LeafRecovery:
         n = len(hops)
         if n == 0:
             return -1, 0, rr
+        if self.plan:                    # plan_weights: the control plane's weights
+            picked = self._plan_path(dst, dst_leaf, now, avoid)
+            if picked is not None:
+                return picked[0], picked[1], rr
         first = None
         start = rr
         fanout = self.spine_fanout

@@ -31,6 +31,7 @@ from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
 from gse.metrics.records import MessageRecord
 from gse.workloads.faults import DOWN, GRAY, UP, FaultSchedule, link_name
+from switchmodel.fabric_maxmin import leaf_plan, pair_paths
 from switchmodel.fabric_plan import uplink_widths
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
@@ -135,6 +136,18 @@ class FaultInjector:
                 if li in faulty:
                     self.by_link.setdefault(li, []).append(pf)
         self.fabric_rows = self._fabric_rows(net)
+        self.plan_mode = ""             # fabric leaves' plan_weights (one setting for all)
+        for sn in net.switches:
+            cfg = getattr(getattr(sn, "agent", None), "cfg", None)
+            self.plan_mode = self.plan_mode or getattr(cfg, "plan_weights", "")
+        self.plan_pending = False
+        self.plan_poll = 0              # plan_suspects_ps: poll the leaves' suspected paths
+        self.plan_seen = frozenset()
+        for sn in net.switches:
+            cfg = getattr(getattr(sn, "agent", None), "cfg", None)
+            self.plan_poll = self.plan_poll or getattr(cfg, "plan_suspects_ps", 0)
+        if self.plan_mode and self.plan_poll:
+            net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
         for t, li, action, value, idx in schedule.link_events():
             eq.at(t, self._link_event, (li, action, value), idx)
@@ -203,6 +216,59 @@ class FaultInjector:
                     voq.cont_left = 0
         if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
             self._tell_widths(nodes)
+            if self.plan_mode and not self.plan_pending:    # once the instant's changes
+                self.plan_pending = True                    # are all in: the weights
+                self.net.eq.at(self.net.eq.now, self._tell_plan, None, idx)
+
+    def _tell_plan(self, _a, _idx):
+        """``plan_weights``: the control plane's weight per live path of every pair of
+        leaves (``switchmodel.fabric_maxmin.leaf_plan``) over the demand of
+        ``plan_weights``, told to each leaf as its weighted-ECMP table."""
+        self.plan_pending = False
+        topo = self.net.topo
+        agents = {sn.switch.node: sn.agent for sn in self.net.switches
+                  if hasattr(getattr(sn, "agent", None), "set_plan")}
+        nodes = self.net.nodes
+        leaf_of, first = topo_leaf_first(topo)
+        demand = {}
+        if self.plan_mode == "all":
+            for a in agents:
+                others = [b for b in agents if b != a]
+                hosts = sum(1 for x in leaf_of if x == a)
+                for b in others:
+                    demand[(a, b)] = hosts / len(others)
+        else:
+            for a, agent in agents.items():
+                for dst in set(agent.voqs) | set(agent.sent_bufs):
+                    b = leaf_of[dst]
+                    if b != a and b in agents:
+                        demand[(a, b)] = demand.get((a, b), 0) + 1
+
+        def hops_of(node, host):
+            return nodes[node].switch.next_hops[host]
+
+        now = self.net.eq.now
+
+        def paths_of(a, b):
+            paths = pair_paths(a, b, first[b], hops_of, lambda n, p: topo.peer(n, p)[0],
+                               agents[a].spine_fanout)
+            if self.plan_poll and agents[a].suspects.get(b):    # the leaf's lost paths
+                paths = {k: v for k, v in paths.items()
+                         if not agents[a]._suspected(b, k, now)}
+            return paths
+        step = min(agent.cfg.plan_step for agent in agents.values())
+        if not any(agent.widths for agent in agents.values()) and not (
+                self.plan_poll and self._suspect_set(agents, now)):
+            demand = {}                 # the fabric is whole again (no uneven widths): no plan
+        plan, rates = leaf_plan(demand, paths_of, step)
+        if not any(r < 1.0 - 1e-6 for row in rates.values() for r in row.values()):
+            rates = {}                  # no pair has a bottleneck: nothing to pace or floor
+        inbound = {}
+        for a, row in rates.items():
+            for b, rate in row.items():
+                inbound.setdefault(b, {})[a] = rate
+        for a, agent in agents.items():
+            agent.set_plan(plan.get(a, {}), rates.get(a, {}), inbound.get(a, {}))
 
     def _tell_widths(self, nodes):
         """What a routing protocol carrying link bandwidth tells each fabric leaf: how
@@ -226,6 +292,25 @@ class FaultInjector:
             agent.set_widths(uplink_widths(
                 [() if h in local else rows[h] for h in range(n_hosts)], beyond, n_hosts,
                 agent.spine_fanout))
+
+    def _suspect_set(self, agents, now):
+        return frozenset((a, b, k) for a, agent in agents.items()
+                         for b, paths in agent.suspects.items()
+                         for k, entry in paths.items() if entry[0] > now)
+
+    def _poll_suspects(self, _a, idx):
+        """``plan_suspects_ps`` (an experiment): the leaves report the paths they suspect
+        and the control plane plans again when that set changed (before any route change
+        is learnt)."""
+        eq = self.net.eq
+        agents = {sn.switch.node: sn.agent for sn in self.net.switches
+                  if hasattr(getattr(sn, "agent", None), "set_plan")}
+        seen = self._suspect_set(agents, eq.now)
+        if seen != self.plan_seen and (seen or self.plan_seen):
+            self.plan_seen = seen
+            self._tell_plan(None, idx)
+        if eq.pending():
+            eq.at(eq.now + self.plan_poll, self._poll_suspects, None, idx)
 
     @staticmethod
     def _fabric_rows(net):
@@ -297,3 +382,12 @@ class FaultInjector:
             entries.append(d)
         return {"entries": entries, "drops": self.drops(),
                 "links": [link_name(topo, li) for li in self.schedule.links()]}
+
+
+def topo_leaf_first(topo):
+    """(leaf of each host, {leaf: its first host}) of ``topo``'s hosts."""
+    leaf_of = [topo.peer(h, 0)[0] for h in topo.hosts]
+    first = {}
+    for h, leaf in enumerate(leaf_of):
+        first.setdefault(leaf, h)
+    return leaf_of, first
