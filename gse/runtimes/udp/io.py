@@ -4,39 +4,21 @@ Everything here is protocol-free; ``gse.runtimes.udp.node`` puts agents on top o
 
 * **Loops** (``gse.runtimes.udp.loops``, re-exported here): uvloop when installed, else
   asyncio's; ``run_async`` runs one coroutine on a fresh loop and leaves nothing behind.
-* **Endpoints.**  A node owns one UDP socket bound to its own address.  Receiving drains
+* **Endpoints.**  A node owns one UDP socket bound to its own address (a PFC lane is a
+  second one), opened by ``gse.runtimes.udp.netns.open_udp_socket``.  Receiving drains
   the socket, up to ``DRAIN_BATCH`` datagrams per wake-up, straight into the node's
-  handler: no transport, queue, future or task per datagram, on either loop.  On Linux
-  every endpoint of a loop is in one epoll set (``Reactor``) that the loop watches as a
-  single reader, so one loop callback per iteration serves every ready socket; elsewhere
-  each endpoint is a reader (``loop.add_reader``) of its own.  Sending is a plain
-  non-blocking ``sendto`` on the same socket, because the emulated ports send from
-  callbacks, where awaiting a coroutine per datagram would cost a task switch each.  The
-  compiled build (the C of ``cython/gse/runtimes/udp/gse_udp_io.c``) calls recvmmsg(2)
-  and sendmmsg(2) itself on IPv4 sockets: up to 32
-  datagrams per call, an empty socket is a return value instead of a ``BlockingIOError``,
-  a sender's ``(ip, port)`` tuple is built once per address and a destination's
-  ``sockaddr`` parsed once; what a node sends while its socket is drained, or while
-  timers fire, is held and leaves in one sendmmsg(2) per endpoint (``flush_sends``).  The
-  pure build uses the socket module, a datagram per call.  Same datagrams, same
-  addresses, same counters.
-* **Clock.**  Agents run on integer picoseconds since the run's start, read from
-  ``time.monotonic_ns`` (CLOCK_MONOTONIC, read in C in the compiled build) -- the clock
-  asyncio's ``loop.time()`` reads, at nanosecond resolution.  uvloop's ``loop.time()`` is
-  libuv's cached millisecond clock, too coarse for serialisation times of a few
-  microseconds, so neither loop's ``time()`` is used.
-* **Timers.**  Both loops sleep with millisecond granularity: asyncio rounds a 30 us timer
-  up to ~1.1 ms, uvloop rounds it down to 0 and fires early.  ``Scheduler`` keeps every
-  node's events in one heap and arms one wake-up for the earliest.  ``precise=True``,
-  ``wake="spin"`` (the in-process runtime, which owns a core): the loop sleeps until a
-  millisecond before the event and polls (``call_soon``) the rest of the way: events fire
-  within a loop iteration of their time, at the price of a busy core for the last
-  millisecond before each.  ``wake="timerfd"`` (agents that share cores, Linux): a
-  timerfd in the loop's descriptor set, armed at the event's time, wakes the loop then --
-  no polling, a system call per re-arm (in a busy process ~17% more CPU than polling,
-  which is why the in-process runtime polls).  ``precise=False``: the loop sleeps at least
-  a millisecond and events fire up to about a millisecond late; the emulated ports catch
-  up in virtual time, so rates stay right on average.
+  handler; on Linux every endpoint of a loop is in one epoll set (``Reactor``) watched
+  as a single reader.  The compiled build calls recvmmsg(2)/sendmmsg(2) itself and holds
+  what a node sends while sockets drain or timers fire (``flush_sends``); the pure build
+  uses the socket module.  Same datagrams, same addresses, same counters.
+* **Clock.**  Integer picoseconds since the run's start from CLOCK_MONOTONIC: uvloop's
+  ``loop.time()`` is a cached millisecond clock, too coarse for serialisation times.
+* **Timers.**  Both loops sleep with millisecond granularity, so ``Scheduler`` keeps every
+  node's events in one heap and arms one wake-up for the earliest: ``wake="spin"`` polls
+  the last millisecond (the in-process runtime, which owns a core), ``wake="timerfd"``
+  arms a timerfd (agents that share cores); ``precise=False`` fires up to a millisecond
+  late and the emulated ports catch up in virtual time.  docs/udp-runtime.md has the
+  detail and the figures.
 """
 
 import asyncio
@@ -53,10 +35,10 @@ except (ImportError, AttributeError):      # no Cython: the repository's cython/
     from gse import _no_cython as cython   # a namespace package, or nothing
 
 from gse.runtimes.udp import timerfd
+from gse.runtimes.udp.netns import DEFAULT_RCVBUF, open_udp_socket  # noqa: F401
 from gse.runtimes.udp.loops import (LOOPS, loop_factory, loop_name, run_async,  # noqa: F401
                                     uvloop_available)
 
-DEFAULT_RCVBUF = 4 * 1024 * 1024   # ~1,000 datagrams of 4 KB: bursts must not overflow
 SPIN_PS = 1_000_000_000            # 1 ms: below it the loops cannot sleep accurately
 MAX_ERRORS_KEPT = 20
 DRAIN_BATCH = 64                   # datagrams read per wake-up of a socket
@@ -69,32 +51,8 @@ ADDR_CACHE_MAX = 1024
 
 WAKES = ("spin", "timerfd")        # how precise timers wake the loop (Scheduler)
 
-# The compiled build calls the C of cython/gse/runtimes/udp/gse_udp_io.c (declared in
-# cython/gse/runtimes/udp/io.pxd); the pure build the socket, select and ctypes modules.
+# Compiled: the C of gse_udp_io.c (io.pxd); pure: the socket, select and ctypes modules.
 C_IO = cython.compiled
-
-
-def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
-    """A non-blocking UDP socket bound to (ip, port), with a receive buffer of ``rcvbuf``.
-
-    As root ``SO_RCVBUFFORCE`` passes the system's rmem_max; otherwise the kernel caps the
-    request silently (the achieved size is in ``sock.getsockopt(SO_RCVBUF)``).
-    """
-    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_DGRAM)
-    try:
-        if rcvbuf:
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, rcvbuf)
-            except (AttributeError, OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        sock.bind((ip, port))
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        raise OSError(exc.errno, "%s: cannot bind UDP %s:%d: %s"
-                      % (what, ip, port, exc.strerror or exc)) from None
-    return sock
 
 
 class Endpoint:
@@ -613,10 +571,8 @@ class Scheduler:
             self.tfd = -1
 
 
-# -- timerfd (Linux): the compiled build calls timerfd_create(2) and timerfd_settime(2)
-# from C (cython/gse/runtimes/udp/gse_udp_io.c), the pure build through ctypes
-# (gse.runtimes.udp.timerfd).  The thread's timer slack is set to 1 ns on the first use,
-# so that the kernel does not defer a wake-up by its default 50 us to batch it with others.
+# -- timerfd (Linux): C in the compiled build, ctypes (gse.runtimes.udp.timerfd) in the pure
+# one.  Timer slack 1 ns on first use: the kernel would defer a wake-up by 50 us to batch it.
 
 def timerfd_open():
     """A non-blocking CLOCK_MONOTONIC timerfd, or -1 where there is none (not Linux)."""

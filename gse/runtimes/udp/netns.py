@@ -1,4 +1,5 @@
-"""Sockets in network namespaces: opened in another one, and the kernel's counters of them.
+"""The runtimes' UDP sockets: opened here or in another network namespace, and the kernel's
+counters of them.
 
 Under Mininet every node has its own network namespace, and by default its own ``gse
 agent`` process.  With a grouped placement (docs/mininet.md, "Placement") one process
@@ -21,11 +22,12 @@ import os
 import socket
 import struct
 
-from gse.runtimes.udp.io import open_udp_socket
 
 CLONE_NEWNET = 0x40000000
+DEFAULT_RCVBUF = 4 * 1024 * 1024   # ~1,000 datagrams of 4 KB: bursts must not overflow
 
-__all__ = ["open_udp_socket_in", "made_in", "ip_udp", "kernel_drops", "kernel_drops_in"]
+__all__ = ["open_udp_socket", "open_udp_socket_in", "made_in", "ip_udp", "kernel_drops",
+           "kernel_drops_in"]
 
 _libc = None
 
@@ -40,6 +42,30 @@ def _setns(fd):
     if _libc.setns(fd, CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         raise OSError(err, "setns: %s" % os.strerror(err))
+
+
+def open_udp_socket(ip, port, rcvbuf=DEFAULT_RCVBUF, what="node"):
+    """A non-blocking UDP socket bound to (ip, port), with a receive buffer of ``rcvbuf``.
+
+    As root ``SO_RCVBUFFORCE`` passes the system's rmem_max; otherwise the kernel caps the
+    request silently (the achieved size is in ``sock.getsockopt(SO_RCVBUF)``).
+    """
+    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        if rcvbuf:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, rcvbuf)
+            except (AttributeError, OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.bind((ip, port))
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, "%s: cannot bind UDP %s:%d: %s"
+                      % (what, ip, port, exc.strerror or exc)) from None
+    return sock
+
 
 
 def open_udp_socket_in(pid, ip, port, rcvbuf, what="node"):
