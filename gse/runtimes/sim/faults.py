@@ -142,7 +142,7 @@ class FaultInjector:
             self.plan_mode = self.plan_mode or getattr(cfg, "plan_weights", "")
         self.plan_pending = False
         self.plan_poll = 0              # plan_suspects_ps: poll the leaves' suspected paths
-        self.plan_seen = frozenset()
+        self.plan_seen: frozenset = frozenset()
         for sn in net.switches:
             cfg = getattr(getattr(sn, "agent", None), "cfg", None)
             self.plan_poll = self.plan_poll or getattr(cfg, "plan_suspects_ps", 0)
