@@ -32,6 +32,7 @@ class FabricConfig(_Config):
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
         "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
         "plan_step", "plan_pacing", "plan_pace_all", "plan_floor", "plan_suspects_ps",
+        "plan_infer_links", "plan_infer_keep",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -152,6 +153,13 @@ class FabricConfig(_Config):
         # plans again, without them, when they change (before routes change; simulation
         # only, as the whole plan; docs/fabric-mode.md "The control plane's plan")
         self.plan_suspects_ps = 5 * PS_PER_US
+        # with plan_suspects_ps: the control plane infers the dead links from all the
+        # leaves' suspected paths (greedy set cover, fabric_maxmin.infer_links) and every
+        # pair plans without the paths through them, not only without its own suspects
+        self.plan_infer_links = False
+        # with plan_infer_links: the links inferred dead stay so until the routes change
+        # (the leaves' own suspicions expire after path_suspect_ps, before 1 ms detection)
+        self.plan_infer_keep = False
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source

@@ -34,7 +34,7 @@ below them come from the failure's transient: repairs, queues it left).  With
 paths the leaves suspect (``FaultInjector._poll_suspects``).  All on by default.
 """
 
-__all__ = ["split_maxmin", "pair_paths", "leaf_plan", "LeafPlan"]
+__all__ = ["split_maxmin", "pair_paths", "leaf_plan", "infer_links", "LeafPlan"]
 
 EPS = 1e-9
 
@@ -134,6 +134,35 @@ def leaf_plan(demand, paths_of, step=1.0 / 64):
             plan.setdefault(pair[0], {})[pair[1]] = dict(zip(order, weights))
         rates.setdefault(pair[0], {})[pair[1]] = rate
     return plan, rates
+
+
+def infer_links(suspected, working=()):
+    """The links that explain ``suspected``, an iterable of paths (each a tuple of links)
+    that lost packets, as boolean network tomography does (007, NetBouncer): greedy set
+    cover, repeatedly the link lying on the most suspected paths not yet explained (ties:
+    a link on none of the paths of ``working``, known to carry, then the least link in
+    sorted order), until every suspected path is explained.  Returns the sorted list of
+    the links picked.  Deterministic: nothing depends on a set's order."""
+    paths = sorted(set(tuple(p) for p in suspected if p))
+    good = set()
+    for p in working:
+        good.update(p)
+    on = {}                               # link -> indexes of the unexplained paths on it
+    for i, p in enumerate(paths):
+        for link in p:
+            on.setdefault(link, set()).add(i)
+    left = set(range(len(paths)))
+    picked = []
+    while left:
+        best = max(sorted(on), key=lambda link: (len(on[link]), link not in good))
+        picked.append(best)
+        done = on.pop(best)
+        left -= done
+        for link in list(on):
+            on[link] -= done
+            if not on[link]:
+                del on[link]
+    return sorted(picked)
 
 
 class LeafPlan:
