@@ -136,17 +136,20 @@ def leaf_plan(demand, paths_of, step=1.0 / 64):
     return plan, rates
 
 
-def infer_links(suspected, working=()):
+def infer_links(suspected, working=(), prior=()):
     """The links that explain ``suspected``, an iterable of paths (each a tuple of links)
     that lost packets, as boolean network tomography does (007, NetBouncer): greedy set
     cover, repeatedly the link lying on the most suspected paths not yet explained (ties:
-    a link on none of the paths of ``working``, known to carry, then the least link in
-    sorted order), until every suspected path is explained.  Returns the sorted list of
-    the links picked.  Deterministic: nothing depends on a set's order."""
+    a link on none of the paths of ``working``, thought to carry, then the least link in
+    sorted order), until every suspected path is explained; the links of ``prior``
+    (inferred before) come first while they explain any, so a hypothesis stays as its
+    paths' reports expire one by one.  Returns the sorted list of the links picked.
+    Deterministic: nothing depends on a set's order."""
     paths = sorted(set(tuple(p) for p in suspected if p))
     good = set()
     for p in working:
         good.update(p)
+    prior = set(prior)
     on = {}                               # link -> indexes of the unexplained paths on it
     for i, p in enumerate(paths):
         for link in p:
@@ -154,7 +157,8 @@ def infer_links(suspected, working=()):
     left = set(range(len(paths)))
     picked = []
     while left:
-        best = max(sorted(on), key=lambda link: (len(on[link]), link not in good))
+        best = max(sorted(on), key=lambda link: (link in prior, len(on[link]),
+                                                 link not in good))
         picked.append(best)
         done = on.pop(best)
         left -= done

@@ -153,7 +153,7 @@ class FaultInjector:
             self.plan_infer = self.plan_infer or bool(getattr(cfg, "plan_infer_links", 0))
             self.plan_keep = self.plan_keep or bool(getattr(cfg, "plan_infer_keep", 0))
         self.plan_keep = self.plan_keep and self.plan_infer
-        self.plan_dead = frozenset()    # the links inferred dead since the last route change
+        self.plan_dead = frozenset()    # the links inferred since the last route change
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
@@ -265,9 +265,12 @@ class FaultInjector:
                                           lambda n, p: topo.peer(n, p)[0],
                                           agents[a].spine_fanout)
             return live[(a, b)]
-        dead = self._inferred(agents, live_of, now) if self.plan_infer else ()
-        if self.plan_keep:              # plan_infer_keep: what was inferred stays until
-            dead = self.plan_dead = self.plan_dead | dead     # the routes change
+        dead = ()
+        if self.plan_infer:
+            dead = self._inferred(agents, live_of, now)
+            if self.plan_keep:          # plan_infer_keep: what was inferred stays until
+                dead = dead | self.plan_dead                  # the routes change
+            self.plan_dead = self.plan_dead | dead
 
         def paths_of(a, b):
             paths = live_of(a, b)
@@ -318,7 +321,8 @@ class FaultInjector:
     def _inferred(self, agents, live_of, now):
         """``plan_infer_links``: the links the leaves' suspected paths point at, all pairs
         together (``switchmodel.fabric_maxmin.infer_links``); a suspecting pair's other
-        live paths count as carrying (the tie-break)."""
+        live paths count as carrying, the links inferred since the last route change
+        come first (the tie-breaks)."""
         suspected, working = [], []
         for a, b, k in sorted(self._suspect_set(agents, now)):
             path = live_of(a, b).get(k)
@@ -328,7 +332,7 @@ class FaultInjector:
             for k, path in sorted(live_of(a, b).items()):
                 if not agents[a]._suspected(b, k, now):
                     working.append(path)
-        return frozenset(infer_links(suspected, working))
+        return frozenset(infer_links(suspected, working, self.plan_dead))
 
     def _suspect_set(self, agents, now):
         return frozenset((a, b, k) for a, agent in agents.items()
