@@ -136,14 +136,17 @@ def leaf_plan(demand, paths_of, step=1.0 / 64):
     return plan, rates
 
 
-def infer_links(suspected, working=(), prior=()):
+def infer_links(suspected, working=(), prior=(), least=1):
     """The links that explain ``suspected``, an iterable of paths (each a tuple of links)
     that lost packets, as boolean network tomography does (007, NetBouncer): greedy set
     cover, repeatedly the link lying on the most suspected paths not yet explained (ties:
     a link on none of the paths of ``working``, thought to carry, then the least link in
     sorted order), until every suspected path is explained; the links of ``prior``
     (inferred before) come first while they explain any, so a hypothesis stays as its
-    paths' reports expire one by one.  Returns the sorted list of the links picked.
+    paths' reports expire one by one.  Any other link must explain at least ``least``
+    of them (a leaf also suspects a path for a congestion drop or a late packet: a
+    single report is noise); the paths no such link explains are left unexplained.
+    Returns the sorted list of the links picked.
     Deterministic: nothing depends on a set's order."""
     paths = sorted(set(tuple(p) for p in suspected if p))
     good = set()
@@ -159,6 +162,8 @@ def infer_links(suspected, working=(), prior=()):
     while left:
         best = max(sorted(on), key=lambda link: (link in prior, len(on[link]),
                                                  link not in good))
+        if best not in prior and len(on[best]) < least:
+            break
         picked.append(best)
         done = on.pop(best)
         left -= done

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from gse.config import ConfigError
 from gse.runtimes.sim import faults
 from switchmodel.fabric import FabricConfig
 from switchmodel.fabric_maxmin import infer_links
@@ -68,9 +69,23 @@ def test_the_inference_does_not_depend_on_the_order_of_the_reports():
     assert infer_links([]) == []
 
 
+def test_a_link_must_explain_enough_reports():
+    """``least``: with three reports through (c0, 2) and one stray through (c1, 2), two
+    reports at least infer the dead link only, four infer nothing (the stray and the
+    three are left unexplained)."""
+    suspected = [_path("L1", "a1", "c0", "aB", down=0), _path("L2", "a2", "c0", "aB", down=0),
+                 _path("L3", "a3", "c0", "aB", down=1), _path("L4", "a4", "c1", "aC")]
+    assert infer_links(suspected, least=2) == [("c0", 2)]
+    assert infer_links(suspected, least=4) == []
+    assert infer_links(suspected, prior=[("c1", 2)], least=4) == [("c1", 2)]
+
+
 def test_plan_infer_links_is_a_setting():
-    assert FabricConfig().plan_infer_links is False
-    assert FabricConfig(plan_infer_links=True, plan_infer_keep=True).plan_infer_keep is True
+    assert FabricConfig().plan_infer_links == 0
+    assert FabricConfig(plan_infer_links=2, plan_infer_keep=True).plan_infer_keep is True
+    for bad in (-1, 1.5):
+        with pytest.raises(ConfigError, match="plan_infer_links"):
+            FabricConfig(plan_infer_links=bad).validate()
 
 
 @pytest.mark.parametrize("keep", [False, True])
@@ -91,7 +106,7 @@ def test_a_planned_run_infers_only_dead_links_and_loses_nothing(monkeypatch, kee
     topo = fat_tree(4)
     res = _run(topo, ["tier:agg-core:25%@30us"], detect_ps=1000 * US, plan_weights="active",
                plan_pacing=0.9, plan_floor=True, plan_suspects_ps=5 * US,
-               plan_infer_links=True, plan_infer_keep=keep)
+               plan_infer_links=2, plan_infer_keep=keep)
     assert res.summary["lost"] == 0 and res.summary["fabric"]["plan_picks"] > 0
     assert any(dead for dead, _ in seen)
     assert all(dead <= down for dead, down in seen)

@@ -146,14 +146,15 @@ class FaultInjector:
         for sn in net.switches:
             cfg = getattr(getattr(sn, "agent", None), "cfg", None)
             self.plan_poll = self.plan_poll or getattr(cfg, "plan_suspects_ps", 0)
-        self.plan_infer = False         # plan_infer_links: dead links from all the reports
+        self.plan_infer = 0             # plan_infer_links: dead links from all the reports
         self.plan_keep = False
         for sn in net.switches:
             cfg = getattr(getattr(sn, "agent", None), "cfg", None)
-            self.plan_infer = self.plan_infer or bool(getattr(cfg, "plan_infer_links", 0))
+            self.plan_infer = self.plan_infer or getattr(cfg, "plan_infer_links", 0)
             self.plan_keep = self.plan_keep or bool(getattr(cfg, "plan_infer_keep", 0))
-        self.plan_keep = self.plan_keep and self.plan_infer
+        self.plan_keep = bool(self.plan_keep and self.plan_infer)
         self.plan_dead = frozenset()    # the links inferred since the last route change
+        self.plan_routed = 0            # ... which was then
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
@@ -223,6 +224,7 @@ class FaultInjector:
                 for voq in voqs.values():
                     voq.cont_left = 0
         self.plan_dead = frozenset()    # the routes changed: what was inferred is stale
+        self.plan_routed = self.net.eq.now
         if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
             self._tell_widths(nodes)
             if self.plan_mode and not self.plan_pending:    # once the instant's changes
@@ -323,16 +325,19 @@ class FaultInjector:
         together (``switchmodel.fabric_maxmin.infer_links``); a suspecting pair's other
         live paths count as carrying, the links inferred since the last route change
         come first (the tie-breaks)."""
-        suspected, working = [], []
+        suspected, working, pairs = [], [], set()
         for a, b, k in sorted(self._suspect_set(agents, now)):
+            if agents[a].suspects[b][k][1] < self.plan_routed:
+                continue                # lost before the routes changed: k meant other links
             path = live_of(a, b).get(k)
             if path is not None:
                 suspected.append(path)
-        for a, b in sorted({(a, b) for a, b, _k in self._suspect_set(agents, now)}):
+                pairs.add((a, b))
+        for a, b in sorted(pairs):
             for k, path in sorted(live_of(a, b).items()):
                 if not agents[a]._suspected(b, k, now):
                     working.append(path)
-        return frozenset(infer_links(suspected, working, self.plan_dead))
+        return frozenset(infer_links(suspected, working, self.plan_dead, self.plan_infer))
 
     def _suspect_set(self, agents, now):
         return frozenset((a, b, k) for a, agent in agents.items()
