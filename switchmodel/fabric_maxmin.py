@@ -145,21 +145,27 @@ def infer_links(suspected, working=(), prior=(), least=1):
     (inferred before) come first while they explain any, so a hypothesis stays as its
     paths' reports expire one by one.  Any other link must explain at least ``least``
     of them (a leaf also suspects a path for a congestion drop or a late packet: a
-    single report is noise); the paths no such link explains are left unexplained.
+    single report is noise), and lie on fewer paths of ``working`` than of
+    ``suspected`` (a congested link loses some of the paths through it, a dead one
+    all); the paths no such link explains are left unexplained.
     Returns the sorted list of the links picked.
     Deterministic: nothing depends on a set's order."""
     paths = sorted(set(tuple(p) for p in suspected if p))
-    good = set()
+    good = {}                             # link -> the working paths on it
     for p in working:
-        good.update(p)
+        for link in p:
+            good[link] = good.get(link, 0) + 1
     prior = set(prior)
     on = {}                               # link -> indexes of the unexplained paths on it
     for i, p in enumerate(paths):
         for link in p:
             on.setdefault(link, set()).add(i)
+    for link in sorted(on):               # carrying as many paths as it lost: not dead
+        if link not in prior and good.get(link, 0) >= len(on[link]):
+            del on[link]
     left = set(range(len(paths)))
     picked = []
-    while left:
+    while left and on:
         best = max(sorted(on), key=lambda link: (link in prior, len(on[link]),
                                                  link not in good))
         if best not in prior and len(on[best]) < least:

@@ -110,3 +110,15 @@ def test_a_planned_run_infers_only_dead_links_and_loses_nothing(monkeypatch, kee
     assert res.summary["lost"] == 0 and res.summary["fabric"]["plan_picks"] > 0
     assert any(dead for dead, _ in seen)
     assert all(dead <= down for dead, down in seen)
+
+
+def test_a_link_that_carries_as_many_paths_as_it_lost_is_not_inferred():
+    """aB's downlink to leaf 0 is on three suspected paths (two from L1, one from L2) and
+    on three of L1's that carry: not dead, and c0's link, on two suspected paths and no
+    carrying one, explains them.  With two of the three carrying paths gone, the
+    downlink lost more than it carries and explains all three."""
+    suspected = [_path("L1", "a1", "c0", "aB"), _path("L1", "a1", "c1", "aB", agg_port=3),
+                 _path("L2", "a2", "c0", "aB")]
+    working = [_path("L1", "a1", "c%d" % c, "aB", agg_port=2 + c) for c in (2, 3, 4)]
+    assert infer_links(suspected, working, least=2) == [("c0", 2)]
+    assert infer_links(suspected, working[:1], least=2) == [("aB", 0)]
