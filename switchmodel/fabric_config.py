@@ -32,7 +32,7 @@ class FabricConfig(_Config):
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
         "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
         "plan_step", "plan_pacing", "plan_pace_all", "plan_floor", "plan_suspects_ps",
-        "plan_infer_links", "plan_infer_keep",
+        "plan_infer_links", "plan_infer_keep", "plan_suspects_keep",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -161,6 +161,9 @@ class FabricConfig(_Config):
         # with plan_infer_links: the links inferred dead stay so until the routes change
         # (the leaves' own suspicions expire after path_suspect_ps, before 1 ms detection)
         self.plan_infer_keep = False
+        # with plan_suspects_ps: a pair plans without the paths it reported until the
+        # routes change, not only while its leaf suspects them (path_suspect_ps)
+        self.plan_suspects_keep = False
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source

@@ -148,13 +148,16 @@ class FaultInjector:
             self.plan_poll = self.plan_poll or getattr(cfg, "plan_suspects_ps", 0)
         self.plan_infer = 0             # plan_infer_links: dead links from all the reports
         self.plan_keep = False
+        self.plan_hold = False
         for sn in net.switches:
             cfg = getattr(getattr(sn, "agent", None), "cfg", None)
             self.plan_infer = self.plan_infer or getattr(cfg, "plan_infer_links", 0)
             self.plan_keep = self.plan_keep or bool(getattr(cfg, "plan_infer_keep", 0))
+            self.plan_hold = self.plan_hold or bool(getattr(cfg, "plan_suspects_keep", 0))
         self.plan_keep = bool(self.plan_keep and self.plan_infer)
         self.plan_dead = frozenset()    # the links inferred since the last route change
         self.plan_routed = 0            # ... which was then
+        self.plan_held = frozenset()    # plan_suspects_keep: the reports since then
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
@@ -224,6 +227,7 @@ class FaultInjector:
                 for voq in voqs.values():
                     voq.cont_left = 0
         self.plan_dead = frozenset()    # the routes changed: what was inferred is stale
+        self.plan_held = frozenset()    # ... and the path keys reported name other links
         self.plan_routed = self.net.eq.now
         if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
             self._tell_widths(nodes)
@@ -274,17 +278,21 @@ class FaultInjector:
                 dead = dead | self.plan_dead                  # the routes change
             self.plan_dead = self.plan_dead | dead
 
+        held = self.plan_held
+
         def paths_of(a, b):
             paths = live_of(a, b)
             if self.plan_poll and agents[a].suspects.get(b):    # the leaf's lost paths
                 paths = {k: v for k, v in paths.items()
                          if not agents[a]._suspected(b, k, now)}
+            if held:                    # plan_suspects_keep: reported since the routes changed
+                paths = {k: v for k, v in paths.items() if (a, b, k) not in held}
             if dead:                    # ... and those through the links inferred dead
                 kept = {k: v for k, v in paths.items() if not any(x in dead for x in v)}
                 paths = kept or paths   # (none left: its own suspects alone decide)
             return paths
         step = min(agent.cfg.plan_step for agent in agents.values())
-        if not any(agent.widths for agent in agents.values()) and not dead and not (
+        if not any(agent.widths for agent in agents.values()) and not dead and not held and not (
                 self.plan_poll and self._suspect_set(agents, now)):
             demand = {}                 # the fabric is whole again (no uneven widths): no plan
         plan, rates = leaf_plan(demand, paths_of, step)
@@ -352,6 +360,8 @@ class FaultInjector:
         agents = {sn.switch.node: sn.agent for sn in self.net.switches
                   if hasattr(getattr(sn, "agent", None), "set_plan")}
         seen = self._suspect_set(agents, eq.now)
+        if self.plan_hold:              # plan_suspects_keep: a report stays until the routes
+            seen = self.plan_held = self.plan_held | seen                     # change
         if seen != self.plan_seen and (seen or self.plan_seen):
             self.plan_seen = seen
             self._tell_plan(None, idx)
