@@ -162,7 +162,7 @@ class FabricConfig(_Config):
         # (the leaves' own suspicions expire after path_suspect_ps, before 1 ms detection)
         self.plan_infer_keep = False
         # with plan_suspects_ps: a pair plans without the paths it reported until the
-        # routes change, not only while its leaf suspects them (path_suspect_ps)
+        # routes first change, not only while its leaf suspects them (path_suspect_ps)
         self.plan_suspects_keep = False
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES

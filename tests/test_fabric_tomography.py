@@ -122,3 +122,32 @@ def test_a_link_that_carries_as_many_paths_as_it_lost_is_not_inferred():
     working = [_path("L1", "a1", "c%d" % c, "aB", agg_port=2 + c) for c in (2, 3, 4)]
     assert infer_links(suspected, working, least=2) == [("c0", 2)]
     assert infer_links(suspected, working[:1], least=2) == [("aB", 0)]
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_plan_suspects_keep_plans_without_a_reported_path_after_its_suspicion_expires(
+        monkeypatch, keep):
+    """1 ms detection, suspicions of 40 µs: with ``plan_suspects_keep`` the plan in force
+    after a report expired still gives its path no weight (until the routes change);
+    without it the reported paths come back into the plans."""
+    told = []
+    poll = faults.FaultInjector._poll_suspects
+    reported = set()
+
+    def remember(self, a, idx):
+        agents = {sn.switch.node: sn.agent for sn in self.net.switches
+                  if hasattr(getattr(sn, "agent", None), "set_plan")}
+        now = self.net.eq.now
+        if now < 1000 * US:
+            reported.update(self._suspect_set(agents, now))
+        poll(self, a, idx)
+        for src, dst, k in sorted(reported):
+            if now < 1000 * US and not agents[src]._suspected(dst, k, now):
+                told.append(agents[src].plan.get(dst, {}).get(k, [0.0])[0])
+    monkeypatch.setattr(faults.FaultInjector, "_poll_suspects", remember)
+    topo = fat_tree(4)
+    res = _run(topo, ["tier:agg-core:25%@30us"], detect_ps=1000 * US, plan_weights="active",
+               plan_pacing=0.9, plan_floor=True, plan_suspects_ps=5 * US,
+               path_suspect_ps=40 * US, plan_suspects_keep=keep)
+    assert res.summary["lost"] == 0 and told
+    assert (max(told) == 0.0) == keep

@@ -157,7 +157,8 @@ class FaultInjector:
         self.plan_keep = bool(self.plan_keep and self.plan_infer)
         self.plan_dead = frozenset()    # the links inferred since the last route change
         self.plan_routed = 0            # ... which was then
-        self.plan_held = frozenset()    # plan_suspects_keep: the reports since then
+        self.plan_held = frozenset()    # plan_suspects_keep: the reports until then
+        self.plan_routed_once = False       # ... a route change learnt
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
@@ -228,6 +229,7 @@ class FaultInjector:
                     voq.cont_left = 0
         self.plan_dead = frozenset()    # the routes changed: what was inferred is stale
         self.plan_held = frozenset()    # ... and the path keys reported name other links
+        self.plan_routed_once = True        # (from now on the routes avoid what was learnt)
         self.plan_routed = self.net.eq.now
         if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
             self._tell_widths(nodes)
@@ -360,8 +362,8 @@ class FaultInjector:
         agents = {sn.switch.node: sn.agent for sn in self.net.switches
                   if hasattr(getattr(sn, "agent", None), "set_plan")}
         seen = self._suspect_set(agents, eq.now)
-        if self.plan_hold:              # plan_suspects_keep: a report stays until the routes
-            seen = self.plan_held = self.plan_held | seen                     # change
+        if self.plan_hold and not self.plan_routed_once:  # plan_suspects_keep: a report stays
+            seen = self.plan_held = self.plan_held | seen   # until the routes first change
         if seen != self.plan_seen and (seen or self.plan_seen):
             self.plan_seen = seen
             self._tell_plan(None, idx)
