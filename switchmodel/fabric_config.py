@@ -32,6 +32,7 @@ class FabricConfig(_Config):
         "nack_by_delay", "delay_margin_ps", "delay_live_ps", "delay_nack_max_ps",
         "delay_weights", "delay_weight_unit_ps", "delay_weight_floor_ps", "plan_weights",
         "plan_step", "plan_pacing", "plan_pace_all", "plan_floor", "plan_suspects_ps",
+        "plan_infer_links", "plan_infer_keep", "plan_suspects_keep",
         # switch egress queues
         "queue_bytes", "control_queue_bytes", "leaf_queue_bytes", "forwarding",
     )
@@ -152,6 +153,17 @@ class FabricConfig(_Config):
         # plans again, without them, when they change (before routes change; simulation
         # only, as the whole plan; docs/fabric-mode.md "The control plane's plan")
         self.plan_suspects_ps = 5 * PS_PER_US
+        # > 0, with plan_suspects_ps: the control plane infers the dead links from all
+        # the leaves' suspected paths (greedy set cover, fabric_maxmin.infer_links; a
+        # link must explain at least this many) and every pair plans without the paths
+        # through them, not only without its own suspects
+        self.plan_infer_links = 0
+        # with plan_infer_links: the links inferred dead stay so until the routes change
+        # (the leaves' own suspicions expire after path_suspect_ps, before 1 ms detection)
+        self.plan_infer_keep = False
+        # with plan_suspects_ps: a pair plans without the paths it reported until the
+        # routes first change, not only while its leaf suspects them (path_suspect_ps)
+        self.plan_suspects_keep = False
         self.queue_bytes = GseConfig.BDP_BYTES          # drop-tail unless trim
         self.control_queue_bytes = GseConfig.BDP_BYTES
         # a leaf's egress ports draw on its deep buffer: the destination pacers of a source
@@ -197,6 +209,9 @@ class FabricConfig(_Config):
         if not self.path_weights >= 0 or not 0 < self.path_weight_gain <= 1:
             raise ConfigError("need path_weights >= 0 and 0 < path_weight_gain <= 1, got "
                               "%r, %r" % (self.path_weights, self.path_weight_gain))
+        if not isinstance(self.plan_infer_links, int) or self.plan_infer_links < 0:
+            raise ConfigError("plan_infer_links must be an integer >= 0 (0: off), got %r"
+                              % (self.plan_infer_links,))
         if self.plan_pacing < 0 or self.plan_suspects_ps < 0:
             raise ConfigError("plan_pacing and plan_suspects_ps must be >= 0, got %r, %r"
                               % (self.plan_pacing, self.plan_suspects_ps))

@@ -34,7 +34,7 @@ below them come from the failure's transient: repairs, queues it left).  With
 paths the leaves suspect (``FaultInjector._poll_suspects``).  All on by default.
 """
 
-__all__ = ["split_maxmin", "pair_paths", "leaf_plan", "LeafPlan"]
+__all__ = ["split_maxmin", "pair_paths", "leaf_plan", "infer_links", "LeafPlan"]
 
 EPS = 1e-9
 
@@ -134,6 +134,50 @@ def leaf_plan(demand, paths_of, step=1.0 / 64):
             plan.setdefault(pair[0], {})[pair[1]] = dict(zip(order, weights))
         rates.setdefault(pair[0], {})[pair[1]] = rate
     return plan, rates
+
+
+def infer_links(suspected, working=(), prior=(), least=1):
+    """The links that explain ``suspected``, an iterable of paths (each a tuple of links)
+    that lost packets, as boolean network tomography does (007, NetBouncer): greedy set
+    cover, repeatedly the link lying on the most suspected paths not yet explained (ties:
+    a link on none of the paths of ``working``, thought to carry, then the least link in
+    sorted order), until every suspected path is explained; the links of ``prior``
+    (inferred before) come first while they explain any, so a hypothesis stays as its
+    paths' reports expire one by one.  Any other link must explain at least ``least``
+    of them (a leaf also suspects a path for a congestion drop or a late packet: a
+    single report is noise), and lie on fewer paths of ``working`` than of
+    ``suspected`` (a congested link loses some of the paths through it, a dead one
+    all); the paths no such link explains are left unexplained.
+    Returns the sorted list of the links picked.
+    Deterministic: nothing depends on a set's order."""
+    paths = sorted(set(tuple(p) for p in suspected if p))
+    good = {}                             # link -> the working paths on it
+    for p in working:
+        for link in p:
+            good[link] = good.get(link, 0) + 1
+    prior = set(prior)
+    on = {}                               # link -> indexes of the unexplained paths on it
+    for i, p in enumerate(paths):
+        for link in p:
+            on.setdefault(link, set()).add(i)
+    for link in sorted(on):               # carrying as many paths as it lost: not dead
+        if link not in prior and good.get(link, 0) >= len(on[link]):
+            del on[link]
+    left = set(range(len(paths)))
+    picked = []
+    while left and on:
+        best = max(sorted(on), key=lambda link: (link in prior, len(on[link]),
+                                                 link not in good))
+        if best not in prior and len(on[best]) < least:
+            break
+        picked.append(best)
+        done = on.pop(best)
+        left -= done
+        for link in list(on):
+            on[link] -= done
+            if not on[link]:
+                del on[link]
+    return sorted(picked)
 
 
 class LeafPlan:

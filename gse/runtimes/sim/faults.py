@@ -31,7 +31,7 @@ from gse.runtimes.sim.htsim_model import HtsimHostPort, HtsimSwitchPort
 from gse.wire.packet import DATA, F_RETX, PRIO_DATA, RESUME
 from gse.metrics.records import MessageRecord
 from gse.workloads.faults import DOWN, GRAY, UP, FaultSchedule, link_name
-from switchmodel.fabric_maxmin import leaf_plan, pair_paths
+from switchmodel.fabric_maxmin import infer_links, leaf_plan, pair_paths
 from switchmodel.fabric_plan import uplink_widths
 
 CAUSES = ("in_flight", "queued", "black_holed", "gray")
@@ -146,6 +146,19 @@ class FaultInjector:
         for sn in net.switches:
             cfg = getattr(getattr(sn, "agent", None), "cfg", None)
             self.plan_poll = self.plan_poll or getattr(cfg, "plan_suspects_ps", 0)
+        self.plan_infer = 0             # plan_infer_links: dead links from all the reports
+        self.plan_keep = False
+        self.plan_hold = False
+        for sn in net.switches:
+            cfg = getattr(getattr(sn, "agent", None), "cfg", None)
+            self.plan_infer = self.plan_infer or getattr(cfg, "plan_infer_links", 0)
+            self.plan_keep = self.plan_keep or bool(getattr(cfg, "plan_infer_keep", 0))
+            self.plan_hold = self.plan_hold or bool(getattr(cfg, "plan_suspects_keep", 0))
+        self.plan_keep = bool(self.plan_keep and self.plan_infer)
+        self.plan_dead = frozenset()    # the links inferred since the last route change
+        self.plan_routed = 0            # ... which was then
+        self.plan_held = frozenset()    # plan_suspects_keep: the reports until then
+        self.plan_routed_once = False       # ... a route change learnt
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
         eq = net.eq
@@ -214,6 +227,10 @@ class FaultInjector:
             if voqs:
                 for voq in voqs.values():
                     voq.cont_left = 0
+        self.plan_dead = frozenset()    # the routes changed: what was inferred is stale
+        self.plan_held = frozenset()    # ... and the path keys reported name other links
+        self.plan_routed_once = True        # (from now on the routes avoid what was learnt)
+        self.plan_routed = self.net.eq.now
         if self.fabric_rows:            # fabric leaves: the live paths beyond each uplink
             self._tell_widths(nodes)
             if self.plan_mode and not self.plan_pending:    # once the instant's changes
@@ -248,16 +265,36 @@ class FaultInjector:
             return nodes[node].switch.next_hops[host]
 
         now = self.net.eq.now
+        live = {}
+
+        def live_of(a, b):
+            if (a, b) not in live:
+                live[(a, b)] = pair_paths(a, b, first[b], hops_of,
+                                          lambda n, p: topo.peer(n, p)[0],
+                                          agents[a].spine_fanout)
+            return live[(a, b)]
+        dead = ()
+        if self.plan_infer:
+            dead = self._inferred(agents, live_of, now)
+            if self.plan_keep:          # plan_infer_keep: what was inferred stays until
+                dead = dead | self.plan_dead                  # the routes change
+            self.plan_dead = self.plan_dead | dead
+
+        held = self.plan_held
 
         def paths_of(a, b):
-            paths = pair_paths(a, b, first[b], hops_of, lambda n, p: topo.peer(n, p)[0],
-                               agents[a].spine_fanout)
+            paths = live_of(a, b)
             if self.plan_poll and agents[a].suspects.get(b):    # the leaf's lost paths
                 paths = {k: v for k, v in paths.items()
                          if not agents[a]._suspected(b, k, now)}
+            if held:                    # plan_suspects_keep: reported since the routes changed
+                paths = {k: v for k, v in paths.items() if (a, b, k) not in held}
+            if dead:                    # ... and those through the links inferred dead
+                kept = {k: v for k, v in paths.items() if not any(x in dead for x in v)}
+                paths = kept or paths   # (none left: its own suspects alone decide)
             return paths
         step = min(agent.cfg.plan_step for agent in agents.values())
-        if not any(agent.widths for agent in agents.values()) and not (
+        if not any(agent.widths for agent in agents.values()) and not dead and not held and not (
                 self.plan_poll and self._suspect_set(agents, now)):
             demand = {}                 # the fabric is whole again (no uneven widths): no plan
         plan, rates = leaf_plan(demand, paths_of, step)
@@ -293,6 +330,25 @@ class FaultInjector:
                 [() if h in local else rows[h] for h in range(n_hosts)], beyond, n_hosts,
                 agent.spine_fanout))
 
+    def _inferred(self, agents, live_of, now):
+        """``plan_infer_links``: the links the leaves' suspected paths point at, all pairs
+        together (``switchmodel.fabric_maxmin.infer_links``); a suspecting pair's other
+        live paths count as carrying, the links inferred since the last route change
+        come first (the tie-breaks)."""
+        suspected, working, pairs = [], [], set()
+        for a, b, k in sorted(self._suspect_set(agents, now)):
+            if agents[a].suspects[b][k][1] < self.plan_routed:
+                continue                # lost before the routes changed: k meant other links
+            path = live_of(a, b).get(k)
+            if path is not None:
+                suspected.append(path)
+                pairs.add((a, b))
+        for a, b in sorted(pairs):
+            for k, path in sorted(live_of(a, b).items()):
+                if not agents[a]._suspected(b, k, now):
+                    working.append(path)
+        return frozenset(infer_links(suspected, working, self.plan_dead, self.plan_infer))
+
     def _suspect_set(self, agents, now):
         return frozenset((a, b, k) for a, agent in agents.items()
                          for b, paths in agent.suspects.items()
@@ -306,6 +362,8 @@ class FaultInjector:
         agents = {sn.switch.node: sn.agent for sn in self.net.switches
                   if hasattr(getattr(sn, "agent", None), "set_plan")}
         seen = self._suspect_set(agents, eq.now)
+        if self.plan_hold and not self.plan_routed_once:  # plan_suspects_keep: a report stays
+            seen = self.plan_held = self.plan_held | seen   # until the routes first change
         if seen != self.plan_seen and (seen or self.plan_seen):
             self.plan_seen = seen
             self._tell_plan(None, idx)
