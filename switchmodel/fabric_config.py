@@ -151,8 +151,10 @@ class FabricConfig(_Config):
         self.plan_floor = True
         # > 0: the control plane also polls the leaves' suspected paths this often and
         # plans again, without them, when they change (before routes change; simulation
-        # only, as the whole plan; docs/fabric-mode.md "The control plane's plan")
-        self.plan_suspects_ps = 5 * PS_PER_US
+        # only, as the whole plan; docs/fabric-mode.md "The control plane's plan").  Off:
+        # it pays only with a controller that hears every leaf within ~20 us (at 50 us a
+        # quarter of the core links at 1 ms detection is worse than without: 1.95 / 1.81)
+        self.plan_suspects_ps = 0
         # > 0, with plan_suspects_ps: the control plane infers the dead links from all
         # the leaves' suspected paths (greedy set cover, fabric_maxmin.infer_links; a
         # link must explain at least this many) and every pair plans without the paths

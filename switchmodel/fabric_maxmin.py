@@ -31,7 +31,8 @@ what the plan assumed (seed 1: the planned links ran at 100% with 140 KB queues)
 response from cutting a downlink below the planned rates of the flows it serves (marks
 below them come from the failure's transient: repairs, queues it left).  With
 ``plan_suspects_ps`` the control plane also plans before the routes change, from the
-paths the leaves suspect (``FaultInjector._poll_suspects``).  All on by default.
+paths the leaves suspect (``FaultInjector._poll_suspects``; off by default: it pays only
+with a controller that hears every leaf within about 20 us).  The rest is on by default.
 """
 
 __all__ = ["split_maxmin", "pair_paths", "leaf_plan", "infer_links", "LeafPlan"]

@@ -155,9 +155,9 @@ class FaultInjector:
             self.plan_keep = self.plan_keep or bool(getattr(cfg, "plan_infer_keep", 0))
             self.plan_hold = self.plan_hold or bool(getattr(cfg, "plan_suspects_keep", 0))
         self.plan_keep = bool(self.plan_keep and self.plan_infer)
-        self.plan_dead = frozenset()    # the links inferred since the last route change
+        self.plan_dead: frozenset = frozenset()  # the links inferred since the last route change
         self.plan_routed = 0            # ... which was then
-        self.plan_held = frozenset()    # plan_suspects_keep: the reports until then
+        self.plan_held: frozenset = frozenset()  # plan_suspects_keep: the reports until then
         self.plan_routed_once = False       # ... a route change learnt
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
