@@ -98,8 +98,11 @@ def test_node_configs_give_pfc_protocols_lanes():
 
 
 def _roce_incast():
+    # XOFF at three packets: the 8:1 incast pauses however little CPU the run gets (with
+    # the deployed 62 kB a starved process may never build the queue that far)
     topo = fat_tree(4, link_gbps=0.1)
     cfg = udp_profile(default_config("roce"), link_gbps=0.1)
+    cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes = 12_480, 6_240
     return topo, incast(len(topo.hosts), 8, 100_000, random.Random(1), receiver=0), cfg
 
 
@@ -133,9 +136,13 @@ def test_agent_processes_carry_pfc_frames_on_their_lanes(tmp_path):
     """``gse agent``: a 2:1 RoCE incast through one switch, the three nodes in one agent
     process on loopback addresses, each with its PFC lane: the switch pauses the senders,
     every frame the hosts admit came by their lanes, and nothing else did."""
-    topo = _star(3, 0.1)
+    # 0.02 Gb/s (600 packets a second per sender) and XOFF at two packets: the 2:1 incast
+    # pauses even when the agents get little CPU (the pure build beside other work), where
+    # at 0.1 Gb/s and the deployed 62 kB XOFF a slow process never built the queue
+    topo = _star(3, 0.02)
     msgs = [Message(1, 1, 0, 300_000), Message(2, 2, 0, 300_000)]
-    cfg = udp_profile(default_config("roce"), link_gbps=0.1)
+    cfg = udp_profile(default_config("roce"), link_gbps=0.02)
+    cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes = 8_320, 4_160
     addrs = free_addresses(4)
     lanes = [_free_port(ip) for ip, _ in addrs]   # a second free port at each address
     run = {"start_at_unix": time.time() + 2.0, "timeout_s": 40.0, "linger_s": 0.3,
