@@ -259,22 +259,21 @@ Py_ssize_t gse_send4_many(int fd, PyObject *datas, PyObject *sas, Py_ssize_t sta
 
 static struct epoll_event events[64];
 
-int gse_epoll_ready(int epfd) {
+/* the ready descriptors of ``epfd`` into ``ev`` without waiting (0 on an error) */
+static int epoll_now(int epfd, struct epoll_event* ev) {
     int n;
-    do { n = epoll_wait(epfd, events, 64, 0); } while (n < 0 && errno == EINTR);
+    do { n = epoll_wait(epfd, ev, 64, 0); } while (n < 0 && errno == EINTR);
     return n < 0 ? 0 : n;
 }
+
+int gse_epoll_ready(int epfd) { return epoll_now(epfd, events); }
 
 int gse_epoll_fd(int i) { return events[i].data.fd; }
 
 /* the same for a second set (the PFC lanes), asked between the first's descriptors */
 static struct epoll_event lane_events[64];
 
-int gse_epoll_lanes(int epfd) {
-    int n;
-    do { n = epoll_wait(epfd, lane_events, 64, 0); } while (n < 0 && errno == EINTR);
-    return n < 0 ? 0 : n;
-}
+int gse_epoll_lanes(int epfd) { return epoll_now(epfd, lane_events); }
 
 int gse_epoll_lane_fd(int i) { return lane_events[i].data.fd; }
 
