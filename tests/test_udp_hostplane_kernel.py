@@ -224,5 +224,8 @@ def test_unsendable_datagram_is_counted_not_sent():
         plane.flush()
         assert c.senders[0].bad == 2 and c.senders[0].totals()["sent"] == 0
         assert c.relay() == []
+        dataplane.detach_host(c.hosts[0])           # back to the KernelSender
+        nic = c.hosts[0].nic
+        assert nic.plane is None and nic.ep is None and nic.send == c.senders[0].send
     finally:
         c.close()

@@ -207,6 +207,7 @@ def detach_host(drv):
     if drv.endpoint.drain == plane.drain:
         drv.endpoint.drain = None
     nic.plane = None
-    nic.ep = drv.endpoint
-    nic.send = drv.endpoint.send
+    sender = plane.ksender              # kernel forwarding: back to its KernelSender
+    nic.ep = drv.endpoint if sender is None else None
+    nic.send = drv.endpoint.send if sender is None else sender.send
     plane.close()

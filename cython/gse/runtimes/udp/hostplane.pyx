@@ -92,7 +92,7 @@ cdef class HostPlane:
     cdef int kbase
     cdef unsigned int *khosts
     cdef int nhosts
-    cdef object ksender
+    cdef public object ksender
     cdef list keps
     cdef public long long kernel_sent
 
@@ -117,6 +117,7 @@ cdef class HostPlane:
         self.khosts = NULL
         self.nk = self.nhosts = 0
         self.keps = []
+        self.ksender = None
 
     def __dealloc__(self):
         self._free()
