@@ -21,6 +21,11 @@ slots reused from a pool (``gse_switchplane.c``'s, one port: the host's link):
   as the endpoint batches its sends; counted in the endpoint's ``sent``,
   ``send_blocked``, ``send_errors``.
 
+A host of kernel forwarding (``kernel``, ``gse.runtimes.udp.kernel_host``) takes any host's
+send ports as its link and sends each datagram to the host its header names, from the
+send socket its entropy and class pick (``KernelSender.send``'s choice), a C batch and one
+sendmmsg(2) per socket (``_send_kernel``).
+
 Whatever is not the plain case takes the Python path, one datagram at a time, in order:
 a datagram the C parser doubts or refuses (the reference decoder gives the verdict and
 the reason it is counted under), one from another address, with a security trailer,
