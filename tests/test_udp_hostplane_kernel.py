@@ -229,3 +229,17 @@ def test_unsendable_datagram_is_counted_not_sent():
         assert nic.plane is None and nic.ep is None and nic.send == c.senders[0].send
     finally:
         c.close()
+
+
+@compiled
+def test_kernel_refuses_what_it_cannot_route():
+    c, base = make_pair(True)
+    try:
+        plane, sender = c.planes[0], c.senders[0]
+        with pytest.raises(ValueError, match="the plane has its send sockets already"):
+            plane.kernel(sender, sender.hosts, base, COUNT)
+        fresh = c.planes[1]
+        with pytest.raises(ValueError, match="8 send sockets for 3 entropies"):
+            fresh.kernel(sender, sender.hosts, base, 3)
+    finally:
+        c.close()

@@ -91,7 +91,8 @@ cdef class HostPlane:
     cdef bint held
     # kernel forwarding (``kernel``): a send state per send socket, data then control
     cdef dp_state **kd
-    cdef int nk
+    cdef int nkd              # states allocated (freed by _free) ...
+    cdef int nk               # ... and in use: 0 until ``kernel`` is done
     cdef int kcount
     cdef int kctl
     cdef int kbase
@@ -120,7 +121,7 @@ cdef class HostPlane:
         self.active = self.held = False
         self.kd = NULL
         self.khosts = NULL
-        self.nk = self.nhosts = 0
+        self.nk = self.nkd = self.nhosts = 0
         self.keps = []
         self.ksender = None
 
@@ -129,12 +130,13 @@ cdef class HostPlane:
 
     cdef _free(self):
         cdef int j
+        self.nk = 0
         if self.kd != NULL:
-            for j in range(self.nk):
-                dp_free(self.kd[j])
+            for j in range(self.nkd):
+                dp_free(self.kd[j])         # (NULL: not made)
             free(self.kd)
             self.kd = NULL
-        self.nk = 0
+        self.nkd = 0
         free(self.khosts)
         self.khosts = NULL
         dp_free(self.d)
@@ -158,11 +160,17 @@ cdef class HostPlane:
         if count < 1 or len(eps) not in (count, 2 * count) or self.d == NULL:
             raise ValueError("kernel forwarding: %d send sockets for %d entropies"
                              % (len(eps), count))
+        if self.kd != NULL:
+            raise ValueError("kernel forwarding: the plane has its send sockets already")
+        self.kcount = count
+        self.kctl = count if len(eps) == 2 * count else 0
+        self.kbase = base
         self.nhosts = len(hosts)
         self.khosts = <unsigned int *>calloc(max(1, self.nhosts), sizeof(unsigned int))
         self.kd = <dp_state **>calloc(len(eps), sizeof(dp_state *))
         if self.khosts == NULL or self.kd == NULL:
             raise MemoryError()
+        self.nkd = len(eps)
         for h, (ip, _) in enumerate(hosts):
             self.khosts[h] = dp_inet4(str(ip).encode())
             if self.khosts[h] == 0:
@@ -171,14 +179,11 @@ cdef class HostPlane:
             self.kd[j] = dp_new(e.fd, self.d.bufsize, max(1, self.nhosts))
             if self.kd[j] == NULL:
                 raise MemoryError()
-            self.nk = j + 1
             for h, (ip, port) in enumerate(hosts):
                 dp_set_peer(self.kd[j], h, str(ip).encode(), int(port))
-        self.kcount = count
-        self.kctl = count if len(eps) == 2 * count else 0
-        self.kbase = base
         self.ksender = sender
         self.keps = list(eps)
+        self.nk = len(eps)
 
     # -- receive ------------------------------------------------------------------------
 
