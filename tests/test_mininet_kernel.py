@@ -51,6 +51,9 @@ def test_kernel_forwarding_delivers_every_message_exactly_once(tmp_path, workloa
         assert udp[key] == 0, (key, udp)
     assert udp["errors"] == [] and udp["payload_bytes"] >= sum(m.size for m in msgs)
     assert udp["dataplane_switches"] == 0
+    # the hosts took the compiled packet path where the build has it (HostPlane.kernel)
+    from gse.runtimes.udp import dataplane
+    assert udp["hostplane_hosts"] == (len(topo.hosts) if dataplane.enabled() else 0)
     assert received_by_agents(tmp_path / "agents") == sorted(
         (m.src, m.msg_id, m.size) for m in msgs)
     # labelled with what it does not model; the kernel's switches forwarded everything

@@ -142,7 +142,8 @@ class Agent:
                 elif dataplane.conf_allows(conf):   # the switch's per-packet path in C
                     dataplane.attach(node, self._mark_rx)
                 elif dataplane.conf_allows_host(conf):  # the host's packet path in C
-                    dataplane.attach_host(node, self._mark_rx)
+                    dataplane.attach_host(node, self._mark_rx, kernel_host.plane_args(
+                        self.senders.get(i), conf))
 
                 def on_datagram(data, addr, handler=handler):
                     self.last_rx = time.monotonic()
@@ -344,6 +345,9 @@ class Agent:
                 plane = dataplane.counters(node) if node is not None else None
                 if plane is not None:   # the switch forwarded on the compiled data plane
                     c["dataplane"] = plane
+                plane = dataplane.host_counters(node) if node is not None else None
+                if plane is not None:   # the host's packets took the compiled path
+                    c["hostplane"] = plane
                 if i in self.senders:   # kernel forwarding: what the send sockets did
                     sends = self.senders[i].totals()
                     for key, n in sends.items():

@@ -135,10 +135,10 @@ def detach(drv):
 
 def conf_allows_host(conf):
     """Does a node configuration leave its host in the plain case (``why_not_host`` checks
-    the driver again)?  Not a host of kernel forwarding (``kernel_host``): it sends to
-    every host, from a socket per entropy."""
-    return (conf.get("role") == "host" and not conf.get("kernel")
-            and _plain_wire_and_ports(conf))
+    the driver again)?  A host of kernel forwarding (``kernel_host``) too: its plane
+    then sends each datagram to its destination host from the socket of its entropy
+    (``HostPlane.kernel``)."""
+    return conf.get("role") == "host" and _plain_wire_and_ports(conf)
 
 
 def why_not_host(drv):
@@ -160,13 +160,17 @@ def why_not_host(drv):
     return None
 
 
-def attach_host(drv, on_receive=None):
+def attach_host(drv, on_receive=None, kernel=None):
     """Put host ``drv`` on the compiled packet path if it may (``why_not_host``): its
     endpoint's readiness calls the plane's ``drain``, its NIC sends through the plane.
-    ``on_receive()`` is called once per drain.  Returns the plane or None."""
+    ``on_receive()`` is called once per drain.  ``kernel``: (sender, hosts, first port,
+    count) of a host of kernel forwarding (``kernel_host.plane_args``).  Returns the
+    plane or None."""
     if why_not_host(drv) is not None:
         return None
     plane = hostplane.HostPlane(drv)
+    if kernel is not None:
+        plane.kernel(*kernel)
     plane.on_receive = on_receive
     nic = drv.nic
     nic.plane = plane
@@ -174,6 +178,19 @@ def attach_host(drv, on_receive=None):
     nic.send = plane.send_to
     drv.endpoint.drain = plane.drain
     return plane
+
+
+def host_counters(drv):
+    """``{"fast", "slow", "encoded", "kernel_sent"}`` if host ``drv`` runs on the compiled
+    packet path, else None: datagrams received by path, packets encoded in C, and (kernel
+    forwarding) datagrams the plane sent from the send sockets.  A run's node counters
+    carry it as ``hostplane`` (the summary counts such hosts, ``udp.hostplane_hosts``)."""
+    nic = getattr(drv, "nic", None) if type(drv) is HostDriver else None
+    plane = getattr(nic, "plane", None)
+    if plane is None:
+        return None
+    return {"fast": plane.fast, "slow": plane.slow, "encoded": plane.encoded,
+            "kernel_sent": plane.kernel_sent}
 
 
 def detach_host(drv):
@@ -190,6 +207,7 @@ def detach_host(drv):
     if drv.endpoint.drain == plane.drain:
         drv.endpoint.drain = None
     nic.plane = None
-    nic.ep = drv.endpoint
-    nic.send = drv.endpoint.send
+    sender = plane.ksender              # kernel forwarding: back to its KernelSender
+    nic.ep = drv.endpoint if sender is None else None
+    nic.send = drv.endpoint.send if sender is None else sender.send
     plane.close()

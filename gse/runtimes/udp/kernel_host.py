@@ -23,9 +23,10 @@ an htb at the link's rate (``gse.runtimes.mininet.kernel_forwarding.host_command
 sends such a burst on at the link's pace, so the NIC keeps its rate on a loaded machine
 (a timer 1.5 ms late, as on a loaded two-core machine, is 45 packet times at 1 Gb/s,
 and it no longer costs the link all but one of them).  Its sends go through
-``KernelSender``.  Hosts of this mode take the Python packet path
-(``gse.runtimes.udp.dataplane.conf_allows_host`` says no), since the compiled one sends
-to its one neighbour from its one socket.
+``KernelSender``, or, in the compiled build, through the host's compiled packet path
+(``gse.runtimes.udp.hostplane.HostPlane.kernel``, ``plane_args``), which receives into C
+buffers from any host's send ports and sends each datagram from the same socket to the
+same host as ``KernelSender.send`` would, batched per socket.
 """
 
 import socket
@@ -201,3 +202,13 @@ def install(driver, conf):
             if know is not None:
                 know(addr)
     return sender
+
+
+def plane_args(sender, conf):
+    """What ``gse.runtimes.udp.dataplane.attach_host`` needs (``kernel=``) to put a host of
+    this mode on the compiled packet path: (sender, hosts, first port, count); None for a
+    host of another mode (``sender`` None)."""
+    if sender is None:
+        return None
+    base, count = conf["kernel"]["src_ports"]
+    return sender, sender.hosts, base, count

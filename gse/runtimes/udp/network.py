@@ -351,6 +351,9 @@ class UdpNetwork:
             plane = dataplane.counters(n)
             if plane is not None:       # the switch forwarded on the compiled data plane
                 c["dataplane"] = plane
+            plane = dataplane.host_counters(n)
+            if plane is not None:       # the host's packets took the compiled path
+                c["hostplane"] = plane
             out.append(c)
         return out
 

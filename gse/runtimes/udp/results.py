@@ -72,6 +72,8 @@ def udp_totals(node_counters: Sequence[dict[str, Any]],
     out["malformed_total"] = sum(malformed.values())
     # switches that forwarded on the compiled data plane (gse.runtimes.udp.dataplane)
     out["dataplane_switches"] = sum(1 for c in node_counters if c.get("dataplane"))
+    # ... and hosts on the compiled packet path (gse.runtimes.udp.hostplane)
+    out["hostplane_hosts"] = sum(1 for c in node_counters if c.get("hostplane"))
     for section, name in (("secure", "secure_counters"), ("pfc_in", "pfc_in")):
         total: dict[str, int] = {}      # authenticated packets; PFC frames received
         for c in node_counters:

@@ -95,6 +95,10 @@ int dp_ingress(dp_state *d, int i) {
             return p;
     return -1;
 }
+unsigned int dp_inet4(const char *ip) {
+    struct in_addr a;
+    return inet_pton(AF_INET, ip, &a) == 1 ? a.s_addr : 0;
+}
 void dp_sender(dp_state *d, int i, char *ip, int *port) {
     inet_ntop(AF_INET, &d->rsa[i].sin_addr, ip, 16);
     *port = ntohs(d->rsa[i].sin_port);

@@ -70,6 +70,17 @@ int dp_recv(dp_state *d, int want);
 dp_slot *dp_got(dp_state *d, int i);
 int dp_ingress(dp_state *d, int i);
 void dp_sender(dp_state *d, int i, char *ip, int *port);
+/* the i-th datagram's sender as numbers: its IPv4 address (network order; 0 if none) and
+   its UDP port */
+static inline unsigned int dp_src_ip(dp_state *d, int i) {
+    if (d->rmsg[i].msg_hdr.msg_namelen < sizeof(struct sockaddr_in)
+            || d->rsa[i].sin_family != AF_INET)
+        return 0;
+    return d->rsa[i].sin_addr.s_addr;
+}
+static inline int dp_src_port(dp_state *d, int i) { return ntohs(d->rsa[i].sin_port); }
+/* the IPv4 address ``ip`` (a literal) in network order, 0 if it is not one */
+unsigned int dp_inet4(const char *ip);
 /* hold ``s`` for ``port``'s neighbour: 1 when DP_OUT are held (flush now) */
 int dp_out(dp_state *d, dp_slot *s, int port);
 /* sendmmsg(2) of what is held, the slots back to the pool; adds to out[0..3]: sent,

@@ -21,6 +21,11 @@ slots reused from a pool (``gse_switchplane.c``'s, one port: the host's link):
   as the endpoint batches its sends; counted in the endpoint's ``sent``,
   ``send_blocked``, ``send_errors``.
 
+A host of kernel forwarding (``kernel``, ``gse.runtimes.udp.kernel_host``) takes any host's
+send ports as its link and sends each datagram to the host its header names, from the
+send socket its entropy and class pick (``KernelSender.send``'s choice), a C batch and one
+sendmmsg(2) per socket (``_send_kernel``).
+
 Whatever is not the plain case takes the Python path, one datagram at a time, in order:
 a datagram the C parser doubts or refuses (the reference decoder gives the verdict and
 the reason it is counted under), one from another address, with a security trailer,
@@ -33,6 +38,7 @@ the Python objects' (``HostNic``, ``AgentDriver``), unchanged.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
 from gse.agents.driver cimport AgentDriver
@@ -43,8 +49,9 @@ from gse.wire.fastcodec cimport (gse_header, header_datagram_len, header_parse, 
                                  packet_header, pattern_ok)
 from gse.wire.packet cimport Packet, new_packet
 from gse.runtimes.udp.slots cimport (DP_BATCH, dp_flush, dp_free, dp_give, dp_got, dp_ingress,
-                                     dp_new, dp_out, dp_pop, dp_push, dp_recv, dp_sender,
-                                     dp_set_peer, dp_slot, dp_state, dp_take)
+                                     dp_inet4, dp_new, dp_out, dp_pop, dp_push, dp_recv,
+                                     dp_sender, dp_set_peer, dp_slot, dp_src_ip, dp_src_port,
+                                     dp_state, dp_take)
 
 from gse.runtimes.udp.io import record_error
 from gse.wire.packet import DATA, F_TRIMMED, HEADER_BYTES, PAUSE, RESUME
@@ -57,6 +64,11 @@ cdef long long C_HEADER = HEADER_BYTES
 cdef long long C_PAUSE = PAUSE
 cdef long long C_RESUME = RESUME
 DEF DRAIN = 64          # datagrams per readiness call, as Endpoint's DRAIN_BATCH
+# a datagram's header fields that kernel forwarding's sends are chosen by (as
+# gse.runtimes.udp.kernel_host.KernelSender.send): dst, entropy, traffic class
+DEF K_DST = 8
+DEF K_ENTROPY = 20
+DEF K_PRIO = 56
 
 
 cdef class HostPlane:
@@ -77,6 +89,18 @@ cdef class HostPlane:
     cdef Py_ssize_t max_datagram
     cdef bint active
     cdef bint held
+    # kernel forwarding (``kernel``): a send state per send socket, data then control
+    cdef dp_state **kd
+    cdef int nkd              # states allocated (freed by _free) ...
+    cdef int nk               # ... and in use: 0 until ``kernel`` is done
+    cdef int kcount
+    cdef int kctl
+    cdef int kbase
+    cdef unsigned int *khosts
+    cdef int nhosts
+    cdef public object ksender
+    cdef list keps
+    cdef public long long kernel_sent
 
     def __init__(self, HostDriver drv):
         self.drv = drv
@@ -93,18 +117,73 @@ cdef class HostPlane:
                            int(self.peer_addr[1])):
             raise ValueError("not an IPv4 neighbour: %r" % (self.peer_addr,))
         self.on_receive = None
-        self.fast = self.slow = self.encoded = 0
+        self.fast = self.slow = self.encoded = self.kernel_sent = 0
         self.active = self.held = False
+        self.kd = NULL
+        self.khosts = NULL
+        self.nk = self.nkd = self.nhosts = 0
+        self.keps = []
+        self.ksender = None
 
     def __dealloc__(self):
+        self._free()
+
+    cdef _free(self):
+        cdef int j
+        self.nk = 0
+        if self.kd != NULL:
+            for j in range(self.nkd):
+                dp_free(self.kd[j])         # (NULL: not made)
+            free(self.kd)
+            self.kd = NULL
+        self.nkd = 0
+        free(self.khosts)
+        self.khosts = NULL
         dp_free(self.d)
         self.d = NULL
 
     def close(self):
         """Send what is held, then free the buffers."""
         self.flush()
-        dp_free(self.d)
-        self.d = NULL
+        self._free()
+
+    def kernel(self, sender, hosts, int base, int count):
+        """Kernel forwarding (``gse.runtimes.udp.kernel_host``): a datagram from any
+        host's send ports ``base .. base + count - 1`` is from the link (as ``port_of``
+        says on the Python path), and each datagram sent goes to its ``dst`` host from
+        the send socket of ``sender`` (a ``KernelSender``) its entropy and class pick,
+        as ``KernelSender.send`` does, in one sendmmsg(2) per socket; a datagram too
+        short or for no host is not sent, counted in ``sender.bad``."""
+        cdef int j, h
+        cdef Endpoint e
+        eps = sender.all_endpoints()
+        if count < 1 or len(eps) not in (count, 2 * count) or self.d == NULL:
+            raise ValueError("kernel forwarding: %d send sockets for %d entropies"
+                             % (len(eps), count))
+        if self.kd != NULL:
+            raise ValueError("kernel forwarding: the plane has its send sockets already")
+        self.kcount = count
+        self.kctl = count if len(eps) == 2 * count else 0
+        self.kbase = base
+        self.nhosts = len(hosts)
+        self.khosts = <unsigned int *>calloc(max(1, self.nhosts), sizeof(unsigned int))
+        self.kd = <dp_state **>calloc(len(eps), sizeof(dp_state *))
+        if self.khosts == NULL or self.kd == NULL:
+            raise MemoryError()
+        self.nkd = len(eps)
+        for h, (ip, _) in enumerate(hosts):
+            self.khosts[h] = dp_inet4(str(ip).encode())
+            if self.khosts[h] == 0:
+                raise ValueError("kernel forwarding: not an IPv4 host address: %r" % (ip,))
+        for j, e in enumerate(eps):
+            self.kd[j] = dp_new(e.fd, self.d.bufsize, max(1, self.nhosts))
+            if self.kd[j] == NULL:
+                raise MemoryError()
+            for h, (ip, port) in enumerate(hosts):
+                dp_set_peer(self.kd[j], h, str(ip).encode(), int(port))
+        self.ksender = sender
+        self.keps = list(eps)
+        self.nk = len(eps)
 
     # -- receive ------------------------------------------------------------------------
 
@@ -147,6 +226,8 @@ cdef class HostPlane:
         cdef Packet pkt
         cdef HostDriver drv = self.drv
         cdef long long now
+        if self.nk and ingress != 0:
+            ingress = self._kernel_ingress(i)
         try:
             if s.n >= C_HEADER and s.n <= self.max_datagram and ingress == 0:
                 trailer = header_parse(s.buf, s.n, &h)
@@ -182,10 +263,22 @@ cdef class HostPlane:
             if s != NULL:
                 dp_give(self.d, s)
 
+    cdef int _kernel_ingress(self, int i):
+        """0 if the i-th datagram came from one of a host's send ports, else -1."""
+        cdef unsigned int ip = dp_src_ip(self.d, i)
+        cdef int port = dp_src_port(self.d, i)
+        cdef int h
+        if ip == 0 or port < self.kbase or port >= self.kbase + self.kcount:
+            return -1
+        for h in range(self.nhosts):
+            if self.khosts[h] == ip:
+                return 0
+        return -1
+
     cdef object _addr(self, int i, int ingress):
         cdef char ip[16]
         cdef int udp_port
-        if ingress == 0:
+        if ingress == 0 and not self.nk:
             return self.peer_addr               # the very tuple port_of is keyed by
         dp_sender(self.d, i, ip, &udp_port)
         return (ip.decode(), udp_port)
@@ -245,6 +338,10 @@ cdef class HostPlane:
                 return
             self._hold(s)
             return
+        if self.nk:                             # kernel forwarding: as the sender does
+            self._send_held()
+            self.ksender.send(data, addr)
+            return
         if (self.d == NULL or self.ep.closed or type(data) is not bytes
                 or len(<bytes>data) > self.d.bufsize
                 or not (addr is self.peer_addr or addr == self.peer_addr)):
@@ -260,7 +357,22 @@ cdef class HostPlane:
         self._hold(s)
 
     cdef _hold(self, dp_slot *s):
-        if dp_out(self.d, s, 0):       # the batch is full: send it now
+        cdef dp_state *t = self.d
+        cdef int port = 0, j
+        cdef unsigned char *b = s.buf
+        if self.nk:                    # kernel forwarding: to its dst, from its socket
+            port = -1
+            if s.n > K_PRIO:
+                port = (b[K_DST] << 24) | (b[K_DST + 1] << 16) | (b[K_DST + 2] << 8) | b[K_DST + 3]
+            if port < 0 or port >= self.nhosts:
+                self.ksender.bad += 1
+                dp_give(self.d, s)
+                return
+            j = ((b[K_ENTROPY] << 8) | b[K_ENTROPY + 1]) % self.kcount
+            if b[K_PRIO]:
+                j += self.kctl
+            t = self.kd[j]
+        if dp_out(t, s, port):         # the batch is full: send it now
             self._send_held()
             return
         if self.active or self.held:
@@ -278,6 +390,9 @@ cdef class HostPlane:
     cdef _send_held(self):
         cdef long long out[4]
         cdef int i
+        if self.nk:
+            self._send_kernel()
+            return
         if self.d == NULL or self.d.nout == 0:
             return
         if self.ep.closed:
@@ -292,3 +407,34 @@ cdef class HostPlane:
         self.ep.send_blocked += out[1]
         self.ep.send_errors += out[2]
         self.ep.batches += out[3]
+
+    cdef _send_kernel(self):
+        """Every send socket's batch (kernel forwarding), counted in its endpoint; the
+        slots back to the host's pool."""
+        cdef long long out[4]
+        cdef int i, j
+        cdef dp_state *t
+        cdef dp_slot *s
+        cdef Endpoint e
+        for j in range(self.nk):
+            t = self.kd[j]
+            if t.nout == 0:
+                continue
+            e = self.keps[j]
+            if e.closed:
+                e.send_errors += t.nout
+                for i in range(t.nout):
+                    dp_give(self.d, t.sslot[i])
+                t.nout = 0
+                continue
+            out[0] = out[1] = out[2] = out[3] = 0
+            dp_flush(t, out)
+            e.sent += out[0]
+            e.send_blocked += out[1]
+            e.send_errors += out[2]
+            e.batches += out[3]
+            self.kernel_sent += out[0]
+            while t.free != NULL:
+                s = t.free
+                t.free = s.next
+                dp_give(self.d, s)

@@ -17,6 +17,7 @@ cdef extern from "gse_switchplane.h":
         dp_slot *tail
     ctypedef struct dp_state:
         int fd, bufsize, nports, nout, nslots
+        dp_slot *free
         dp_slot *sslot[64]
         dp_fifo *ctl
         dp_fifo *data
@@ -34,6 +35,9 @@ cdef extern from "gse_switchplane.h":
     dp_slot *dp_got(dp_state *d, int i)
     int dp_ingress(dp_state *d, int i)
     void dp_sender(dp_state *d, int i, char *ip, int *port)
+    unsigned int dp_src_ip(dp_state *d, int i)
+    int dp_src_port(dp_state *d, int i)
+    unsigned int dp_inet4(const char *ip)
     void dp_flush(dp_state *d, long long *out)
     int dp_out(dp_state *d, dp_slot *s, int port)
     void dp_put16(unsigned char *p, long long v)
