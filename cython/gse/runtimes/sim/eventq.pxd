@@ -46,6 +46,7 @@ cdef class EventQueue:
     cdef gse_bucket_t* _bk
     cdef gse_pool_t _pool
     cdef gse_keys_t _cur
+    cdef gse_keys_t _tmp         # room for sorting the current bucket's keys
     cdef unsigned long long* _occ
     cdef long long _cb           # absolute number (time >> SHIFT) of the current bucket
     cdef Py_ssize_t _nring

@@ -21,7 +21,7 @@ occupied ones; an event further ahead waits in a 4-ary heap and moves into the r
 the ring's horizon reaches it.  Scheduling appends a key to its bucket's array, however
 many events the bucket holds (a large fabric puts tens to hundreds in each: k=16 about
 50); when the ring reaches a bucket, its keys become the current bucket's array, sorted
-(by insertion: they mostly come in order), which the few events scheduled into the
+(a natural merge sort: they come as a few runs in order), which the few events scheduled into the
 current bucket join in their place.  Order is exact, not approximate: the current bucket holds the earliest
 events, popped in the order of their whole keys.  Time only moves
 forward except when ``run(until)`` stopped short of the next event; an event scheduled
@@ -51,7 +51,7 @@ cdef extern from "gse_eventq.h":
     void gse_bucket_append(gse_pool_t* p, gse_bucket_t* b, gse_evkey_t key) noexcept nogil
     void gse_bucket_drain(gse_pool_t* p, gse_bucket_t* b, gse_evkey_t* dst) noexcept nogil
     int gse_keys_reserve(gse_keys_t* a, Py_ssize_t need) except -1
-    void gse_keys_sort(gse_evkey_t* k, Py_ssize_t m) noexcept nogil
+    gse_evkey_t* gse_keys_sort(gse_evkey_t* k, Py_ssize_t m, gse_evkey_t* tmp) noexcept nogil
     void gse_keys_insert(gse_evkey_t* k, Py_ssize_t lo, Py_ssize_t n,
                          gse_evkey_t key) noexcept nogil
     void gse_heap_push(gse_evkey_t* h, Py_ssize_t n, gse_evkey_t key) noexcept nogil
@@ -118,6 +118,10 @@ cdef class EventQueue:
         self._cur.i = 0
         self._cur.n = 0
         self._cur.cap = 0
+        self._tmp.keys = NULL
+        self._tmp.i = 0
+        self._tmp.n = 0
+        self._tmp.cap = 0
         for i in range(GSE_NW):
             self._occ[i] = 0
         self._cb = 0
@@ -143,6 +147,7 @@ cdef class EventQueue:
         PyMem_Free(self._bk)
         PyMem_Free(self._pool.raw)
         PyMem_Free(self._cur.keys)
+        PyMem_Free(self._tmp.keys)
         PyMem_Free(self._occ)
         PyMem_Free(self._sraw)
         PyMem_Free(self._raw)
@@ -278,6 +283,7 @@ cdef class EventQueue:
         cdef Py_ssize_t j, w, k, found
         cdef unsigned long long word
         cdef gse_bucket_t* bk
+        cdef gse_keys_t swap
         self._cur.i = self._cur.n = 0
         if self._nring == 0:             # nothing within the horizon: jump to the heap's first
             self._cb = gse_time_of(self._heap[0]) >> GSE_SHIFT
@@ -294,11 +300,17 @@ cdef class EventQueue:
             word = self._occ[w]
         bk = &self._bk[found]            # its keys become the current ones
         gse_keys_reserve(&self._cur, bk.n)
+        gse_keys_reserve(&self._tmp, bk.n)
         self._cb += (found - i) & GSE_MASK
         self._occ[found >> 6] &= ~(1ULL << (found & 63))
         self._cur.n = bk.n
         gse_bucket_drain(&self._pool, bk, self._cur.keys)
-        gse_keys_sort(self._cur.keys, self._cur.n)
+        if gse_keys_sort(self._cur.keys, self._cur.n, self._tmp.keys) != self._cur.keys:
+            swap = self._cur             # sorted into the other array: it becomes _cur
+            self._cur = self._tmp
+            self._tmp = swap
+            self._cur.i = swap.i
+            self._cur.n = swap.n
         return self._migrate()
 
     cpdef at(self, long long t, object fn, object a, object b):

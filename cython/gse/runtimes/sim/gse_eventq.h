@@ -6,7 +6,6 @@
 
 #include <Python.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* One event as one unsigned 128-bit key: time in the high 64 bits, then the sequence
@@ -148,30 +147,47 @@ static inline void gse_bucket_drain(gse_pool_t* p, gse_bucket_t* b, gse_evkey_t*
     b->n = 0;
 }
 
-static int gse_key_cmp(const void* x, const void* y) {
-    gse_evkey_t a = *(const gse_evkey_t*)x, b = *(const gse_evkey_t*)y;
-    return (a > b) - (a < b);
+/* Merge the sorted a[0..na) and b[0..nb) into out. */
+static inline void gse_keys_merge(const gse_evkey_t* a, Py_ssize_t na, const gse_evkey_t* b,
+                                  Py_ssize_t nb, gse_evkey_t* out) {
+    Py_ssize_t i = 0, j = 0;
+    while (i < na && j < nb)
+        *out++ = (b[j] < a[i]) ? b[j++] : a[i++];
+    while (i < na)
+        *out++ = a[i++];
+    while (j < nb)
+        *out++ = b[j++];
 }
 
-/* Sort m keys.  A bucket's keys come mostly in order (k=8 permutation: three buckets in
-   four already sorted, the others a descent or two), so by insertion, which then costs a
-   comparison a key; if that takes more than 8 moves a key, by qsort. */
-static inline void gse_keys_sort(gse_evkey_t* k, Py_ssize_t m) {
-    Py_ssize_t i, j, moves = 0, budget = 8 * m;
-    gse_evkey_t x;
-    for (i = 1; i < m; i++) {
-        x = k[i];
-        j = i;
-        while (j > 0 && x < k[j - 1]) {
-            k[j] = k[j - 1];
-            j--;
+/* Sort the m keys of k, tmp holding room for m: returns k or tmp, whichever holds them
+   sorted.  A bucket's keys are a few runs in order (the streams that scheduled them: a
+   delivery a link delay ahead, a port's wake-up a serialisation ahead), so a natural
+   merge sort: a pass merges pairs of neighbouring runs; keys already in order (k=8: three
+   buckets in four) cost one comparison each. */
+static inline gse_evkey_t* gse_keys_sort(gse_evkey_t* k, Py_ssize_t m, gse_evkey_t* tmp) {
+    gse_evkey_t *src = k, *dst = tmp, *sw;
+    Py_ssize_t i, mid, end;
+    for (;;) {
+        i = 0;
+        while (i < m) {
+            mid = i + 1;
+            while (mid < m && !(src[mid] < src[mid - 1]))
+                mid++;
+            if (mid >= m) {
+                if (i == 0)
+                    return src;                  /* one run: sorted */
+                memcpy(dst + i, src + i, (size_t)(m - i) * sizeof(gse_evkey_t));
+                break;
+            }
+            end = mid + 1;
+            while (end < m && !(src[end] < src[end - 1]))
+                end++;
+            gse_keys_merge(src + i, mid - i, src + mid, end - mid, dst + i);
+            i = end;
         }
-        k[j] = x;
-        moves += i - j;
-        if (moves > budget) {
-            qsort(k, (size_t)m, sizeof(gse_evkey_t), gse_key_cmp);
-            return;
-        }
+        sw = src;
+        src = dst;
+        dst = sw;
     }
 }
 
