@@ -248,6 +248,47 @@ def test_event_queue_twins_run_the_same_order_dense(seed):
     assert ours == ref
 
 
+def _drive_crowded(eq_cls, seed):
+    """Hundreds of events a bucket (1,024 ps; a large fabric running in lockstep): many
+    more than a chunk of keys holds, scheduled out of order within their buckets, more
+    scheduled into the bucket being run, stops inside the crowd (``due_now`` at every
+    stop and in every event, events scheduled at the stop's time)."""
+    rng = random.Random(seed)
+    eq = eq_cls()
+    log = []
+
+    def fire(tag, depth):
+        log.append((eq.now, tag, eq.due_now()))
+        for i in range(rng.choice((0, 1, 2)) if depth < 3 else 0):
+            eq.at(eq.now + rng.choice((0, rng.randrange(64), rng.randrange(4096),
+                                       10**7 + rng.randrange(4096))),
+                  fire, "%s.%d" % (tag, i), depth + 1)
+
+    for i in range(2000):
+        eq.at(rng.randrange(6) * 1024 + rng.choice((0, 0, rng.randrange(16),
+                                                   rng.randrange(1024))), fire, str(i), 0)
+    results = []
+    for stop in range(25):
+        until = eq.now + rng.choice((0, 1, rng.randrange(2048)))
+        results.append((eq.run(until), eq.now, eq.pending(), eq.events, eq.due_now()))
+        for j in range(rng.choice((0, rng.randrange(40)))):
+            eq.at(eq.now + rng.choice((0, rng.randrange(3000), rng.randrange(3000))), fire,
+                  "x%d.%d" % (stop, j), 0)
+        results.append(eq.due_now())
+    results.append((eq.run(), eq.now, eq.pending(), eq.events))
+    return log, results
+
+
+@twin
+@pytest.mark.parametrize("seed", range(6))
+def test_event_queue_twins_run_the_same_order_crowded(seed):
+    from gse.runtimes.sim.eventq import EventQueue
+    ours, ref = _drive_crowded(EventQueue, seed), _drive_crowded(_pure_eventq(), seed)
+    assert len(ours[0]) > 2000
+    assert any(ours[1][1::2]) and not all(ours[1][1::2])      # due at some stops
+    assert ours == ref
+
+
 def test_event_queue_exception_counts_events_run():
     from gse.runtimes.sim.eventq import EventQueue
     for cls in (EventQueue, _pure_eventq()):

@@ -8,12 +8,30 @@ from libc.stdint cimport int32_t
 cdef extern from "gse_eventq.h":
     ctypedef unsigned long long gse_evkey_t    # an integer type to Cython
     ctypedef struct gse_evslot_t:
-        gse_evkey_t key
         PyObject* fn                           # owned (see eventq.pyx), NULL if free
         PyObject* a
         PyObject* b
         int32_t next
         int32_t handler
+    ctypedef struct gse_chunk_t:
+        int32_t next
+        int32_t n
+        gse_evkey_t keys[15]
+    ctypedef struct gse_bucket_t:
+        int32_t head
+        int32_t tail
+        int32_t n
+    ctypedef struct gse_pool_t:
+        void* raw
+        gse_chunk_t* c
+        int32_t used
+        int32_t cap
+        int32_t free
+    ctypedef struct gse_keys_t:
+        gse_evkey_t* keys
+        Py_ssize_t i
+        Py_ssize_t n
+        Py_ssize_t cap
 
 
 cdef class Handler:
@@ -21,14 +39,18 @@ cdef class Handler:
 
 
 cdef class EventQueue:
-    # the ring: one bucket per 2^SHIFT ps for NB buckets from the current one, each a list
-    # of slots sorted by key, linked through their next; an occupancy bitmap finds the next
-    cdef int32_t* _bucket        # head slot of each bucket, -1 if empty (slots < 2^26)
-    cdef int32_t* _tail          # its last slot (valid while not empty)
+    # the ring: one bucket per 2^SHIFT ps for NB buckets from the current one, each the
+    # keys of its events in the order scheduled (chunks from _pool); an occupancy bitmap
+    # finds the next non-empty one; the current bucket's keys are in _cur, sorted (its
+    # ring entry is empty)
+    cdef gse_bucket_t* _bk
+    cdef gse_pool_t _pool
+    cdef gse_keys_t _cur
+    cdef gse_keys_t _tmp         # room for sorting the current bucket's keys
     cdef unsigned long long* _occ
     cdef long long _cb           # absolute number (time >> SHIFT) of the current bucket
     cdef Py_ssize_t _nring
-    # the slots: 48 bytes per pending event (gse_eventq.h), reused through a free list;
+    # the slots: 32 bytes per pending event (gse_eventq.h), reused through a free list;
     # as many as events were ever pending at once (doubling), never per time span
     cdef void* _sraw             # the allocation behind _slot
     cdef gse_evslot_t* _slot     # from a 64-byte boundary
@@ -47,10 +69,11 @@ cdef class EventQueue:
 
     cdef int _grow_heap(self) except -1
     cdef int _grow_slots(self) except -1
-    cdef void _ring_insert(self, Py_ssize_t slot, gse_evkey_t key) noexcept
-    cdef void _migrate(self) noexcept
+    cdef int _room(self, long long bucket) except -1
+    cdef void _ring_insert(self, long long bucket, gse_evkey_t key) noexcept
+    cdef int _migrate(self) except -1
     cdef int _rewind(self, long long b) except -1
-    cdef void _settle(self) noexcept
+    cdef int _settle(self) except -1
     cdef void _release(self) noexcept
     cpdef at(self, long long t, object fn, object a, object b)
     cpdef bint run(self, long long until=*) except -1

@@ -4,24 +4,26 @@
 Events run in (time, seq) order, seq counting ``at`` calls: the order is total, so any
 correct priority queue runs the same events in the same order as the reference's
 ``heapq`` of tuples.  Each event is one 16-byte key, (time << 64 | seq << 26 | slot),
-and one slot: a 48-byte C struct holding the key, the callable and its two arguments (as
-owned references, which the type's ``tp_traverse`` shows to the garbage collector), the
-next slot of its bucket and whether the callable is a :class:`Handler` (run through its C
-method ``fire``, without a Python call).  Popping an event reads that one place (before:
-a key array, a link array and three Python lists), and asks for the next event's slot
-while the current one runs (not its target and arguments too: reaching them through the
-slot's pointers made k=32 runs 3.5-5% slower, docs/scale.md).  Slots are reused through a free list, so
-their number is the most events ever pending at once, not a function of the time span.
+and one slot: a 32-byte C struct (two a cache line) holding the callable and its two
+arguments (as owned references, which the type's ``tp_traverse`` shows to the garbage
+collector) and whether the callable is a :class:`Handler` (run through its C method
+``fire``, without a Python call).  Popping an event reads its key from the current
+bucket's sorted array and that one line, and asks for the next event's slot while the current one runs (not its
+target and arguments too: reaching them through the slot's pointers made k=32 runs
+3.5-5% slower, docs/scale.md).  Slots are reused through a free list, so their number is
+the most events ever pending at once, not a function of the time span.
 
 A simulator's events are dense and near: a packet delivered a link delay later, a port
 free a serialisation later.  So the queue is a calendar (Brown's calendar queue, fixed
-width): a ring of ``NB`` buckets of ``2^SHIFT`` ps from the current bucket on, each a
-list of slots sorted by key, with a bitmap of the occupied ones; an event further ahead
-waits in a 4-ary heap and moves into the ring when the ring's horizon reaches it.  Events
-mostly arrive in key order (a later event is usually also a later one in its bucket), so
-inserting usually appends at a bucket's tail, and popping takes the current bucket's
-head.  Order is exact, not approximate: the current bucket holds the earliest events, in
-the order of their whole keys.  Time only moves
+width): a ring of ``NB`` buckets of ``2^SHIFT`` ps from the current bucket on, each an
+array of its events' keys in the order they were scheduled, with a bitmap of the
+occupied ones; an event further ahead waits in a 4-ary heap and moves into the ring when
+the ring's horizon reaches it.  Scheduling appends a key to its bucket's array, however
+many events the bucket holds (a large fabric puts tens to hundreds in each: k=16 about
+50); when the ring reaches a bucket, its keys become the current bucket's array, sorted
+(a natural merge sort: they come as a few runs in order), which the few events scheduled into the
+current bucket join in their place.  Order is exact, not approximate: the current bucket holds the earliest
+events, popped in the order of their whole keys.  Time only moves
 forward except when ``run(until)`` stopped short of the next event; an event scheduled
 before the current bucket then sends the ring back to the heap and restarts from there.
 ``tests/test_compiled.py`` drives both twins with the same random schedules (sparse,
@@ -45,6 +47,13 @@ cdef extern from "gse_eventq.h":
     long long gse_time_of(gse_evkey_t key) noexcept nogil
     Py_ssize_t gse_slot_of(gse_evkey_t key) noexcept nogil
     gse_evkey_t gse_key(long long t, long long seq, Py_ssize_t slot) noexcept nogil
+    int gse_pool_room(gse_pool_t* p) except -1
+    void gse_bucket_append(gse_pool_t* p, gse_bucket_t* b, gse_evkey_t key) noexcept nogil
+    void gse_bucket_drain(gse_pool_t* p, gse_bucket_t* b, gse_evkey_t* dst) noexcept nogil
+    int gse_keys_reserve(gse_keys_t* a, Py_ssize_t need) except -1
+    gse_evkey_t* gse_keys_sort(gse_evkey_t* k, Py_ssize_t m, gse_evkey_t* tmp) noexcept nogil
+    void gse_keys_insert(gse_evkey_t* k, Py_ssize_t lo, Py_ssize_t n,
+                         gse_evkey_t key) noexcept nogil
     void gse_heap_push(gse_evkey_t* h, Py_ssize_t n, gse_evkey_t key) noexcept nogil
     gse_evkey_t gse_heap_pop(gse_evkey_t* h, Py_ssize_t n) noexcept nogil
     int __builtin_ctzll(unsigned long long x) noexcept nogil
@@ -92,13 +101,27 @@ cdef class EventQueue:
 
     def __cinit__(self):
         cdef Py_ssize_t i
-        self._bucket = <int32_t*>PyMem_Malloc(GSE_NB * sizeof(int32_t))
-        self._tail = <int32_t*>PyMem_Malloc(GSE_NB * sizeof(int32_t))
+        self._bk = <gse_bucket_t*>PyMem_Malloc(GSE_NB * sizeof(gse_bucket_t))
         self._occ = <unsigned long long*>PyMem_Malloc(GSE_NW * sizeof(unsigned long long))
-        if self._bucket == NULL or self._tail == NULL or self._occ == NULL:
+        if self._bk == NULL or self._occ == NULL:
             raise MemoryError()
         for i in range(GSE_NB):
-            self._bucket[i] = -1
+            self._bk[i].head = -1
+            self._bk[i].tail = -1
+            self._bk[i].n = 0
+        self._pool.raw = NULL
+        self._pool.c = NULL
+        self._pool.used = 0
+        self._pool.cap = 0
+        self._pool.free = -1
+        self._cur.keys = NULL
+        self._cur.i = 0
+        self._cur.n = 0
+        self._cur.cap = 0
+        self._tmp.keys = NULL
+        self._tmp.i = 0
+        self._tmp.n = 0
+        self._tmp.cap = 0
         for i in range(GSE_NW):
             self._occ[i] = 0
         self._cb = 0
@@ -121,8 +144,10 @@ cdef class EventQueue:
 
     def __dealloc__(self):
         self._release()
-        PyMem_Free(self._bucket)
-        PyMem_Free(self._tail)
+        PyMem_Free(self._bk)
+        PyMem_Free(self._pool.raw)
+        PyMem_Free(self._cur.keys)
+        PyMem_Free(self._tmp.keys)
         PyMem_Free(self._occ)
         PyMem_Free(self._sraw)
         PyMem_Free(self._raw)
@@ -130,8 +155,16 @@ cdef class EventQueue:
     cdef void _release(self) noexcept:
         """Drop every pending event (the garbage collector breaking a cycle, or the end)."""
         cdef Py_ssize_t i, n = self._nslots
+        if self._bk == NULL:
+            return
         for i in range(GSE_NB):
-            self._bucket[i] = -1
+            self._bk[i].head = -1
+            self._bk[i].tail = -1
+            self._bk[i].n = 0
+        self._pool.used = 0
+        self._pool.free = -1
+        self._cur.i = 0
+        self._cur.n = 0
         for i in range(GSE_NW):
             self._occ[i] = 0
         self._nring = 0
@@ -180,80 +213,81 @@ cdef class EventQueue:
         self._scap = cap
         return 0
 
-    cdef void _ring_insert(self, Py_ssize_t slot, gse_evkey_t key) noexcept:
-        """Into its bucket's list, kept sorted: events mostly arrive in key order, so the
-        common case appends at the tail, and the smallest key is always at the head."""
-        cdef Py_ssize_t i = (gse_time_of(key) >> GSE_SHIFT) & GSE_MASK
-        cdef Py_ssize_t s, prev
-        cdef gse_evslot_t* sl = self._slot
-        cdef gse_evslot_t* tail
-        sl[slot].key = key
-        self._nring += 1
-        s = self._bucket[i]
-        if s < 0:
-            self._bucket[i] = slot
-            self._tail[i] = slot
-            sl[slot].next = -1
-            self._occ[i >> 6] |= 1ULL << (i & 63)
-            return
-        tail = &sl[self._tail[i]]
-        if tail.key < key:
-            tail.next = slot
-            self._tail[i] = slot
-            sl[slot].next = -1
-            return
-        if key < sl[s].key:
-            sl[slot].next = s
-            self._bucket[i] = slot
-            return
-        prev = s
-        s = sl[s].next
-        while sl[s].key < key:           # stops before the tail, which is larger
-            prev = s
-            s = sl[s].next
-        sl[slot].next = s
-        sl[prev].next = slot
+    cdef int _room(self, long long bucket) except -1:
+        """Room for one more key where an event of ``bucket`` (not before the current
+        one) goes: so that inserting it cannot fail."""
+        if bucket == self._cb:
+            return gse_keys_reserve(&self._cur, self._cur.n + 1)
+        if bucket < self._cb + GSE_NB:
+            return gse_pool_room(&self._pool)
+        if self._n == self._cap:
+            self._grow_heap()
+        return 0
 
-    cdef void _migrate(self) noexcept:
+    cdef void _ring_insert(self, long long bucket, gse_evkey_t key) noexcept:
+        """Into the current bucket's sorted keys, or appended to its bucket's (room made
+        by ``_room``): neither reads a slot nor another event's key, however many
+        events share the bucket (a sorted list of slots, before, was walked through
+        cold slots for about half the events at k=16: a tenth of the run)."""
+        cdef Py_ssize_t i
+        self._nring += 1
+        if bucket == self._cb:           # (rare: k=8, 263 of 1.1 M)
+            gse_keys_insert(self._cur.keys, self._cur.i, self._cur.n, key)
+            self._cur.n += 1
+            return
+        i = bucket & GSE_MASK
+        gse_bucket_append(&self._pool, &self._bk[i], key)
+        self._occ[i >> 6] |= 1ULL << (i & 63)
+
+    cdef int _migrate(self) except -1:
         """Move the heap's events that the ring's horizon now reaches into the ring."""
         cdef long long limit = self._cb + GSE_NB
+        cdef long long b
         cdef gse_evkey_t key
-        while self._n and (gse_time_of(self._heap[0]) >> GSE_SHIFT) < limit:
+        while self._n:
+            b = gse_time_of(self._heap[0]) >> GSE_SHIFT
+            if b >= limit:
+                break
+            self._room(b)
             key = gse_heap_pop(self._heap, self._n)
             self._n -= 1
-            self._ring_insert(gse_slot_of(key), key)
+            self._ring_insert(b, key)
+        return 0
 
     cdef int _rewind(self, long long b) except -1:
         """An event before the current bucket (after a stop at ``until``): everything
         goes back to the heap and the ring restarts at bucket ``b``."""
-        cdef Py_ssize_t i, s
+        cdef Py_ssize_t i, k, m
         while self._cap < self._n + self._nring:
             self._grow_heap()
-        for i in range(GSE_NB):
-            s = self._bucket[i]
-            while s >= 0:
-                gse_heap_push(self._heap, self._n, self._slot[s].key)
+        for i in range(GSE_NB):          # each bucket's keys copied after the heap's, then
+            m = self._bk[i].n            # pushed where they are
+            gse_bucket_drain(&self._pool, &self._bk[i], self._heap + self._n)
+            for k in range(m):
+                gse_heap_push(self._heap, self._n, self._heap[self._n])
                 self._n += 1
-                s = self._slot[s].next
-            self._bucket[i] = -1
+        for k in range(self._cur.i, self._cur.n):
+            gse_heap_push(self._heap, self._n, self._cur.keys[k])
+            self._n += 1
+        self._cur.i = self._cur.n = 0
         for i in range(GSE_NW):
             self._occ[i] = 0
         self._nring = 0
         self._cb = b
-        self._migrate()
-        return 0
+        return self._migrate()
 
-    cdef void _settle(self) noexcept:
-        """Make the current bucket the first occupied one (some event must be pending)."""
+    cdef int _settle(self) except -1:
+        """Make the current bucket the first occupied one (its keys all run and some
+        event is pending): that bucket's keys become the current ones, sorted."""
         cdef Py_ssize_t i = self._cb & GSE_MASK
         cdef Py_ssize_t j, w, k, found
         cdef unsigned long long word
-        if self._bucket[i] >= 0:
-            return
+        cdef gse_bucket_t* bk
+        cdef gse_keys_t swap
+        self._cur.i = self._cur.n = 0
         if self._nring == 0:             # nothing within the horizon: jump to the heap's first
             self._cb = gse_time_of(self._heap[0]) >> GSE_SHIFT
-            self._migrate()
-            return
+            return self._migrate()
         j = (i + 1) & GSE_MASK
         w = j >> 6
         word = self._occ[w] & (~0ULL << (j & 63))
@@ -264,8 +298,20 @@ cdef class EventQueue:
                 break
             w = (w + 1) & (GSE_NW - 1)
             word = self._occ[w]
+        bk = &self._bk[found]            # its keys become the current ones
+        gse_keys_reserve(&self._cur, bk.n)
+        gse_keys_reserve(&self._tmp, bk.n)
         self._cb += (found - i) & GSE_MASK
-        self._migrate()
+        self._occ[found >> 6] &= ~(1ULL << (found & 63))
+        self._cur.n = bk.n
+        gse_bucket_drain(&self._pool, bk, self._cur.keys)
+        if gse_keys_sort(self._cur.keys, self._cur.n, self._tmp.keys) != self._cur.keys:
+            swap = self._cur             # sorted into the other array: it becomes _cur
+            self._cur = self._tmp
+            self._tmp = swap
+            self._cur.i = swap.i
+            self._cur.n = swap.n
+        return self._migrate()
 
     cpdef at(self, long long t, object fn, object a, object b):
         cdef Py_ssize_t slot
@@ -279,8 +325,9 @@ cdef class EventQueue:
         bucket = t >> GSE_SHIFT
         if bucket < self._cb:
             self._rewind(bucket)
-        if bucket >= self._cb + GSE_NB and self._n == self._cap:
-            self._grow_heap()
+        if (bucket == self._cb or bucket >= self._cb + GSE_NB
+                or (self._pool.free < 0 and self._pool.used == self._pool.cap)):
+            self._room(bucket)           # (a chunk to take: the usual case, inline)
         if self._free >= 0:                    # (nothing below raises)
             slot = self._free
             self._free = self._slot[slot].next
@@ -297,7 +344,7 @@ cdef class EventQueue:
         self.seq += 1
         key = gse_key(t, self.seq, slot)
         if bucket < self._cb + GSE_NB:
-            self._ring_insert(slot, key)
+            self._ring_insert(bucket, key)
         else:
             gse_heap_push(self._heap, self._n, key)
             self._n += 1
@@ -307,31 +354,26 @@ cdef class EventQueue:
 
         Returns True if the queue drained, False if it stopped at ``until``."""
         cdef Py_ssize_t n = 0
-        cdef Py_ssize_t i, s, best
+        cdef Py_ssize_t best
         cdef long long t
+        cdef gse_evkey_t key
         cdef gse_evslot_t* sl
         cdef bint handler
         cdef object fn, a, b
         try:
             while self._nring or self._n:
-                i = self._cb & GSE_MASK
-                if self._bucket[i] < 0:
+                if self._cur.i == self._cur.n:
                     self._settle()
-                    i = self._cb & GSE_MASK
-                best = self._bucket[i]         # the smallest key: its bucket's head
-                sl = &self._slot[best]
-                t = gse_time_of(sl.key)
+                key = self._cur.keys[self._cur.i]     # the smallest key
+                t = gse_time_of(key)
                 if until >= 0 and t > until:
                     self.now = until
                     return False
-                s = sl.next
-                self._bucket[i] = s
-                if s < 0:
-                    self._occ[i >> 6] &= ~(1ULL << (i & 63))
-                    s = self._bucket[(i + 1) & GSE_MASK]
-                if s >= 0:                     # most likely the next event: its slot
-                    __builtin_prefetch(&self._slot[s])
-                    __builtin_prefetch(<char*>&self._slot[s] + 47)
+                self._cur.i += 1
+                if self._cur.i < self._cur.n:  # the next event: its slot
+                    __builtin_prefetch(&self._slot[gse_slot_of(self._cur.keys[self._cur.i])])
+                best = gse_slot_of(key)
+                sl = &self._slot[best]
                 self._nring -= 1
                 fn = gse_take(&sl.fn)          # the slot's references, moved
                 a = gse_take(&sl.a)
@@ -357,12 +399,21 @@ cdef class EventQueue:
         time's bucket if the ring covers it (each bucket is sorted, and none holds an
         earlier event), else the heap's first."""
         cdef long long d = (self.now >> GSE_SHIFT) - self._cb
-        cdef Py_ssize_t s
+        cdef int32_t c
+        cdef Py_ssize_t k
         if d < 0:                        # the ring starts later (after a stop)
             return False
-        if d < GSE_NB:
-            s = self._bucket[(self.now >> GSE_SHIFT) & GSE_MASK]
-            return s >= 0 and gse_time_of(self._slot[s].key) == self.now
+        if d == 0:                       # (while running, always)
+            return (self._cur.i < self._cur.n
+                    and gse_time_of(self._cur.keys[self._cur.i]) == self.now)
+        if d < GSE_NB:                   # after a stop: a bucket not yet sorted
+            c = self._bk[(self.now >> GSE_SHIFT) & GSE_MASK].head
+            while c >= 0:
+                for k in range(self._pool.c[c].n):
+                    if gse_time_of(self._pool.c[c].keys[k]) == self.now:
+                        return True
+                c = self._pool.c[c].next
+            return False
         return self._n > 0 and gse_time_of(self._heap[0]) == self.now
 
 
