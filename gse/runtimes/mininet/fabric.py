@@ -375,8 +375,17 @@ class MininetFabric:
                 json.dump(self.state(), f, indent=1)
             os.replace(tmp, self.state_path)
 
-    def left_behind(self):
-        return left_behind(self.state())
+    def left_behind(self, settle_s=3.0):
+        """What of the network remains once its teardown has settled.  An agent killed by
+        its parent's death signal leaves its namespace only when the kernel has run its
+        exit, which on a loaded machine can come a moment after ``net.stop()`` returns: so
+        what remains is asked again for up to ``settle_s`` seconds before it is reported."""
+        end = time.monotonic() + settle_s
+        while True:
+            out = left_behind(self.state())
+            if not out or time.monotonic() >= end:
+                return out
+            time.sleep(0.05)
 
 
 
