@@ -317,7 +317,7 @@ class LeafRecovery:
         buf.deadline = now + self.cfg.leaf_rto_ps * buf.backoff
         self._arm_retx(buf)
 
-    def _steer(self, pkt, dst_leaf, now):
+    def _steer(self, pkt, dst_leaf, now, leaf_msg=False):
         """The port for a control packet toward ``dst_leaf`` (a leaf's GRANT, ACK, NACK,
         REQUEST, or a host's ACK or NAK): back along the path of the latest DATA that came
         from that leaf, which worked a moment ago (the fabrics supported are symmetric: a
@@ -326,7 +326,10 @@ class LeafRecovery:
         acknowledged; else the next path of its walk that it does not suspect (its own
         DATA lost there).  Leaf control thus always names its path in the entropy, and the
         far leaf answers along the same path reversed; -1 when nothing is routed (then the
-        switch decides)."""
+        switch decides).  ``leaf_msg``: the leaf's own message, which carries the reports
+        of ``plan_gossip_ps`` (``fabric_gossip``)."""
+        if leaf_msg and self.gossip is not None:
+            self._gossip_out(pkt, now)
         if not self.leaf_paths:
             return -1
         seen = self.echo.get(dst_leaf)

@@ -1,0 +1,71 @@
+"""Fabric mode: the leaves plan among themselves before the routes change
+(``plan_gossip_ps``, ``switchmodel.fabric_gossip``): each leaf tells the others its demand
+and suspected paths, and each computes the max-min plan from what it heard."""
+
+import pytest
+
+from gse.config import ConfigError
+from gse.runtimes.sim import faults
+from switchmodel.fabric import FabricConfig
+from test_fabric_maxmin import US, _run
+from topologies import fat_tree
+
+PLAN = dict(plan_weights="active", plan_pacing=0.9, plan_floor=True)
+
+
+def test_without_failures_the_leaves_report_nothing():
+    """No suspected path, no report, no plan: the run is the one without the option, to
+    the picosecond."""
+    topo = fat_tree(4)
+    a = _run(topo, [], plan_gossip_ps=0, **PLAN)
+    b = _run(topo, [], plan_gossip_ps=5 * US, **PLAN)
+    assert [r.fct_ps() for r in a.records] == [r.fct_ps() for r in b.records]
+    assert b.summary["fabric"]["gossip_bytes"] == 0
+    assert b.summary["fabric"]["gossip_plans"] == 0
+
+
+@pytest.mark.parametrize("flood", [True, False])
+def test_the_leaves_plan_before_slow_detection_and_never_overfill_a_link(monkeypatch, flood):
+    """k=4 Fat-Tree, a quarter of the aggregation-core links down at 10 us, 1 ms
+    detection (after the traffic): without reports no plan is used before the routes
+    change; with them the leaves plan from what they heard, every plan keeps each link
+    within its capacity over the reported live paths, and nothing is lost."""
+    topo = fat_tree(4)
+    off = _run(topo, ["tier:agg-core:25%@10us"], detect_ps=1000 * US, plan_gossip_ps=0,
+               **PLAN)
+    assert off.summary["lost"] == 0 and off.summary["fabric"]["plan_picks"] == 0
+    loads = []
+    plan = faults.FaultInjector.plan
+
+    def spy(self, reports):
+        got = plan(self, reports)
+        if got is not None:
+            weights, rates = got
+            demand = {(a, b): n for a, rep in reports for b, n, _ in rep}
+            load = {}
+            for (a, b), n in demand.items():
+                paths = self.gossip_live.get((a, b), {})
+                lost = dict((b2, k) for b2, _, k in dict(reports)[a])[b]
+                live = {k: v for k, v in paths.items() if k not in lost}
+                rate = rates.get(a, {}).get(b, 1.0)
+                table = weights.get(a, {}).get(b) or ({next(iter(live)): 1.0} if live else {})
+                for key, w in table.items():
+                    assert key in live, "a suspected path got weight"
+                    for link in live[key]:
+                        load[link] = load.get(link, 0.0) + n * rate * w
+            loads.append(max(load.values(), default=0.0))
+        return got
+    monkeypatch.setattr(faults.FaultInjector, "plan", spy)
+    on = _run(topo, ["tier:agg-core:25%@10us"], detect_ps=1000 * US, plan_gossip_ps=5 * US,
+              plan_gossip_flood=flood, **PLAN)
+    fab = on.summary["fabric"]
+    assert on.summary["lost"] == 0 and on.summary["completed"] == len(on.records)
+    assert fab["gossip_plans"] > 0 and fab["plan_picks"] > 0 and fab["gossip_bytes"] > 0
+    assert loads and max(loads) <= 1.0 + 1e-6
+
+
+def test_plan_gossip_settings_are_checked():
+    with pytest.raises(ConfigError):
+        FabricConfig(plan_gossip_ps=-1).validate()
+    with pytest.raises(ConfigError):
+        FabricConfig(plan_gossip_lag_ps=-1).validate()
