@@ -131,8 +131,9 @@ class LeafGossip:
             self.gossip_bytes += size
 
     def _gossip_own(self, now):
-        """Refresh the leaf's own report (at most every ``plan_gossip_ps``)."""
-        if now < self.gown_at:
+        """Refresh the leaf's own report (at most every ``plan_gossip_ps``; no more once
+        the routes changed: the control plane's plan is in force)."""
+        if now < self.gown_at or self.gossip.plan_routed_once:
             return
         self.gown_at = now + self.gossip_ps
         demand = {}
