@@ -10,8 +10,8 @@ suspected paths and re-plans closes that gap only if it is fast: every 5-20 us i
 (an oracle, not a report) gives 1.67 when its first plan comes 50 us after the failure.
 
 ``plan_gossip_ps`` (> 0) does the same computation at every leaf, from what the leaves
-tell each other in the control messages they already exchange (REQUESTs one way;
-GRANTs, ACKs and NACKs the other), as a link-state protocol floods its state, but at the
+tell each other (a report of its own when it changes, sent to every leaf; or in the
+control messages they already exchange), as a link-state protocol floods its state, at the
 leaves' own round-trip scale:
 
 * **Report.** While a leaf suspects a path (or has heard a report), it keeps a report of
@@ -19,22 +19,25 @@ leaves' own round-trip scale:
   (its demand, as the control plane's ``plan_weights="active"`` counts it) and the paths
   it suspects toward it.  It is refreshed at most every ``plan_gossip_ps`` and stamped
   with the time it changed (its version).
-* **Exchange.** Every leaf control message toward another leaf carries the reports
-  (the leaf's own and those it heard) newer than what it last sent that leaf: 8 bytes
-  per report and 5 per destination leaf in it, added to the message's wire size.  A
-  report travels as far as the leaves talk, one hop per message, newest version wins.
-* **Plan.** At most every ``plan_gossip_ps``, a leaf whose reports changed computes the
+* **Exchange.**  With ``plan_gossip_flood`` (on) a leaf whose report changed sends it to
+  every other leaf at once, in a leaf ACK for no host (``REPORT_ID``) of 8 bytes per
+  report and 5 per destination leaf beyond the header.  Off, every leaf control message
+  toward another leaf carries the reports (its own and those it heard) newer than what
+  it last sent that leaf, relayed one hop per message (measured: too late, too heavy).
+* **Plan.** At the first message of every ``plan_gossip_ps`` epoch a leaf computes the
   control plane's plan (``fabric_maxmin.leaf_plan``: max-min weights and rates over the
   reporting pairs' live paths, each pair without the paths it suspects) and takes its
   own row: weights for its spray, rates for its VOQs' pacing, the floor of its
   downlinks' ECN response.  Leaves that heard the same reports compute the same plan.
-  When no report names a suspected path any more, the leaf goes back to what the control
-  plane told it (nothing, until the routes change).
+  When no report names a suspected path any more, or once the routes changed, the leaf
+  goes back to what the control plane told it (and stops reporting).
 
 The leaves need the topology and the routes to map a path key to its links
 (``pair_paths``), which the simulation's fault injector provides (``set_gossip``); the
 wire encoding of the reports exists only in the simulation, as the plan itself.  Without
-a failure no leaf suspects anything, nothing is reported and nothing changes.
+a failure no leaf suspects anything, nothing is reported and nothing changes.  Off by
+default: 1 ms detection with a quarter of the core links 1.71 on the study's mean (seed 6
+stalls; docs/fabric-mode.md, "The leaves plan among themselves").
 """
 
 from gse.wire.packet import ACK, PRIO_CONTROL, make_packet
