@@ -77,6 +77,13 @@ class LeafGossip:
         if self.gossip_ps > 0 and self.recovery and self.leaf_paths:
             self.gossip = planner
 
+    def _gossiping(self):
+        """Reporting (until the routes change).  A trimmed packet's NACK then clears no
+        suspicion: it names the trimmed packet alone, and the packets below it that it does
+        not name may be lost on a dead path, not delivered (read as delivered, they cleared
+        dead paths that the reports then gave to every leaf's plan as live)."""
+        return self.gossip is not None and not self.gossip.plan_routed_once
+
     def _heard(self, pkt, now):
         """A leaf's control message arrived: answer along its path, take its reports;
         whether it was a report alone (nothing else to do with it)."""

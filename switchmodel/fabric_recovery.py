@@ -240,7 +240,7 @@ class LeafRecovery:
                 missing.append(first + i)
             else:                        # it got through: its path works (recycled for
                 good.append((s.port, s.entropy))   # the resends, as REPS recycles)
-                if paths:
+                if paths and not (pkt.flags & F_TRIMMED and self._gossiping()):
                     self._cleared(paths, s)
         for seq in missing:
             if self.weights_k:           # a NACKed packet: a marked sample of its path
@@ -403,6 +403,7 @@ class LeafRecovery:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=key[0], msg_id=pkt.dst,
                                 psn=expected & MASK32, sack_bits=bits, credit=offset + 1,
+                                flags=F_TRIMMED if self._gossiping() else 0,
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):

@@ -69,3 +69,38 @@ def test_plan_gossip_settings_are_checked():
         FabricConfig(plan_gossip_ps=-1).validate()
     with pytest.raises(ConfigError):
         FabricConfig(plan_gossip_lag_ps=-1).validate()
+
+
+class _Planner:
+    plan_routed_once = False
+
+    def plan(self, reports):
+        return None
+
+
+@pytest.mark.parametrize("gossip", [False, True])
+def test_while_reporting_a_trimmed_packets_nack_clears_no_suspicion(gossip):
+    """A trimmed packet's NACK names it alone; the packets below it that it does not name
+    may be lost on a dead path.  Without the reports the source leaf reads them as
+    delivered and clears their paths' suspicion; while it reports (the reports feed every
+    leaf's plan) it keeps the suspicion."""
+    from test_fabric_recovery import granted_burst, leaf
+    from test_fabric_leaf import D, S, take
+    from gse.wire.codec import decode, encode
+    from gse.wire.packet import NACK
+    kw = dict(trim=True, plan_gossip_ps=5 * US if gossip else 0)
+    s, d = leaf(S, **kw), leaf(D, **kw)
+    if gossip:
+        s.set_gossip(_Planner())
+        d.set_gossip(_Planner())
+    sent = granted_burst(s, d, 8)
+    t = 10 * US
+    key = s.sent_bufs[2].sent[2].path                       # seq 2's path, suspected
+    s._suspect(D, key, -1, t)                               # since before anything sent
+    header = decode(encode(sent[4][1]))                     # seq 5 trimmed on a spine
+    header.trim()
+    d.receive(header, 2, t + 1 * US)
+    (_, nack), = take(d, NACK)
+    assert nack.sack_bits == 1 << 4 and nack.credit == 5   # seq 1-4 not named
+    s.receive(nack, 2, t + 2 * US)
+    assert s._suspected(D, key, t + 3 * US) == gossip
