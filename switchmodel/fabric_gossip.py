@@ -36,8 +36,9 @@ The leaves need the topology and the routes to map a path key to its links
 (``pair_paths``), which the simulation's fault injector provides (``set_gossip``); the
 wire encoding of the reports exists only in the simulation, as the plan itself.  Without
 a failure no leaf suspects anything, nothing is reported and nothing changes.  Off by
-default: 1 ms detection with a quarter of the core links 1.71 on the study's mean (seed 6
-stalls; docs/fabric-mode.md, "The leaves plan among themselves").
+default: it takes 1 ms detection with a quarter of the core links to 1.56 on the study's
+mean, but costs the ring all-reduce 2-3% unless suspicions outlive the detection
+(``path_suspect_ps``; docs/fabric-mode.md, "The leaves plan among themselves").
 """
 
 from gse.wire.packet import ACK, PRIO_CONTROL, make_packet
