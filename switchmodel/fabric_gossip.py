@@ -34,11 +34,15 @@ leaves' own round-trip scale:
 
 The leaves need the topology and the routes to map a path key to its links
 (``pair_paths``), which the simulation's fault injector provides (``set_gossip``); the
-wire encoding of the reports exists only in the simulation, as the plan itself.  Without
-a failure no leaf suspects anything, nothing is reported and nothing changes.  Off by
-default: it takes 1 ms detection with a quarter of the core links to 1.56 on the study's
-mean, but costs the ring all-reduce 2-3% unless suspicions outlive the detection
-(``path_suspect_ps``; docs/fabric-mode.md, "The leaves plan among themselves").
+wire encoding of the reports exists only in the simulation, as the plan itself (the UDP
+and Mininet runtimes have no fault injector: no planner, no report, their runs unchanged).
+Without a failure no leaf suspects anything, nothing is reported and nothing changes.  On
+by default (5 us): it takes 1 ms detection with a quarter of the core links to 1.56 on the
+study's mean.  While a leaf reports, a path it suspects stays so for ``gossip_suspect_ps``
+(2 ms, past the routing's 1 ms detection) instead of ``path_suspect_ps`` (500 us): with
+the shorter suspicions the plans gave the dead paths weight again before the routes
+changed and the ring all-reduce took 2-3% longer (docs/fabric-mode.md, "The leaves plan
+among themselves").
 """
 
 from gse.wire.packet import ACK, PRIO_CONTROL, make_packet
@@ -79,7 +83,8 @@ class LeafGossip:
             self.gossip = planner
 
     def _gossiping(self):
-        """Reporting (until the routes change).  A trimmed packet's NACK then clears no
+        """Reporting (until the routes change): suspicions last ``gossip_suspect_ps``
+        (``_suspect``), and a trimmed packet's NACK clears no
         suspicion: it names the trimmed packet alone, and the packets below it that it does
         not name may be lost on a dead path, not delivered (read as delivered, they cleared
         dead paths that the reports then gave to every leaf's plan as live)."""

@@ -121,13 +121,16 @@ class LeafRecovery:
 
     def _suspect(self, dst_leaf, key, lost_at, now):
         """Suspect a path that lost a packet sent at ``lost_at``: until
-        ``path_suspect_ps`` from now, or until a packet sent on it later is acknowledged
-        (the loss was a late packet or a passing drop, not a dead link)."""
+        ``path_suspect_ps`` from now (``gossip_suspect_ps`` while the leaves report), or
+        until a packet sent on it later is acknowledged (the loss was a late packet or a
+        passing drop, not a dead link)."""
         paths = self.suspects.setdefault(dst_leaf, {})
         old = paths.get(key)
         if old is None or old[0] <= now:
             self.paths_suspected += 1
-        paths[key] = (now + self.cfg.path_suspect_ps, lost_at)
+        cfg = self.cfg
+        paths[key] = (now + (cfg.gossip_suspect_ps if self._gossiping()
+                             else cfg.path_suspect_ps), lost_at)
 
     def _cleared(self, paths, s):
         entry = paths.get(s.path)

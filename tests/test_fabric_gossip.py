@@ -69,6 +69,8 @@ def test_plan_gossip_settings_are_checked():
         FabricConfig(plan_gossip_ps=-1).validate()
     with pytest.raises(ConfigError):
         FabricConfig(plan_gossip_lag_ps=-1).validate()
+    with pytest.raises(ConfigError):
+        FabricConfig(gossip_suspect_ps=0).validate()
 
 
 class _Planner:
@@ -104,3 +106,24 @@ def test_while_reporting_a_trimmed_packets_nack_clears_no_suspicion(gossip):
     assert nack.sack_bits == 1 << 4 and nack.credit == 5   # seq 1-4 not named
     s.receive(nack, 2, t + 2 * US)
     assert s._suspected(D, key, t + 3 * US) == gossip
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_while_reporting_a_suspicion_lasts_gossip_suspect_ps(routed):
+    """Without a planner (no fault injector: incasts, the UDP and Mininet runtimes) and
+    once the routes changed, a path is suspected for ``path_suspect_ps``; while the leaves
+    report, for ``gossip_suspect_ps`` (past the routing's detection)."""
+    from test_fabric_leaf import D, S
+    from test_fabric_recovery import leaf
+    kw = dict(path_suspect_ps=500 * US, gossip_suspect_ps=2000 * US)
+    plain, reporting = leaf(S, **kw), leaf(S, **kw)
+    planner = _Planner()
+    planner.plan_routed_once = routed
+    reporting.set_gossip(planner)
+    assert plain.gossip is None and reporting.gossip is planner
+    t = 10 * US
+    for s in (plain, reporting):
+        s._suspect(D, 7, -1, t)
+    assert plain._suspected(D, 7, t + 499 * US) and not plain._suspected(D, 7, t + 500 * US)
+    assert reporting._suspected(D, 7, t + 499 * US)
+    assert reporting._suspected(D, 7, t + 1999 * US) != routed
