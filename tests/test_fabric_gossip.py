@@ -127,3 +127,22 @@ def test_while_reporting_a_suspicion_lasts_gossip_suspect_ps(routed):
     assert plain._suspected(D, 7, t + 499 * US) and not plain._suspected(D, 7, t + 500 * US)
     assert reporting._suspected(D, 7, t + 499 * US)
     assert reporting._suspected(D, 7, t + 1999 * US) != routed
+
+
+def test_an_incast_that_trims_is_unchanged_by_the_leaves_plan():
+    """No failure, no fault injector: the trims of an incast (4 KiB fabric queues, no ECN)
+    give the leaves suspicions, but no planner, so no report, and suspicions last
+    ``path_suspect_ps``: the run is the one with the option off, to the picosecond."""
+    import random
+
+    from gse.runtimes.sim.run import run_simulation
+    from gse.workloads.traffic import incast
+    topo = fat_tree(4)
+    msgs = incast(len(topo.hosts), 12, 300_000, random.Random(3))
+    kw = dict(queue_bytes=4096, ecn_bytes=0)
+    runs = [run_simulation(topo, msgs, "gse-fabric", FabricConfig(plan_gossip_ps=g, **kw), 3)
+            for g in (0, 5 * US)]
+    off, on = runs
+    assert on.summary["trims"] > 0 and on.summary["fabric"]["paths_suspected"] > 0
+    assert [r.fct_ps() for r in off.records] == [r.fct_ps() for r in on.records]
+    assert on.summary["fabric"]["gossip_bytes"] == 0 == on.summary["fabric"]["gossip_plans"]
