@@ -204,7 +204,6 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
         self.salt, self.entropy = switch.salt, switch.salt & 0xFFFF
         self.out, self.pfc_out = [], []
         self.voq_bytes = self.reorder_bytes = 0
-        # counters
         self.voq_peak = self.reorder_peak = self.voq_drops = self.voqs_created = 0
         self.requests = self.rerequests = self.grants = self.regrants = 0
         self.stale_grants = self.hole_skips = self.skipped = self.late = 0
@@ -240,8 +239,9 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
             if pkt.corrupt:
                 self.bad_frames += 1
                 return
-            if self.recovery and 0 <= pkt.src < len(self.switch.next_hops):
-                self.echo[pkt.src] = (pkt.entropy, now)   # its path works: answer on it
+            if self.recovery and 0 <= pkt.src < len(self.switch.next_hops) \
+                    and self._heard(pkt, now):    # (answer on its path; a report: done)
+                return
             if kind == REQUEST:
                 self._request_pkt(pkt, now)
             elif kind == GRANT:
@@ -287,9 +287,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
 
     def idle(self):
         """No VOQ, no pending demand, no held packet: every per-destination queue freed."""
-        return (not self.voqs and not self.demands and not self.reorders
-                and not self.sent_bufs and self.retx_bytes == 0
-                and self.voq_bytes == 0 and self.reorder_bytes == 0
+        return (not self.voqs and not self.demands and not self.reorders and not self.sent_bufs
+                and self.retx_bytes == 0 and self.voq_bytes == 0 and self.reorder_bytes == 0
                 and not any(dl.active for dl in self.downlinks.values()))
 
     def counters(self):
@@ -316,7 +315,8 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
                 "trimmed_nacks": self.trimmed_nacks, "trimmed_stale": self.trimmed_stale,
                 "share_holds": self.share_holds, "weight_samples": self.weight_samples,
                 "weight_skips": self.weight_skips, "delay_waits": self.delay_waits,
-                "plan_sets": self.plan_sets, "plan_picks": self.plan_picks}
+                "plan_sets": self.plan_sets, "plan_picks": self.plan_picks,
+                "gossip_bytes": self.gossip_bytes, "gossip_plans": self.gossip_plans}
 
     # -- source side ----------------------------------------------------------------------
 
@@ -585,7 +585,7 @@ class FabricLeaf(LeafReorder, LeafRecovery, LeafCongestion, LeafDelay):
 
     def _route(self, pkt):
         if self.recovery:
-            port = self._steer(pkt, pkt.dst, pkt.ts)
+            port = self._steer(pkt, pkt.dst, pkt.ts, True)
             if port >= 0:
                 self.out.append((port, pkt))
                 return

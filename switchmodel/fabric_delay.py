@@ -33,13 +33,14 @@ concern without growing ``fabric.py``).
 """
 
 from gse.wire.packet import PRIO_DATA
+from switchmodel.fabric_gossip import LeafGossip
 from switchmodel.fabric_maxmin import LeafPlan
 from switchmodel.fabric_weights import LeafWeights
 
 ECHO_PATHS = 16                   # 4-bit delay slots in a leaf ACK's 64-bit sack_bits
 
 
-class LeafDelay(LeafWeights, LeafPlan):
+class LeafDelay(LeafWeights, LeafPlan, LeafGossip):
     """Per-path delay at the destination leaf and the hole wait it gives."""
 
     __slots__ = ()
@@ -56,6 +57,7 @@ class LeafDelay(LeafWeights, LeafPlan):
         self.plan_floor_on = bool(cfg.plan_floor) and cfg.plan_pacing > 0 and self.ecn
         self.plan_pace_all = bool(cfg.plan_pace_all)
         self.plan_inbound = None  # src leaf -> its pairs' planned rate, with plan_floor
+        self._init_gossip(cfg)    # plan_gossip_ps: the leaves' own plan (fabric_gossip)
         self.delay_on = (bool(cfg.nack_by_delay) or cfg.delay_weights > 0) \
             and self.recovery and self.leaf_paths      # stamp and measure
         self.delay_nack = self.delay_on and bool(cfg.nack_by_delay)

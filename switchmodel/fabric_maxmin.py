@@ -187,7 +187,7 @@ class LeafPlan:
 
     __slots__ = ()
 
-    def set_plan(self, table, rates=None, inbound=None):
+    def set_plan(self, table, rates=None, inbound=None, local=False):
         """``{dst leaf: {path key: weight}}`` (replaces the previous table) and, with
         ``plan_pacing`` > 0, ``{dst leaf: rate}``, the pair's max-min rate per host (a
         fraction of the line rate); kept only with leaf recovery and ``paths="leaf"``
@@ -197,7 +197,10 @@ class LeafPlan:
         too with ``plan_pace_all`` (a margin for the queues the failure left), else only
         the pairs with a bottleneck (a rate below 1).  With ``plan_floor``,
         ``inbound``, ``{src leaf: rate}`` of the pairs toward this leaf, is the floor of
-        its downlinks' ECN response (``_plan_floor``)."""
+        its downlinks' ECN response (``_plan_floor``).  ``local``: the leaf's own plan
+        (``fabric_gossip``), not the control plane's (which it keeps to go back to)."""
+        if not local:
+            self.plan_told = (table, rates, inbound)
         if self.recovery and self.leaf_paths:
             self.plan = {d: {k: [w, 0.0] for k, w in sorted(t.items()) if w > 0}
                          for d, t in table.items()}

@@ -121,13 +121,16 @@ class LeafRecovery:
 
     def _suspect(self, dst_leaf, key, lost_at, now):
         """Suspect a path that lost a packet sent at ``lost_at``: until
-        ``path_suspect_ps`` from now, or until a packet sent on it later is acknowledged
-        (the loss was a late packet or a passing drop, not a dead link)."""
+        ``path_suspect_ps`` from now (``gossip_suspect_ps`` while the leaves report), or
+        until a packet sent on it later is acknowledged (the loss was a late packet or a
+        passing drop, not a dead link)."""
         paths = self.suspects.setdefault(dst_leaf, {})
         old = paths.get(key)
         if old is None or old[0] <= now:
             self.paths_suspected += 1
-        paths[key] = (now + self.cfg.path_suspect_ps, lost_at)
+        cfg = self.cfg
+        paths[key] = (now + (cfg.gossip_suspect_ps if self._gossiping()
+                             else cfg.path_suspect_ps), lost_at)
 
     def _cleared(self, paths, s):
         entry = paths.get(s.path)
@@ -240,7 +243,7 @@ class LeafRecovery:
                 missing.append(first + i)
             else:                        # it got through: its path works (recycled for
                 good.append((s.port, s.entropy))   # the resends, as REPS recycles)
-                if paths:
+                if paths and not (pkt.flags & F_TRIMMED and self._gossiping()):
                     self._cleared(paths, s)
         for seq in missing:
             if self.weights_k:           # a NACKed packet: a marked sample of its path
@@ -317,7 +320,7 @@ class LeafRecovery:
         buf.deadline = now + self.cfg.leaf_rto_ps * buf.backoff
         self._arm_retx(buf)
 
-    def _steer(self, pkt, dst_leaf, now):
+    def _steer(self, pkt, dst_leaf, now, leaf_msg=False):
         """The port for a control packet toward ``dst_leaf`` (a leaf's GRANT, ACK, NACK,
         REQUEST, or a host's ACK or NAK): back along the path of the latest DATA that came
         from that leaf, which worked a moment ago (the fabrics supported are symmetric: a
@@ -326,7 +329,10 @@ class LeafRecovery:
         acknowledged; else the next path of its walk that it does not suspect (its own
         DATA lost there).  Leaf control thus always names its path in the entropy, and the
         far leaf answers along the same path reversed; -1 when nothing is routed (then the
-        switch decides)."""
+        switch decides).  ``leaf_msg``: the leaf's own message, which carries the reports
+        of ``plan_gossip_ps`` (``fabric_gossip``)."""
+        if leaf_msg and self.gossip is not None:
+            self._gossip_out(pkt, now)
         if not self.leaf_paths:
             return -1
         seen = self.echo.get(dst_leaf)
@@ -400,6 +406,7 @@ class LeafRecovery:
         self.entropy = (self.entropy + 1) & 0xFFFF
         self._route(make_packet(kind=NACK, src=self.node, dst=key[0], msg_id=pkt.dst,
                                 psn=expected & MASK32, sack_bits=bits, credit=offset + 1,
+                                flags=F_TRIMMED if self._gossiping() else 0,
                                 entropy=self.entropy, ts=now, prio=PRIO_CONTROL))
 
     def _send_leaf_nack(self, rb, now):

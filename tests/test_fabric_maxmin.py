@@ -210,11 +210,12 @@ def test_after_a_restore_the_plan_paces_nothing():
 @pytest.mark.parametrize("poll", [0, 5 * US])
 def test_plan_suspects_ps_plans_before_the_routes_change(poll):
     """1 ms detection: the route change (and its plan) comes after the traffic, so
-    without polling no packet is sprayed by a plan; polling the leaves' suspected paths
-    plans while the traffic flows, and nothing is lost."""
+    without polling (and without the leaves' own plan, ``plan_gossip_ps``, on by default)
+    no packet is sprayed by a plan; polling the leaves' suspected paths plans while the
+    traffic flows, and nothing is lost."""
     topo = fat_tree(4)
     res = _run(topo, ["tier:agg-core:25%@30us"], detect_ps=1000 * US, plan_weights="active",
-               plan_pacing=0.9, plan_floor=True, plan_suspects_ps=poll)
+               plan_pacing=0.9, plan_floor=True, plan_suspects_ps=poll, plan_gossip_ps=0)
     assert res.summary["lost"] == 0
     assert max(r.finish_ps for r in res.records) < 1000 * US
     assert (res.summary["fabric"]["plan_picks"] > 0) == bool(poll)

@@ -161,6 +161,12 @@ class FaultInjector:
         self.plan_routed_once = False       # ... a route change learnt
         if self.plan_mode and self.plan_poll:
             net.eq.at(self.plan_poll, self._poll_suspects, None, 0)
+        self.gossip_cache: dict = {}    # plan_gossip_ps: (routes, reports) -> the plan
+        self.gossip_live: dict = {}     # ... (leaf, dst leaf) -> its live paths
+        if self.plan_mode:              # the leaves plan themselves (fabric_gossip)
+            for sn in net.switches:
+                if hasattr(getattr(sn, "agent", None), "set_gossip"):
+                    sn.agent.set_gossip(self)
         eq = net.eq
         for t, li, action, value, idx in schedule.link_events():
             eq.at(t, self._link_event, (li, action, value), idx)
@@ -306,6 +312,47 @@ class FaultInjector:
                 inbound.setdefault(b, {})[a] = rate
         for a, agent in agents.items():
             agent.set_plan(plan.get(a, {}), rates.get(a, {}), inbound.get(a, {}))
+
+    def plan(self, reports):
+        """``plan_gossip_ps``: the plan a leaf computes from the reports it heard,
+        ``((origin leaf, ((dst leaf, hosts, suspected path keys), ...)), ...)``, over the
+        routes in force (``switchmodel.fabric_gossip``): ``leaf_plan`` over the reported
+        demand, each pair without the paths it suspects; None when no report suspects a
+        path, or once the routes changed (the control plane's plan, from what the routing
+        detected, is in force).  The same reports give the same plan (computed once)."""
+        if self.plan_routed_once or not any(keys for _, rep in reports for _, _, keys in rep):
+            return None
+        key = (self.plan_routed, reports)
+        got = self.gossip_cache.get(key)
+        if got is not None:
+            return got
+        agents = {sn.switch.node: sn.agent for sn in self.net.switches
+                  if hasattr(getattr(sn, "agent", None), "set_plan")}
+        if self.gossip_live.get("routed") != self.plan_routed:
+            self.gossip_live = {"routed": self.plan_routed}
+        topo, nodes, live = self.net.topo, self.net.nodes, self.gossip_live
+        first = topo_leaf_first(topo)[1]
+        demand, lost = {}, {}
+        for a, rep in reports:
+            for b, hosts, keys in rep:
+                if a in agents and b in agents and a != b:
+                    demand[(a, b)] = hosts
+                    lost[(a, b)] = keys
+
+        def paths_of(a, b):
+            if (a, b) not in live:
+                live[(a, b)] = pair_paths(a, b, first[b],
+                                          lambda n, h: nodes[n].switch.next_hops[h],
+                                          lambda n, p: topo.peer(n, p)[0],
+                                          agents[a].spine_fanout)
+            keys = lost[(a, b)]
+            return {k: v for k, v in live[(a, b)].items() if k not in keys}
+        step = min(agent.cfg.plan_step for agent in agents.values())
+        plan, rates = leaf_plan(demand, paths_of, step)
+        if not any(r < 1.0 - 1e-6 for row in rates.values() for r in row.values()):
+            rates = {}                  # no pair has a bottleneck: nothing to pace or floor
+        got = self.gossip_cache[key] = (plan, rates)
+        return got
 
     def _tell_widths(self, nodes):
         """What a routing protocol carrying link bandwidth tells each fabric leaf: how
