@@ -9,8 +9,9 @@ the switch-to-switch links of a k=4 Fat-Tree, with or without restore and per-en
 detection, drawn as ``--fail`` texts, but in milliseconds (the links run at 0.1 Gb/s, a
 4 KB packet takes ~0.33 ms per hop, a message a few ms) so they fall while the few small
 messages are in flight.  As there, a schedule that cuts a host off at some moment is
-rejected, and the switches always learn of a change (``detect_ps`` >= 0: fabric mode
-has no way around a dead path the switches keep using).  The runtime's own checks decide:
+rejected, and the switches always learn of a change (detection after 0, 2 or 10 ms, or
+an entry's own ``detect=``), as in the simulation's fabric-mode test.  The runtime's own
+checks decide:
 no duplicate delivery, no payload error, nothing lost, the run done, every message
 received once, the leaves holding nothing at the end.  Delivery and correctness only,
 never wall-clock speed; a handful of derandomized examples, so CI stays affordable.
