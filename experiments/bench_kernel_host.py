@@ -21,7 +21,6 @@ import random
 import resource
 import statistics
 import sys
-from heapq import heappop
 
 if not os.environ.get("PYTHONPATH"):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -29,33 +28,14 @@ if not os.environ.get("PYTHONPATH"):
 from gse.config import GseConfig  # noqa: E402
 from gse.protocols import host_factory  # noqa: E402
 from gse.runtimes.udp import dataplane, kernel_host  # noqa: E402
-from gse.runtimes.udp.io import Endpoint, Scheduler, open_udp_socket  # noqa: E402
+from gse.runtimes.udp.io import Endpoint, open_udp_socket  # noqa: E402
+from gse.runtimes.udp.stepped import SteppedScheduler  # noqa: E402
 from gse.runtimes.udp.link import HostNic  # noqa: E402
 from gse.runtimes.udp.node import HostDriver  # noqa: E402
 from switchmodel.queue import OutputQueue, QueueConfig  # noqa: E402
 
 PS_PER_US = 1_000_000
 COUNT = 32                  # send ports per host, as kernel_forwarding.SPRAY_PORTS
-
-
-class SteppedScheduler(Scheduler):
-    """Timers on a clock the benchmark moves (``advance``)."""
-
-    def __init__(self):
-        Scheduler.__init__(self, None, True)
-        self.t = 0
-
-    def now(self):
-        return self.t
-
-    def _arm(self, t):
-        pass
-
-    def advance(self, t):
-        self.t = t
-        while self.heap and self.heap[0][0] <= t:
-            when, _, fn, arg = heappop(self.heap)
-            fn(when, arg)
 
 
 def free_base():

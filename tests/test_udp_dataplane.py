@@ -22,7 +22,8 @@ import pytest
 
 from gse.runtimes.udp import dataplane
 from gse.runtimes.udp.faults import RouteUpdates
-from gse.runtimes.udp.io import Endpoint, Scheduler, open_udp_socket
+from gse.runtimes.udp.io import Endpoint, open_udp_socket
+from gse.runtimes.udp.stepped import SteppedScheduler as StepScheduler
 from gse.runtimes.udp.link import EmulatedPort
 from gse.runtimes.udp.node import SwitchDriver
 from gse.wire.fastcodec import encode_packet
@@ -37,28 +38,6 @@ compiled = pytest.mark.skipif(not dataplane.AVAILABLE,
                               reason="the data plane is compiled only (pure build)")
 
 PS_PER_US = 1_000_000
-
-
-class StepScheduler(Scheduler):
-    """A scheduler on a clock the test moves: ``now`` reads ``t``, events wait in the
-    heap until ``advance`` fires them."""
-
-    def __init__(self):
-        Scheduler.__init__(self, None, True)
-        self.t = 0
-
-    def now(self):
-        return self.t
-
-    def _arm(self, t):
-        pass
-
-    def advance(self, t):
-        from heapq import heappop
-        self.t = t
-        while self.heap and self.heap[0][0] <= t:
-            when, _, fn, arg = heappop(self.heap)
-            fn(when, arg)
 
 
 def data(src, dst, psn, entropy=0, payload=1000, flags=F_ECT, kind=DATA, prio=PRIO_DATA,

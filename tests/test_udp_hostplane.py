@@ -16,7 +16,7 @@ how fast the machine runs.
 import random
 
 import pytest
-from test_udp_dataplane import StepScheduler   # a clock the test moves
+from gse.runtimes.udp.stepped import SteppedScheduler as StepScheduler
 
 from gse.config import GseConfig
 from gse.protocols import host_factory

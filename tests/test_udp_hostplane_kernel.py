@@ -20,7 +20,7 @@ import random
 import socket
 
 import pytest
-from test_udp_dataplane import StepScheduler   # a clock the test moves
+from gse.runtimes.udp.stepped import SteppedScheduler as StepScheduler
 
 from gse.config import ConfigError, GseConfig
 from gse.protocols import host_factory
