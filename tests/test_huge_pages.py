@@ -73,6 +73,7 @@ def test_no_region_when_the_address_space_is_limited():
 
 
 _THREADS = r"""
+import os
 import threading
 import gse.runtimes.sim
 from gse.runtimes.sim.eventq import huge_blocks_used
@@ -104,6 +105,13 @@ ref = {}
 work(1, ref)
 assert out[1] == ref[1], "thread 1 differs"
 assert sorted(out) == [1, 2, 3, 4] and all(len(v) == 50 for v in out.values())
+if hasattr(os, "fork"):               # a child allocates from the lists it inherited
+    pid = os.fork()
+    if pid == 0:
+        child = {}
+        work(2, child)
+        os._exit(0 if child[2] == out[2] else 1)
+    assert os.waitpid(pid, 0)[1] == 0, "the forked child failed"
 print(huge_blocks_used())
 """
 

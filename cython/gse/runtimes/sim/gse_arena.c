@@ -3,6 +3,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include "gse_arena.h"
@@ -186,6 +187,15 @@ static void *block_realloc(void *ctx, void *p, size_t n) {
     return q;
 }
 
+/* a fork(2) while another thread holds the lock would leave it held in the child */
+static void fork_prepare(void) {
+    lock();
+}
+
+static void fork_done(void) {
+    unlock();
+}
+
 static int blocks_install(size_t reserve) {
     char *raw, *start;
     PyMemAllocatorEx mine = {NULL, block_malloc, block_calloc, block_realloc, block_free};
@@ -200,6 +210,7 @@ static int blocks_install(size_t reserve) {
     }
     bregion = bnext = start;
     blimit = start + reserve;
+    pthread_atfork(fork_prepare, fork_done, fork_done);
     PyMem_GetAllocator(PYMEM_DOMAIN_RAW, &raw_previous);
     PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &mine);
     return 1;
