@@ -296,6 +296,7 @@ class GseHost(HostAgent):
         self.acked_done += msg.npkts
         del self.out[msg.msg_id]
         self._events.append(completed(msg.msg_id, msg.retransmits, now))
+        msg.release()
 
     # -- timers ---------------------------------------------------------------------------
 

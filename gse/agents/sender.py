@@ -238,6 +238,21 @@ class OutMsg(Phased):
     def acked_packets(self):
         return self.n_acked
 
+    def release(self):
+        """Done: let go of the per-packet state (the acknowledgement bitmap, the per-psn
+        arrays, the FIFOs, the entropy selector) now, while it is in the cache.  The
+        message object itself lives on until its stale timers pop (the RTO and tail-probe
+        entries of the host's heap, which find it ``DONE`` and read nothing else): an RTO,
+        that is a hundred or more later messages of a busy host, whose parts would
+        otherwise be held, and freed cold, with it."""
+        self.acked = None
+        self.sent_at = None
+        self.sent_entropy = None
+        self.inflight = None
+        self.retx = None
+        self.in_retx = None
+        self.entropy = None
+
     def waiting_for(self):
         """What this unfinished message waits for (``gse.agents.interface.CAUSES``): read
         by a watchdog that has found the run stuck."""

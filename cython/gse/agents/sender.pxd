@@ -69,6 +69,8 @@ cdef class OutMsg(Phased):
 
     cpdef long long payload_of(self, long long psn) except? -1
 
+    cpdef release(self)
+
     @cython.locals(retx=Fifo)
     cpdef bint can_send(self) except -1
 

@@ -43,6 +43,11 @@ def huge_pages_used():
     return 0
 
 
+def huge_blocks_used():
+    """Bytes of the raw allocator's blocks cut from the huge-page region so far (0)."""
+    return 0
+
+
 class EventQueue:
     __slots__ = ("heap", "seq", "now", "events")
 

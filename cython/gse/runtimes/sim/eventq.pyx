@@ -67,6 +67,7 @@ cdef extern from "gse_eventq.h":
 cdef extern from "gse_arena.h":
     int gse_arena_install(size_t reserve)
     size_t gse_arena_used()
+    size_t gse_blocks_used()
 
 
 cdef class Handler:
@@ -86,7 +87,8 @@ def event_target(handler, method):
 
 def huge_pages(reserve_gib=64):
     """Serve pymalloc's arenas from a region of ``reserve_gib`` GiB (virtual, reserved
-    without commitment) marked for transparent huge pages (gse_arena.h): whether that is
+    without commitment) marked for transparent huge pages, and the raw allocator's blocks
+    (dict tables, lists, arrays: over 512 bytes) from a second one (gse_arena.c): whether that is
     so, now or from an earlier call.  False when the region cannot be mapped (a limit on
     the address space, strict overcommit): memory stays as it was."""
     return gse_arena_install(<size_t>reserve_gib << 30) >= 0
@@ -95,6 +97,12 @@ def huge_pages(reserve_gib=64):
 def huge_pages_used():
     """Bytes of arenas handed out from the huge-page region so far (0: none)."""
     return gse_arena_used()
+
+
+def huge_blocks_used():
+    """Bytes of the raw allocator's blocks (what pymalloc hands on: over 512 bytes) cut
+    from the second huge-page region so far (0: none)."""
+    return gse_blocks_used()
 
 
 cdef class EventQueue:

@@ -20,5 +20,8 @@
 int gse_arena_install(size_t reserve);
 /* bytes of the region handed out so far (arenas in use or kept for reuse) */
 size_t gse_arena_used(void);
+/* bytes of blocks handed out so far from the second region (the raw allocator's, which
+   ``gse_arena_install`` also puts there when it can: see gse_arena.c) */
+size_t gse_blocks_used(void);
 
 #endif
