@@ -18,7 +18,19 @@ queue): control packets wait behind data, and a PFC pause holds them too.
 The queue is sans-I/O: the runtime decides when the port is free and calls ``dequeue``.
 """
 
+try:
+    import cython  # only for cython.compiled: False in pure Python
+    cython.compiled
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.wire.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
+
+# Compiled, dequeue takes its head packet off through gse_unlink_data and _control
+# (cython/switchmodel/gse_qlink.h, declared in queue.pxd), which move the head packet's
+# reference to the next one to the queue without touching that packet (cold, it is the
+# next dequeue's); the pure build assigns, as the compiled one did.
+C_UNLINK = cython.compiled
 
 ENQUEUED = 0
 TRIMMED = 1
@@ -234,14 +246,22 @@ class OutputQueue:
         """The next packet to serialise (control first), or None."""
         if self.control_bytes:           # (a queue holds bytes exactly when it holds packets)
             pkt = self.control_head
-            self.control_head = pkt.qnext
+            if C_UNLINK:
+                gse_unlink_control(self, pkt)
+            else:
+                self.control_head = pkt.qnext
+                pkt.qnext = None
             if self.control_head is None:
                 self.control_tail = None
             self.n_control -= 1
             self.control_bytes -= pkt.size
         elif self.data_bytes and not self.paused:
             pkt = self.data_head
-            self.data_head = pkt.qnext
+            if C_UNLINK:
+                gse_unlink_data(self, pkt)
+            else:
+                self.data_head = pkt.qnext
+                pkt.qnext = None
             if self.data_head is None:
                 self.data_tail = None
             self.n_data -= 1
@@ -252,7 +272,6 @@ class OutputQueue:
                 self._maybe_mark(pkt, self.data_bytes)
         else:
             return None
-        pkt.qnext = None
         c = self.counters
         c.queued_bytes = self.data_bytes + self.control_bytes
         c.tx_bytes += pkt.size

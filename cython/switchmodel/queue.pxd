@@ -6,6 +6,7 @@ cdef long long DATA
 cdef long long F_ECN_CE
 cdef long long F_ECT
 cdef long long PRIO_CONTROL
+cdef bint C_UNLINK
 
 
 cdef class QueueConfig:
@@ -79,3 +80,8 @@ cdef class OutputQueue:
     cpdef list flush(self)
 
     cpdef count_unqueued(self, Packet pkt)
+
+
+cdef extern from "gse_qlink.h":
+    void gse_unlink_data(OutputQueue q, Packet pkt)
+    void gse_unlink_control(OutputQueue q, Packet pkt)
