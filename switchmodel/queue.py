@@ -112,12 +112,13 @@ class OutputQueue:
     touches the packet and the queue only (the compiled build's switch path was a quarter
     FIFO cache misses: container, its list, its slot, then the packet)."""
 
-    __slots__ = ("cfg", "rng", "data_head", "data_tail", "control_head", "control_tail",
+    __slots__ = ("cfg", "rng", "draw", "data_head", "data_tail", "control_head", "control_tail",
                  "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused")
 
     def __init__(self, cfg, rng):
         self.cfg = cfg
         self.rng = rng            # a seeded generator, or a function that makes it when needed
+        self.draw = None          # rng.random, once the queue first draws
         self.data_head = None     # oldest data packet; each links to the next by qnext
         self.data_tail = None
         self.control_head = None
@@ -227,10 +228,15 @@ class OutputQueue:
         else:
             p = cfg.ecn_pmax * (occupied - cfg.ecn_kmin) / (cfg.ecn_kmax - cfg.ecn_kmin)
         if p < 1.0:
-            rng = self.rng
-            if callable(rng):             # made on the first draw: most ports never mark
-                rng = self.rng = rng()
-            if rng.random() >= p:
+            draw = self.draw
+            if draw is None:              # made on the first draw: most ports never mark
+                rng = self.rng
+                if callable(rng):
+                    rng = self.rng = rng()
+                # its bound method, kept: a lookup of "random" at every draw reads the
+                # generator's instance dict, lines that are cold at k=16
+                draw = self.draw = rng.random
+            if draw() >= p:
                 return
         pkt.flags |= F_ECN_CE
         self.counters.ecn_marks += 1
@@ -272,10 +278,11 @@ class OutputQueue:
                 self._maybe_mark(pkt, self.data_bytes)
         else:
             return None
-        c = self.counters
-        c.queued_bytes = self.data_bytes + self.control_bytes
-        c.tx_bytes += pkt.size
-        c.tx_packets += 1
+        # self.counters in full, not in a local: compiled, a typed local takes a reference,
+        # a store to the line of the counters' header, which their fields are not on
+        self.counters.queued_bytes = self.data_bytes + self.control_bytes
+        self.counters.tx_bytes += pkt.size
+        self.counters.tx_packets += 1
         return pkt
 
     def flush(self):
@@ -294,6 +301,5 @@ class OutputQueue:
 
     def count_unqueued(self, pkt):
         """A packet that went straight onto an idle link still counts as transmitted."""
-        c = self.counters
-        c.tx_bytes += pkt.size
-        c.tx_packets += 1
+        self.counters.tx_bytes += pkt.size       # (not in a local: see dequeue)
+        self.counters.tx_packets += 1
