@@ -72,7 +72,7 @@ cdef class LinkPort(Handler):
                    pfc=PfcState)
     cpdef offer(self, Packet pkt)
 
-    @cython.locals(now="long long", pkt=Packet, pfc=PfcState)
+    @cython.locals(now="long long", pkt=Packet, pfc=PfcState, queue=OutputQueue)
     cpdef wake(self, _a, _b)
 
     @cython.locals(until="long long")
