@@ -82,6 +82,7 @@ INLINE_PXD = ("cython/gse/wire/linkrate.pxd", "cython/gse/runtimes/udp/slots.pxd
 C_SOURCES = {
     "gse.wire.fastcodec": ("cython/gse/wire/gse_codec.c",),
     "gse.runtimes.sim.eventq": ("cython/gse/runtimes/sim/gse_arena.c",),
+    "gse.wire.packet": ("cython/gse/wire/gse_pktalloc.c",),
     "gse.runtimes.udp.io": ("cython/gse/runtimes/udp/gse_udp_io.c",),
     "gse.runtimes.udp.switchplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
     "gse.runtimes.udp.hostplane": ("cython/gse/runtimes/udp/gse_switchplane.c",),
@@ -90,7 +91,8 @@ C_SOURCES = {
 # of every compiled module (as INLINE_PXD), and their folders are on the include path.
 C_HEADERS = ("cython/gse/wire/gse_codec.h", "cython/gse/runtimes/udp/gse_udp_io.h",
              "cython/gse/runtimes/sim/gse_eventq.h", "cython/gse/runtimes/sim/gse_prefetch.h",
-             "cython/gse/runtimes/udp/gse_switchplane.h", "cython/gse/runtimes/sim/gse_arena.h")
+             "cython/gse/runtimes/udp/gse_switchplane.h", "cython/gse/runtimes/sim/gse_arena.h",
+             "cython/gse/wire/gse_pktalloc.h", "cython/switchmodel/gse_qlink.h")
 # Packages holding compiled modules, each with its own ``_compiled/`` folder; their
 # ``__init__`` calls ``activate(__path__, __name__)``.  The manifest lives in gse's.
 PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))

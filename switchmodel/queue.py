@@ -18,7 +18,19 @@ queue): control packets wait behind data, and a PFC pause holds them too.
 The queue is sans-I/O: the runtime decides when the port is free and calls ``dequeue``.
 """
 
+try:
+    import cython  # only for cython.compiled: False in pure Python
+    cython.compiled
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.wire.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
+
+# Compiled, dequeue takes its head packet off through gse_unlink_data and _control
+# (cython/switchmodel/gse_qlink.h, declared in queue.pxd), which move the head packet's
+# reference to the next one to the queue without touching that packet (cold, it is the
+# next dequeue's); the pure build assigns, as the compiled one did.
+C_UNLINK = cython.compiled
 
 ENQUEUED = 0
 TRIMMED = 1
@@ -100,12 +112,13 @@ class OutputQueue:
     touches the packet and the queue only (the compiled build's switch path was a quarter
     FIFO cache misses: container, its list, its slot, then the packet)."""
 
-    __slots__ = ("cfg", "rng", "data_head", "data_tail", "control_head", "control_tail",
+    __slots__ = ("cfg", "rng", "draw", "data_head", "data_tail", "control_head", "control_tail",
                  "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused")
 
     def __init__(self, cfg, rng):
         self.cfg = cfg
         self.rng = rng            # a seeded generator, or a function that makes it when needed
+        self.draw = None          # rng.random, once the queue first draws
         self.data_head = None     # oldest data packet; each links to the next by qnext
         self.data_tail = None
         self.control_head = None
@@ -215,10 +228,15 @@ class OutputQueue:
         else:
             p = cfg.ecn_pmax * (occupied - cfg.ecn_kmin) / (cfg.ecn_kmax - cfg.ecn_kmin)
         if p < 1.0:
-            rng = self.rng
-            if callable(rng):             # made on the first draw: most ports never mark
-                rng = self.rng = rng()
-            if rng.random() >= p:
+            draw = self.draw
+            if draw is None:              # made on the first draw: most ports never mark
+                rng = self.rng
+                if callable(rng):
+                    rng = self.rng = rng()
+                # its bound method, kept: a lookup of "random" at every draw reads the
+                # generator's instance dict, lines that are cold at k=16
+                draw = self.draw = rng.random
+            if draw() >= p:
                 return
         pkt.flags |= F_ECN_CE
         self.counters.ecn_marks += 1
@@ -234,14 +252,22 @@ class OutputQueue:
         """The next packet to serialise (control first), or None."""
         if self.control_bytes:           # (a queue holds bytes exactly when it holds packets)
             pkt = self.control_head
-            self.control_head = pkt.qnext
+            if C_UNLINK:
+                gse_unlink_control(self, pkt)
+            else:
+                self.control_head = pkt.qnext
+                pkt.qnext = None
             if self.control_head is None:
                 self.control_tail = None
             self.n_control -= 1
             self.control_bytes -= pkt.size
         elif self.data_bytes and not self.paused:
             pkt = self.data_head
-            self.data_head = pkt.qnext
+            if C_UNLINK:
+                gse_unlink_data(self, pkt)
+            else:
+                self.data_head = pkt.qnext
+                pkt.qnext = None
             if self.data_head is None:
                 self.data_tail = None
             self.n_data -= 1
@@ -252,11 +278,11 @@ class OutputQueue:
                 self._maybe_mark(pkt, self.data_bytes)
         else:
             return None
-        pkt.qnext = None
-        c = self.counters
-        c.queued_bytes = self.data_bytes + self.control_bytes
-        c.tx_bytes += pkt.size
-        c.tx_packets += 1
+        # self.counters in full, not in a local: compiled, a typed local takes a reference,
+        # a store to the line of the counters' header, which their fields are not on
+        self.counters.queued_bytes = self.data_bytes + self.control_bytes
+        self.counters.tx_bytes += pkt.size
+        self.counters.tx_packets += 1
         return pkt
 
     def flush(self):
@@ -275,6 +301,5 @@ class OutputQueue:
 
     def count_unqueued(self, pkt):
         """A packet that went straight onto an idle link still counts as transmitted."""
-        c = self.counters
-        c.tx_bytes += pkt.size
-        c.tx_packets += 1
+        self.counters.tx_bytes += pkt.size       # (not in a local: see dequeue)
+        self.counters.tx_packets += 1

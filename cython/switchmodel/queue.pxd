@@ -6,6 +6,7 @@ cdef long long DATA
 cdef long long F_ECN_CE
 cdef long long F_ECT
 cdef long long PRIO_CONTROL
+cdef bint C_UNLINK
 
 
 cdef class QueueConfig:
@@ -45,18 +46,24 @@ cdef class PortCounters:
 
 
 cdef class OutputQueue:
+    # a 176-byte object, a 192-byte pymalloc block with the GC head, so it starts on a
+    # line: a packet's enqueue and dequeue read and write its first two lines (at 120
+    # bytes, a 144-byte block, it started anywhere in a line and spanned three lines
+    # three times in four); the generator and the padding after them
     cdef public long long data_bytes
     cdef public long long control_bytes
-    cdef public PortCounters counters
-    cdef public bint paused
-    cdef public QueueConfig cfg
-    cdef public object rng
     cdef public Packet data_head
     cdef public Packet data_tail
+    cdef public PortCounters counters
+    cdef public QueueConfig cfg
+    cdef public int n_data
+    cdef public bint paused
     cdef public Packet control_head
     cdef public Packet control_tail
-    cdef public long long n_data
     cdef public long long n_control
+    cdef public object rng
+    cdef public object draw
+    cdef long long align_[7]
 
     cpdef long long backlog(self)
 
@@ -66,16 +73,21 @@ cdef class OutputQueue:
                    occupied="long long")
     cpdef long long enqueue(self, Packet pkt) except? -1
 
-    @cython.locals(cfg=QueueConfig, p="double", rng=object)
+    @cython.locals(cfg=QueueConfig, p="double", rng=object, draw=object)
     cpdef _maybe_mark(self, Packet pkt, long long occupied)
 
     @cython.locals(total="long long")
     cpdef _peak(self)
 
-    @cython.locals(pkt=Packet, c=PortCounters, cfg=QueueConfig)
+    @cython.locals(pkt=Packet, cfg=QueueConfig)
     cpdef Packet dequeue(self)
 
     @cython.locals(pkt=Packet)
     cpdef list flush(self)
 
     cpdef count_unqueued(self, Packet pkt)
+
+
+cdef extern from "gse_qlink.h":
+    void gse_unlink_data(OutputQueue q, Packet pkt)
+    void gse_unlink_control(OutputQueue q, Packet pkt)

@@ -119,8 +119,14 @@ class LinkPort(Handler):
             if pfc.on_dequeue(pkt.ingress, pkt.size):
                 self.owner.send_pfc(pkt.ingress, RESUME)
         self.transmit(pkt, now)
-        if self.queue.has_packets():
-            self.eq.at(self.busy_until, self.wake_fn, None, None)
+        queue = self.queue
+        if queue.has_packets():
+            # the next wake-up's argument (unused) is the packet it will dequeue: the
+            # event queue prefetches an event's first argument an event ahead, so that
+            # packet (cold: it waited a serialisation time or more) is in the cache when
+            # dequeue reads it (the reference taken here is a store: it does not wait)
+            self.eq.at(self.busy_until, self.wake_fn,
+                       queue.control_head if queue.control_bytes else queue.data_head, None)
         else:
             self.wake_pending = False
 

@@ -378,8 +378,16 @@ cdef class EventQueue:
                     self.now = until
                     return False
                 self._cur.i += 1
-                if self._cur.i < self._cur.n:  # the next event: its slot
-                    __builtin_prefetch(&self._slot[gse_slot_of(self._cur.keys[self._cur.i])])
+                if self._cur.i < self._cur.n:
+                    # the next event's first argument (mostly a packet arriving, whose
+                    # first line, all that a hop reads of it, the event reads at once:
+                    # gse_pktalloc.h), read from its slot, asked for an event ago; and
+                    # the slot of the event after it
+                    __builtin_prefetch(
+                        self._slot[gse_slot_of(self._cur.keys[self._cur.i])].a)
+                    if self._cur.i + 1 < self._cur.n:
+                        __builtin_prefetch(
+                            &self._slot[gse_slot_of(self._cur.keys[self._cur.i + 1])])
                 best = gse_slot_of(key)
                 sl = &self._slot[best]
                 self._nring -= 1

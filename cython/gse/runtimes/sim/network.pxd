@@ -22,47 +22,49 @@ cdef class LinkPort(Handler):
     # a LinkPort is a 384-byte pymalloc block with the GC head, so it starts on a line:
     # the header and the vtable, then 5 x 8 = 64 bytes: all that a sampler reads of a
     # busy port at every bin (gse.runtimes.sim.sampler), with its counters' line (a
-    # pointer chain: no reference taken, so not the counters' header)
+    # pointer chain: no reference taken, so not the counters' header); busy_until is
+    # also the first thing an offer, a wake-up and a transmission read
     cdef public PortCounters counters
     cdef public long long busy_until
     cdef public long long paused_since
     cdef public long long paused_ps
     cdef public long long index
-    # the next line: the sampler's totals of the rarer values (read when counters.s_flag
-    # is set or the port is paused), and loss (read only where rng is set)
+    # the next two lines (one 128-byte aligned pair, which the CPU fetches together):
+    # the rest of what an offer, a wake-up and a transmission read or write, in the
+    # order they read it (where they took four lines, two of them not a pair)
+    cdef public OutputQueue queue
+    cdef public object fault
+    cdef public bint wake_pending
+    cdef public bint faces_host
+    cdef public EventQueue eq
+    cdef public PfcState pfc
+    cdef public object wake_fn
+    cdef public long long mbps
+    cdef public list watch
+    cdef public object rng
+    cdef public object deliver
+    cdef public long long delay
+    cdef public long long peer_port
+    cdef public object owner
+    cdef public double loss
+    cdef public double corrupt
+    cdef public long long wire_drops
+    # the sampler's totals of the rarer values (read when counters.s_flag is set or the
+    # port is paused), then the rest
     cdef public long long s_trims
     cdef public long long s_drops
     cdef public long long s_ecn
     cdef public long long s_paused
-    cdef public double loss
-    cdef long long align1_[3]
-    # the line an offer, a wake-up and a transmission read (with busy_until, the first)
-    cdef public list watch
-    cdef public EventQueue eq
-    cdef public long long mbps
-    cdef public long long delay
-    cdef public object peer
-    cdef public long long peer_port
-    cdef public bint wake_pending
-    cdef public OutputQueue queue
-    cdef public double corrupt
-    cdef public object rng
-    cdef public long long wire_drops
     cdef public long long wire_corrupt
+    cdef public object peer
     cdef public long long node
     cdef public long long port
     cdef public object kind
-    cdef public bint faces_host
-    cdef public PfcState pfc
-    cdef public object owner
     cdef public long long pauses_received
     cdef public long long pause_until
-    cdef public object wake_fn
-    cdef public object deliver
-    cdef public object fault
     # padding to 368 bytes (a 384-byte block: 6 lines; at 312, a 336-byte block, a port
     # would start anywhere in a line)
-    cdef long long align_[7]
+    cdef long long align_[11]
 
     cpdef fire(self, a, b)
 
@@ -70,7 +72,7 @@ cdef class LinkPort(Handler):
                    pfc=PfcState)
     cpdef offer(self, Packet pkt)
 
-    @cython.locals(now="long long", pkt=Packet, pfc=PfcState)
+    @cython.locals(now="long long", pkt=Packet, pfc=PfcState, queue=OutputQueue)
     cpdef wake(self, _a, _b)
 
     @cython.locals(until="long long")

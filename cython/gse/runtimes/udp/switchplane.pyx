@@ -36,7 +36,7 @@ from gse.runtimes.udp.link cimport EmulatedPort
 from gse.runtimes.udp.node cimport SwitchDriver
 from gse.wire cimport linkrate
 from gse.wire.fastcodec cimport crc_datagram, gse_header, header_parse
-from gse.wire.packet cimport Packet
+from gse.wire.packet cimport Packet, trim_packet
 from switchmodel.pfc cimport PfcState
 from switchmodel.queue cimport OutputQueue, PortCounters, QueueConfig
 from switchmodel.switch cimport Switch, mix32
@@ -390,7 +390,7 @@ cdef class SwitchPlane:
             data = PyBytes_FromStringAndSize(<char *>s.buf, s.n)
             pkt = decode_header(data, self.max_datagram)
             if flag == C_F_TRIMMED:
-                pkt.trim()
+                trim_packet(pkt)
             else:
                 pkt.flags |= flag
             raw = reframe(data, pkt)
