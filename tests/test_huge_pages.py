@@ -39,9 +39,10 @@ print(json.dumps({"build": _build.build(), "on": huge_pages(), "used": huge_page
 """
 
 
-def _run(huge=True, limit=0):
+def _run(huge=True, limit=0, blocks=True):
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["GSE_HUGE_BLOCKS"] = "1" if blocks else "0"
     if not huge:
         env["GSE_HUGE_PAGES"] = "0"
     out = subprocess.run([sys.executable, "-c", _RUN, str(limit)], env=env, cwd=ROOT,
@@ -51,8 +52,9 @@ def _run(huge=True, limit=0):
 
 
 def test_huge_pages_change_the_memory_not_the_run():
-    on, off = _run(huge=True), _run(huge=False)
+    on, off, arenas = _run(huge=True), _run(huge=False), _run(blocks=False)
     assert off["used"] == 0 and off["blocks"] == 0
+    assert arenas["blocks"] == 0              # the blocks only when GSE_HUGE_BLOCKS asks
     if on["build"] == "compiled":
         assert on["on"] is True
         assert on["used"] >= 8 << 20, on["used"]      # the objects' arenas came from it
@@ -61,6 +63,9 @@ def test_huge_pages_change_the_memory_not_the_run():
         assert on["on"] is False and on["used"] == 0  # the pure build leaves memory be
         assert on["blocks"] == 0
     assert on["events"] == off["events"] and on["per_message"] == off["per_message"]
+    assert arenas["per_message"] == on["per_message"]
+    if on["build"] == "compiled":
+        assert arenas["on"] is True and arenas["used"] >= 8 << 20
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS as Linux has it")
@@ -119,6 +124,7 @@ print(huge_blocks_used())
 def test_the_blocks_region_under_threads():
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["GSE_HUGE_BLOCKS"] = "1"
     out = subprocess.run([sys.executable, "-c", _THREADS], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -13,4 +13,7 @@ if os.environ.get("GSE_HUGE_PAGES", "").strip().lower() not in ("0", "false", "n
     # (gse.runtimes.sim.eventq.huge_pages; the pure build leaves memory as it is)
     from gse.runtimes.sim.eventq import huge_pages
 
-    huge_pages()
+    # the raw allocator's blocks too only when asked: faster, but their size classes keep
+    # what they outgrow (docs/scale.md, "What grows with the fabric")
+    huge_pages(blocks=os.environ.get("GSE_HUGE_BLOCKS", "").strip().lower()
+               in ("1", "true", "yes"))

@@ -28,7 +28,7 @@ def event_target(handler, method):
     return method
 
 
-def huge_pages(reserve_gib=64):
+def huge_pages(reserve_gib=64, blocks=False):
     """Serve the interpreter's object arenas from memory backed by huge pages: whether that
     is so (now or from an earlier call).
 

@@ -65,7 +65,7 @@ cdef extern from "gse_eventq.h":
 
 
 cdef extern from "gse_arena.h":
-    int gse_arena_install(size_t reserve)
+    int gse_arena_install(size_t reserve, int blocks)
     size_t gse_arena_used()
     size_t gse_blocks_used()
 
@@ -85,13 +85,17 @@ def event_target(handler, method):
     return method
 
 
-def huge_pages(reserve_gib=64):
+def huge_pages(reserve_gib=64, blocks=False):
     """Serve pymalloc's arenas from a region of ``reserve_gib`` GiB (virtual, reserved
-    without commitment) marked for transparent huge pages, and the raw allocator's blocks
-    (dict tables, lists, arrays: over 512 bytes) from a second one (gse_arena.c): whether that is
-    so, now or from an earlier call.  False when the region cannot be mapped (a limit on
-    the address space, strict overcommit): memory stays as it was."""
-    return gse_arena_install(<size_t>reserve_gib << 30) >= 0
+    without commitment) marked for transparent huge pages, and with ``blocks`` the raw
+    allocator's blocks (dict tables, lists, arrays: over 512 bytes) from a second one
+    (gse_arena.c): whether that is so, now or from an earlier call.  False when the
+    region cannot be mapped (a limit on the address space, strict overcommit): memory
+    stays as it was.  ``blocks`` is off unless asked for (``GSE_HUGE_BLOCKS=1``): its
+    size classes never give memory back, and tables that grow on every host all run
+    long (the 10k all-reduce: 7,977 MiB against 5,931) leave each size they outgrow
+    behind them (docs/scale.md, "What grows with the fabric")."""
+    return gse_arena_install(<size_t>reserve_gib << 30, 1 if blocks else 0) >= 0
 
 
 def huge_pages_used():

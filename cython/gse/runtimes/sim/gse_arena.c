@@ -216,7 +216,7 @@ static int blocks_install(size_t reserve) {
     return 1;
 }
 
-int gse_arena_install(size_t reserve) {
+int gse_arena_install(size_t reserve, int blocks) {
     char *raw, *start;
     PyObjectArenaAllocator mine = {NULL, arena_alloc, arena_free};
     if (region)
@@ -235,7 +235,8 @@ int gse_arena_install(size_t reserve) {
     limit = start + reserve;
     PyObject_GetArenaAllocator(&previous);
     PyObject_SetArenaAllocator(&mine);
-    blocks_install(reserve);       /* -1: the raw allocator stays as it was */
+    if (blocks)                    /* opt-in: see gse_arena.h */
+        blocks_install(reserve);   /* -1: the raw allocator stays as it was */
     return 1;
 }
 

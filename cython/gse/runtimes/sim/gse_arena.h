@@ -17,11 +17,12 @@
    not be mapped or marked (nothing changed).  Arenas of another size, or once the region
    is used up, come from the allocator that was there before, which also frees the
    arenas it gave. */
-int gse_arena_install(size_t reserve);
+int gse_arena_install(size_t reserve, int blocks);
 /* bytes of the region handed out so far (arenas in use or kept for reuse) */
 size_t gse_arena_used(void);
 /* bytes of blocks handed out so far from the second region (the raw allocator's, which
-   ``gse_arena_install`` also puts there when it can: see gse_arena.c) */
+   ``gse_arena_install`` also puts there when asked (``blocks``, off by default: their size
+   classes never give memory back; see gse_arena.c and huge_pages in eventq.pyx) */
 size_t gse_blocks_used(void);
 
 #endif
