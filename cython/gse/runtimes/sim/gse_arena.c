@@ -196,18 +196,28 @@ static void fork_done(void) {
     unlock();
 }
 
-static int blocks_install(size_t reserve) {
+/* ``reserve`` bytes of address space (a multiple of 2 MiB), reserved without commitment,
+   2 MiB-aligned and marked for transparent huge pages; NULL if it cannot be had */
+static char *reserve_huge(size_t reserve) {
     char *raw, *start;
-    PyMemAllocatorEx mine = {NULL, block_malloc, block_calloc, block_realloc, block_free};
     raw = mmap(NULL, reserve + GSE_HUGE, PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED)
-        return -1;
+        return NULL;
     start = (char *)(((uintptr_t)raw + GSE_HUGE - 1) & ~(uintptr_t)(GSE_HUGE - 1));
     if (madvise(start, reserve, MADV_HUGEPAGE) != 0) {
         munmap(raw, reserve + GSE_HUGE);
-        return -1;
+        return NULL;
     }
+    return start;
+}
+
+static int blocks_install(size_t reserve) {
+    char *start;
+    PyMemAllocatorEx mine = {NULL, block_malloc, block_calloc, block_realloc, block_free};
+    start = reserve_huge(reserve);
+    if (start == NULL)
+        return -1;
     bregion = bnext = start;
     blimit = start + reserve;
     pthread_atfork(fork_prepare, fork_done, fork_done);
@@ -217,20 +227,14 @@ static int blocks_install(size_t reserve) {
 }
 
 int gse_arena_install(size_t reserve, int blocks) {
-    char *raw, *start;
+    char *start;
     PyObjectArenaAllocator mine = {NULL, arena_alloc, arena_free};
     if (region)
         return 0;
     reserve = (reserve + GSE_HUGE - 1) & ~(size_t)(GSE_HUGE - 1);
-    raw = mmap(NULL, reserve + GSE_HUGE, PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED)
+    start = reserve_huge(reserve);
+    if (start == NULL)
         return -1;
-    start = (char *)(((uintptr_t)raw + GSE_HUGE - 1) & ~(uintptr_t)(GSE_HUGE - 1));
-    if (madvise(start, reserve, MADV_HUGEPAGE) != 0) {
-        munmap(raw, reserve + GSE_HUGE);
-        return -1;
-    }
     region = next = start;
     limit = start + reserve;
     PyObject_GetArenaAllocator(&previous);
