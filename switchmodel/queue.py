@@ -118,7 +118,8 @@ class OutputQueue:
     FIFO cache misses: container, its list, its slot, then the packet)."""
 
     __slots__ = ("cfg", "rng", "draw", "data_head", "data_tail", "control_head", "control_tail",
-                 "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused")
+                 "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused",
+                 "data_tail_p", "control_tail_p")   # (the last two: compiled only)
 
     def __init__(self, cfg, rng):
         self.cfg = cfg

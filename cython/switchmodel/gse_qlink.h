@@ -49,6 +49,11 @@
 
 #define gse_link_data(q, pkt) GSE_Q_LINK((q), data_head, data_tail_p, (pkt))
 #define gse_link_control(q, pkt) GSE_Q_LINK((q), control_head, control_tail_p, (pkt))
+/* The packet the queue's next dequeue takes (control first), as a pointer without a
+   reference (for EventQueue.at_hint: gse/runtimes/sim/network.py, LinkPort.wake). */
+#define gse_queue_head(q) ((PyObject *)((q)->control_bytes ? (void *)(q)->control_head \
+                                                            : (void *)(q)->data_head))
+
 #define gse_clear_tails(q) do {                                  \
         (q)->data_tail_p = NULL;                                 \
         (q)->control_tail_p = NULL;                              \
