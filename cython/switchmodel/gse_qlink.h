@@ -1,4 +1,4 @@
-/* OutputQueue.dequeue's unlinking of its head packet (switchmodel/queue.py, compiled).
+/* OutputQueue's linking and unlinking of its packets (switchmodel/queue.py, compiled).
 
    A queue links its packets through them (Packet.qnext).  Taking the head ``pkt`` off
    is ``head = pkt.qnext; pkt.qnext = None``, which compiled as Python assignments takes
