@@ -29,7 +29,12 @@ from gse.wire.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
 # Compiled, dequeue takes its head packet off through gse_unlink_data and _control
 # (cython/switchmodel/gse_qlink.h, declared in queue.pxd), which move the head packet's
 # reference to the next one to the queue without touching that packet (cold, it is the
-# next dequeue's); the pure build assigns, as the compiled one did.
+# next dequeue's); the pure build assigns, as the compiled one did.  Enqueue links a packet
+# behind the tail through gse_link_data and _control: the queue keeps its tail as a C
+# pointer without a reference (the packet before it, or the head, holds one), so the tail
+# packet's line is only written (its qnext, None until then), never read: its reference
+# count and qnext were a load that waited (the tail is cold: it was queued a
+# serialisation time or more ago); data_tail and control_tail stay None in that build.
 C_UNLINK = cython.compiled
 
 ENQUEUED = 0
@@ -113,7 +118,8 @@ class OutputQueue:
     FIFO cache misses: container, its list, its slot, then the packet)."""
 
     __slots__ = ("cfg", "rng", "draw", "data_head", "data_tail", "control_head", "control_tail",
-                 "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused")
+                 "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused",
+                 "data_tail_p", "control_tail_p")   # (the last two: compiled only)
 
     def __init__(self, cfg, rng):
         self.cfg = cfg
@@ -172,11 +178,13 @@ class OutputQueue:
             if cfg.ecn and not cfg.ecn_on_dequeue and pkt.kind == DATA and pkt.flags & F_ECT \
                     and self.data_bytes + size > cfg.ecn_kmin:
                 self._maybe_mark(pkt, self.data_bytes + size)
-            if self.data_tail is None:
-                self.data_head = pkt
+            if C_UNLINK:
+                gse_link_data(self, pkt)
+            elif self.data_tail is None:
+                self.data_head = self.data_tail = pkt
             else:
                 self.data_tail.qnext = pkt
-            self.data_tail = pkt
+                self.data_tail = pkt
             self.n_data += 1
             self.data_bytes += size
             self._peak()
@@ -195,11 +203,13 @@ class OutputQueue:
                 if cfg.ecn and occupied > cfg.ecn_kmin and pkt.flags & F_ECT \
                         and not cfg.ecn_on_dequeue:
                     self._maybe_mark(pkt, occupied)
-                if self.data_tail is None:
-                    self.data_head = pkt
+                if C_UNLINK:
+                    gse_link_data(self, pkt)
+                elif self.data_tail is None:
+                    self.data_head = self.data_tail = pkt
                 else:
                     self.data_tail.qnext = pkt
-                self.data_tail = pkt
+                    self.data_tail = pkt
                 self.n_data += 1
                 self.data_bytes += size
                 self._peak()
@@ -208,11 +218,13 @@ class OutputQueue:
             self.counters.drops += 1
             self.counters.s_flag = 1
             return DROPPED
-        if self.control_tail is None:
-            self.control_head = pkt
+        if C_UNLINK:
+            gse_link_control(self, pkt)
+        elif self.control_tail is None:
+            self.control_head = self.control_tail = pkt
         else:
             self.control_tail.qnext = pkt
-        self.control_tail = pkt
+            self.control_tail = pkt
         self.n_control += 1
         self.control_bytes += size
         if result == TRIMMED:
@@ -253,23 +265,23 @@ class OutputQueue:
         if self.control_bytes:           # (a queue holds bytes exactly when it holds packets)
             pkt = self.control_head
             if C_UNLINK:
-                gse_unlink_control(self, pkt)
+                gse_unlink_control(self, pkt)      # (and the tail pointer, if it was it)
             else:
                 self.control_head = pkt.qnext
                 pkt.qnext = None
-            if self.control_head is None:
-                self.control_tail = None
+                if self.control_head is None:
+                    self.control_tail = None
             self.n_control -= 1
             self.control_bytes -= pkt.size
         elif self.data_bytes and not self.paused:
             pkt = self.data_head
             if C_UNLINK:
-                gse_unlink_data(self, pkt)
+                gse_unlink_data(self, pkt)         # (and the tail pointer, if it was it)
             else:
                 self.data_head = pkt.qnext
                 pkt.qnext = None
-            if self.data_head is None:
-                self.data_tail = None
+                if self.data_head is None:
+                    self.data_tail = None
             self.n_data -= 1
             self.data_bytes -= pkt.size
             cfg = self.cfg
@@ -293,6 +305,8 @@ class OutputQueue:
             pkt.qnext = None
         self.control_head = self.control_tail = None
         self.data_head = self.data_tail = None
+        if C_UNLINK:
+            gse_clear_tails(self)
         self.n_control = self.n_data = 0
         self.control_bytes = 0
         self.data_bytes = 0

@@ -17,6 +17,13 @@ error: the runtime drops the packet as it drops one for an unknown destination.
 
 
 import zlib
+from array import array
+
+try:
+    import cython  # only for cython.compiled: False in pure Python
+    cython.compiled
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
 
 from topologies.hops import HopRow
 
@@ -48,7 +55,9 @@ def tier_salt(seed, kind):
 
 class Switch:
     __slots__ = ("node", "name", "table", "group_of", "host_port", "rows", "local",
-                 "overrides", "salt", "spray", "forwarded", "unroutable", "unreachable")
+                 "overrides", "salt", "spray", "forwarded", "unroutable", "unreachable",
+                 "flat", "n_dst", "stride", "hop_of", "hop_sets", "group_p", "host_port_p",
+                 "hop_of_p", "hop_sets_p")
 
     def __init__(self, node, name, next_hops, salt, forwarding):
         if forwarding not in ("spray", "ecmp"):
@@ -82,6 +91,66 @@ class Switch:
         self.rows = row.rows
         self.local = row.local
         self.overrides = row.overrides
+        self._flatten()
+
+    def _flatten(self):
+        """``route``'s own copy of ``rows``, without Python objects: ``hop_of[group]``,
+        2 bytes, is the port itself where the group has one (most: every hop down the
+        tree), -1 where the group hangs off this switch (the hop is ``host_port[dst]``),
+        and -2 - s for the s-th of the switch's distinct tuples of several ports (or
+        none), which ``hop_sets`` holds one after another, each as its length then its
+        ports, ``stride`` integers apart.  A hop down reads one entry, a hop up one more
+        of a few hot integers, where it read a tuple through ``rows``' item array (two
+        lines of a switch's hundreds).  Tuples told apart by identity (equal ones are
+        mostly one object).  ``flat`` is False (``route`` reads ``rows``) when ``local``
+        is not ``(p,)`` per port p, or a port or the count of tuples passes 32,767."""
+        local_ok = True
+        for p, t in enumerate(self.local):
+            if len(t) != 1 or t[0] != p:
+                local_ok = False
+        index = {}
+        sets = []
+        hop_of = array("h", [-1]) * len(self.rows)
+        top = 0
+        for g, hops in enumerate(self.rows):
+            if hops is None:
+                continue
+            if len(hops) == 1:
+                port = hops[0]
+                top = max(top, port)
+                if 0 <= port < 32768:
+                    hop_of[g] = port
+                    continue
+                local_ok = False
+            k = index.get(id(hops))
+            if k is None:
+                sets.append(hops)
+                k = index[id(hops)] = len(sets) - 1
+            if k < 32767 - 2:
+                hop_of[g] = -2 - k
+        stride = 1
+        for hops in sets:
+            stride = max(stride, 1 + len(hops))
+        hop_sets = array("i", [0]) * (stride * (len(sets) + 1))
+        for k, hops in enumerate(sets):
+            hop_sets[k * stride] = len(hops)
+            for j, port in enumerate(hops):
+                hop_sets[k * stride + 1 + j] = port
+                top = max(top, port)
+        self.flat = (local_ok and len(sets) < 32767 - 2 and top < 32768
+                     and len(self.group_of) > 0)
+        self.n_dst = len(self.group_of)
+        self.stride = stride
+        self.hop_of = hop_of
+        self.hop_sets = hop_sets
+        if cython.compiled and self.flat:
+            # the arrays' items as C pointers (the arrays are held above and never
+            # resized): a memoryview's data pointer sits among its 200 bytes of shape
+            # and strides, a line of the switch apart from the next one
+            self.group_p = cython.address(self.group_of[0])
+            self.host_port_p = cython.address(self.host_port[0])
+            self.hop_of_p = cython.address(self.hop_of[0])
+            self.hop_sets_p = cython.address(self.hop_sets[0])
 
     def hops_to(self, dst):
         """``self.table.lookup(dst)``, read from the parts held here: the tuple of ports
@@ -101,6 +170,8 @@ class Switch:
         """The local egress port for ``pkt``, or -1 if its destination is unknown or
         unreachable from here (counted in ``unroutable`` or ``unreachable``)."""
         dst = pkt.dst
+        if self.flat and not self.overrides:
+            return self._route_flat(pkt, dst)
         hops = self.hops_to(dst)
         if hops is None:
             self.unroutable += 1
@@ -118,3 +189,42 @@ class Switch:
         else:
             key = (pkt.src * FLOW_K_SRC + dst * FLOW_K_DST + pkt.msg_id) ^ self.salt
         return hops[mix32(key) % n]
+
+    def _route_flat(self, pkt, dst):
+        """``route`` by the flat tables (``_flatten``): the same port, the same counts."""
+        if dst < 0 or dst >= self.n_dst:
+            self.unroutable += 1
+            return -1
+        if cython.compiled:
+            hop = self.hop_of_p[self.group_p[dst]]
+            if hop >= 0:
+                self.forwarded += 1
+                return hop
+            if hop == -1:
+                self.forwarded += 1
+                return self.host_port_p[dst]
+            base = (-2 - hop) * self.stride
+            n = self.hop_sets_p[base]
+        else:
+            hop = self.hop_of[self.group_of[dst]]
+            if hop >= 0:
+                self.forwarded += 1
+                return hop
+            if hop == -1:
+                self.forwarded += 1
+                return self.host_port[dst]
+            base = (-2 - hop) * self.stride
+            n = self.hop_sets[base]
+        if n == 0:
+            self.unreachable += 1
+            return -1
+        self.forwarded += 1
+        if n == 1:
+            i = base + 1
+        else:
+            if self.spray:
+                key = pkt.entropy ^ self.salt
+            else:
+                key = (pkt.src * FLOW_K_SRC + dst * FLOW_K_DST + pkt.msg_id) ^ self.salt
+            i = base + 1 + mix32(key) % n
+        return self.hop_sets_p[i] if cython.compiled else self.hop_sets[i]

@@ -340,6 +340,45 @@ def test_event_queue_releases_what_its_events_hold():
         assert [r() for r in refs] == [None, None, None], cls
 
 
+def test_a_hinted_event_holds_nothing_of_its_hint_and_gets_none():
+    """``hint_at`` (compiled: the event keeps its hint without a reference, to prefetch
+    it): the hint may be gone before the event runs, which then gets None, as in the pure
+    twin; the queue, run, stopped, or collected with hinted events pending, lets go of
+    everything else as with plain events."""
+    import gc
+    import weakref
+    from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
+
+    class Hint:
+        pass
+
+    class Port(Handler):
+        def fire(self, a, b):
+            self.fired.append((a, b))
+
+    for cls in (EventQueue, _pure_eventq()):
+        eq = cls()
+        port = Port()
+        port.fired = []
+        port.eq = eq                                         # a cycle through the queue
+        fn = event_target(port, port.fire) if cls is EventQueue else port.fire
+        hints = [Hint() for _ in range(6)]
+        refs = [weakref.ref(h) for h in hints]
+        for i, h in enumerate(hints):
+            eq.hint_at(10 * i, fn, h)
+            eq.at(10 * i + 1, fn, i, None)
+        del hints, h
+        assert [r() for r in refs] == [None] * 6             # never held
+        assert eq.run(25) is False
+        assert port.fired == [(None, None), (0, None), (None, None), (1, None),
+                              (None, None), (2, None)]
+        assert eq.pending() == 6
+        port_ref = weakref.ref(port)
+        del eq, port, fn
+        gc.collect()
+        assert port_ref() is None, cls
+
+
 # -- the bit helpers' twins agree ----------------------------------------------------------
 
 def _pure_module(name):

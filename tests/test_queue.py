@@ -136,3 +136,41 @@ def test_the_counters_are_flagged_exactly_when_a_rarer_counter_changes():
             c.s_flag = 0                  # as the sampler does when it has read them
         assert flagged > 20 and unflagged > 20
         assert c.drops and c.ecn_marks and bool(c.trims) == priority
+
+
+def test_the_linked_fifos_keep_order_and_references_through_any_mix_of_operations():
+    # the compiled build links at the tail through a C pointer without a reference
+    # (switchmodel/gse_qlink.h): the order, the queue's contents and every packet's
+    # reference count must be those of a plain FIFO after any mix of enqueues,
+    # dequeues, emptyings and flushes, in both classes
+    import sys
+    from collections import deque
+    rng = random.Random(11)
+    q = OutputQueue(QueueConfig(10**9, control_priority=True), random.Random(1))
+    pkts = [data(i) if i % 3 else Packet(ACK, 1, 0, 1, i) for i in range(60)]
+    base = [sys.getrefcount(p) for p in pkts]
+    ctrl, dat = deque(), deque()
+    for step in range(3000):
+        r = rng.random()
+        if r < 0.5:
+            p = pkts[rng.randrange(len(pkts))]
+            if p in ctrl or p in dat:
+                continue
+            assert q.enqueue(p) == ENQUEUED
+            (dat if p.kind == DATA else ctrl).append(p)
+        elif r < 0.98:
+            want = ctrl.popleft() if ctrl else dat.popleft() if dat else None
+            assert q.dequeue() is want
+        else:
+            assert q.flush() == list(ctrl) + list(dat)
+            ctrl.clear()
+            dat.clear()
+        assert q.packets() == list(ctrl) + list(dat)
+        assert len(q) == len(ctrl) + len(dat)
+    while q.dequeue() is not None:
+        pass
+    del p, want                          # the loop's own references
+    ctrl.clear()
+    dat.clear()
+    assert [sys.getrefcount(p) for p in pkts] == base
+    assert all(p.qnext is None for p in pkts)

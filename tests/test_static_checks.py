@@ -91,7 +91,8 @@ def test_mypy_configuration_catches_a_planted_fault(tmp_path):
 
 @_needs("ruff")
 @pytest.mark.parametrize("module", ["gse/runtimes/udp/io", "gse/runtimes/sim/sampler",
-                                    "gse/wire/packet", "switchmodel/queue"])
+                                    "gse/wire/packet", "switchmodel/queue",
+                                    "gse/runtimes/sim/network"])
 def test_the_names_a_module_takes_from_c_are_the_ones_its_pxd_declares(module):
     # pyproject.toml lets ruff's F821 (undefined name) pass in gse/runtimes/udp/io.py and
     # gse/runtimes/sim/sampler.py, whose compiled builds call the C that their .pxd

@@ -49,21 +49,25 @@ cdef class OutputQueue:
     # a 176-byte object, a 192-byte pymalloc block with the GC head, so it starts on a
     # line: a packet's enqueue and dequeue read and write its first two lines (at 120
     # bytes, a 144-byte block, it started anywhere in a line and spanned three lines
-    # three times in four); the generator and the padding after them
+    # three times in four); the generator and the padding after them.  Compiled, the tails
+    # are C pointers without a reference (gse_qlink.h), where data_tail and control_tail
+    # were (those stay None in that build)
     cdef public long long data_bytes
     cdef public long long control_bytes
     cdef public Packet data_head
-    cdef public Packet data_tail
+    cdef void *data_tail_p
     cdef public PortCounters counters
     cdef public QueueConfig cfg
     cdef public int n_data
     cdef public bint paused
     cdef public Packet control_head
-    cdef public Packet control_tail
+    cdef void *control_tail_p
     cdef public long long n_control
     cdef public object rng
     cdef public object draw
-    cdef long long align_[7]
+    cdef public Packet data_tail
+    cdef public Packet control_tail
+    cdef long long align_[5]
 
     cpdef long long backlog(self)
 
@@ -91,3 +95,6 @@ cdef class OutputQueue:
 cdef extern from "gse_qlink.h":
     void gse_unlink_data(OutputQueue q, Packet pkt)
     void gse_unlink_control(OutputQueue q, Packet pkt)
+    void gse_link_data(OutputQueue q, Packet pkt)
+    void gse_link_control(OutputQueue q, Packet pkt)
+    void gse_clear_tails(OutputQueue q)

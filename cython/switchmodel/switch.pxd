@@ -15,6 +15,22 @@ cpdef long long mix32(long long x)
 
 
 cdef class Switch:
+    # first what a hop reads (route and _route_flat), on the object's first lines
+    cdef public bint flat
+    cdef public bint spray
+    cdef public dict overrides
+    cdef public long long n_dst
+    cdef public long long stride
+    cdef int *group_p
+    cdef int *host_port_p
+    cdef short *hop_of_p
+    cdef int *hop_sets_p
+    cdef public long long salt
+    cdef public long long forwarded
+    cdef public long long unroutable
+    cdef public long long unreachable
+    cdef public short[::1] hop_of
+    cdef public int[::1] hop_sets
     cdef public long long node
     cdef public object name
     cdef public object table
@@ -22,14 +38,12 @@ cdef class Switch:
     cdef public int[::1] host_port
     cdef public list rows
     cdef public list local
-    cdef public dict overrides
-    cdef public long long salt
-    cdef public bint spray
-    cdef public long long forwarded
-    cdef public long long unroutable
-    cdef public long long unreachable
 
     cpdef object hops_to(self, long long dst)
+
+    @cython.locals(hop="long long", base="long long", n="long long",
+                   key="unsigned long long", i="long long")
+    cdef long long _route_flat(self, Packet pkt, long long dst)
 
     @cython.locals(dst="long long", n="Py_ssize_t", key="unsigned long long", hops=tuple)
     cpdef long long route(self, Packet pkt) except? -2

@@ -63,6 +63,12 @@ class EventQueue:
         self.seq += 1
         heappush(self.heap, (t, self.seq, fn, a, b))
 
+    def hint_at(self, t, fn, hint):
+        """An event that gets None, with ``hint`` an object its compiled twin prefetches
+        an event ahead without holding it (``at_hint``); here the same as ``at(t, fn,
+        None, None)``: a pure build has no prefetch."""
+        self.at(t, fn, None, None)
+
     def run(self, until=-1):
         """Run events in order; stop when none is left or the next is past ``until``.
 

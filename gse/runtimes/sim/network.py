@@ -24,6 +24,12 @@ without one pays a single ``None`` test.
 import random
 from functools import partial
 
+try:
+    import cython  # only for cython.compiled: False in pure Python
+    cython.compiled
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.agents.driver import AgentDriver
 from gse.config import ConfigError, fault_rates_error
 from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
@@ -32,6 +38,12 @@ from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.pfc import PfcState
 from switchmodel.queue import ENQUEUED, OutputQueue
 from switchmodel.switch import Switch, tier_salt
+
+# Compiled, a port's next wake-up carries the packet it will dequeue as a hint
+# (EventQueue.at_hint, read by gse_queue_head of cython/switchmodel/gse_qlink.h, declared
+# in network.pxd), which the event loop prefetches an event ahead; the pure build has no
+# hints and schedules the wake-up bare.
+C_HINT = cython.compiled
 
 
 class LinkPort(Handler):
@@ -121,12 +133,14 @@ class LinkPort(Handler):
         self.transmit(pkt, now)
         queue = self.queue
         if queue.has_packets():
-            # the next wake-up's argument (unused) is the packet it will dequeue: the
-            # event queue prefetches an event's first argument an event ahead, so that
-            # packet (cold: it waited a serialisation time or more) is in the cache when
-            # dequeue reads it (the reference taken here is a store: it does not wait)
-            self.eq.at(self.busy_until, self.wake_fn,
-                       queue.control_head if queue.control_bytes else queue.data_head, None)
+            # the next wake-up's hint is the packet it will dequeue: the event queue
+            # prefetches it an event ahead, so that packet (cold: it waited a
+            # serialisation time or more) is in the cache when dequeue reads it; a hint,
+            # not a reference, as taking one (a read-modify-write of its line) waited here
+            if C_HINT:
+                self.eq.at_hint(self.busy_until, self.wake_fn, gse_queue_head(queue))
+            else:
+                self.eq.at(self.busy_until, self.wake_fn, None, None)
         else:
             self.wake_pending = False
 

@@ -27,6 +27,8 @@ cdef extern from "gse_eventq.h":
         int32_t used
         int32_t cap
         int32_t free
+    int GSE_EV_HANDLER
+    int GSE_EV_HINT
     ctypedef struct gse_keys_t:
         gse_evkey_t* keys
         Py_ssize_t i
@@ -76,6 +78,7 @@ cdef class EventQueue:
     cdef int _settle(self) except -1
     cdef void _release(self) noexcept
     cpdef at(self, long long t, object fn, object a, object b)
+    cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1
     cpdef bint run(self, long long until=*) except -1
     cpdef Py_ssize_t pending(self)
     cpdef bint due_now(self)

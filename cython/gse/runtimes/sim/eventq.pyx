@@ -352,7 +352,7 @@ cdef class EventQueue:
         gse_put(&sl.fn, fn)
         gse_put(&sl.a, a)
         gse_put(&sl.b, b)
-        sl.handler = isinstance(fn, Handler)
+        sl.handler = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
         self.seq += 1
         key = gse_key(t, self.seq, slot)
         if bucket < self._cb + GSE_NB:
@@ -360,6 +360,54 @@ cdef class EventQueue:
         else:
             gse_heap_push(self._heap, self._n, key)
             self._n += 1
+
+    cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1:
+        """``at(t, fn, None, None)``, with ``hint`` kept in the event's first argument
+        without a reference: the run loop prefetches it an event ahead (as it does a first
+        argument) and hands the event None.  Taking a reference to an object is a write
+        that waits for its line: where the event's object is cold when scheduled (the
+        packet a port's next wake-up will dequeue) the hint brings it in for nothing.
+        The object may be gone when the event runs (it is never read, only prefetched).
+        The pure build has no hints: its callers schedule ``at(t, fn, None, None)``."""
+        cdef Py_ssize_t slot
+        cdef gse_evslot_t* sl
+        cdef gse_evkey_t key
+        cdef long long bucket
+        if t < self.now:
+            raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
+        if self.seq + 1 >= GSE_SEQ_LIMIT:
+            raise OverflowError("event queue: more than %d events scheduled" % GSE_SEQ_LIMIT)
+        bucket = t >> GSE_SHIFT
+        if bucket < self._cb:
+            self._rewind(bucket)
+        if (bucket == self._cb or bucket >= self._cb + GSE_NB
+                or (self._pool.free < 0 and self._pool.used == self._pool.cap)):
+            self._room(bucket)
+        if self._free >= 0:
+            slot = self._free
+            self._free = self._slot[slot].next
+        else:
+            if self._nslots == self._scap:
+                self._grow_slots()
+            slot = self._nslots
+            self._nslots += 1
+        sl = &self._slot[slot]
+        gse_put(&sl.fn, fn)
+        sl.a = hint
+        gse_put(&sl.b, None)
+        sl.handler = GSE_EV_HINT | (GSE_EV_HANDLER if isinstance(fn, Handler) else 0)
+        self.seq += 1
+        key = gse_key(t, self.seq, slot)
+        if bucket < self._cb + GSE_NB:
+            self._ring_insert(bucket, key)
+        else:
+            gse_heap_push(self._heap, self._n, key)
+            self._n += 1
+        return 0
+
+    def hint_at(self, long long t, fn, hint):
+        """``at_hint`` from Python (the pure build's twin: ``at(t, fn, None, None)``)."""
+        self.at_hint(t, fn, <PyObject*>hint)
 
     cpdef bint run(self, long long until=-1) except -1:
         """Run events in order; stop when none is left or the next is past ``until``.
@@ -396,9 +444,13 @@ cdef class EventQueue:
                 sl = &self._slot[best]
                 self._nring -= 1
                 fn = gse_take(&sl.fn)          # the slot's references, moved
-                a = gse_take(&sl.a)
+                if sl.handler & GSE_EV_HINT:
+                    sl.a = NULL                # a hint (at_hint), not a reference
+                    a = None
+                else:
+                    a = gse_take(&sl.a)
                 b = gse_take(&sl.b)
-                handler = sl.handler
+                handler = sl.handler & GSE_EV_HANDLER
                 sl.next = self._free           # free before the event may reuse it
                 self._free = best
                 self.now = t

@@ -30,8 +30,13 @@ typedef struct {
     PyObject* a;
     PyObject* b;
     int32_t next;              /* next free slot (-1: none) */
-    int32_t handler;           /* 1: fn is a Handler, run through its C method fire */
+    int32_t handler;           /* GSE_EV_HANDLER | GSE_EV_HINT */
 } gse_evslot_t;
+/* fn is a Handler, run through its C method fire */
+#define GSE_EV_HANDLER 1
+/* a is a hint, not a reference (EventQueue.at_hint): an object to prefetch an event
+   ahead, maybe gone by then (a prefetch does not fault); the event gets None */
+#define GSE_EV_HINT 2
 _Static_assert(sizeof(gse_evslot_t) == 32, "an event slot is 32 bytes");
 
 /* The keys of the calendar ring's buckets not yet reached, in the order they were
@@ -237,7 +242,10 @@ static inline void gse_slots_clear(gse_evslot_t* s, Py_ssize_t n) {
     Py_ssize_t i;
     for (i = 0; i < n; i++) {
         Py_CLEAR(s[i].fn);
-        Py_CLEAR(s[i].a);
+        if (s[i].handler & GSE_EV_HINT)
+            s[i].a = NULL;
+        else
+            Py_CLEAR(s[i].a);
         Py_CLEAR(s[i].b);
     }
 }
@@ -247,7 +255,8 @@ static inline int gse_slots_visit(gse_evslot_t* s, Py_ssize_t n, visitproc visit
     Py_ssize_t i;
     for (i = 0; i < n; i++) {
         Py_VISIT(s[i].fn);
-        Py_VISIT(s[i].a);
+        if (!(s[i].handler & GSE_EV_HINT))
+            Py_VISIT(s[i].a);
         Py_VISIT(s[i].b);
     }
     return 0;

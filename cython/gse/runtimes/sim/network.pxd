@@ -1,6 +1,7 @@
 # Augments gse/runtimes/sim/network.py.  Ports, switch nodes and host nodes become extension types; the
 # agents (GseHost, RoceHost, a fabric leaf) and the port owners stay duck-typed objects.
 import cython
+from cpython.ref cimport PyObject
 from gse.agents.driver cimport AgentDriver
 from gse.agents.interface cimport HostAgent
 from gse.runtimes.sim.eventq cimport EventQueue, Handler
@@ -15,6 +16,10 @@ cdef long long RESUME
 cdef long long PRIO_CONTROL
 cdef long long PRIO_DATA
 cdef long long ENQUEUED
+cdef bint C_HINT
+
+cdef extern from "gse_qlink.h":
+    PyObject* gse_queue_head(OutputQueue q)
 
 cdef class HostNode
 
