@@ -1,28 +1,33 @@
 # The compiled FinishedIds (cython/gse/common/finished.pyx), twin of gse/common/finished.py
-# (a dict of integer keys and two growing arrays).  Flat C storage: an open-addressing table
-# of (key, packet count) and a FIFO of (finish time, key) in fixed-size chunks.
+# (a dict of integer keys and two growing arrays).  Flat C storage in 4 KiB blocks: a table
+# of (key, packet count) in pages (extendible hashing) and a FIFO of (finish time, key) in
+# chunks.
 cimport cython
 from libc.stdint cimport int64_t, uint64_t
 
 
-cdef struct fin_slot:           # one slot of the table: npkts < 0 when empty
+cdef struct fin_slot:           # one slot of a page: npkts < 0 when empty
     uint64_t key
     int64_t npkts
+
+cdef struct fin_page:           # FIN_SLOTS slots, linear probing within: 4,072 bytes
+    int depth                   # the hash's top bits its keys share
+    int count
+    fin_slot slots[254]
 
 cdef struct fin_rec:            # one finished message, in finish order
     int64_t t
     uint64_t key
 
-cdef struct fin_chunk:          # FIN_CHUNK records and the next chunk: 4,080 bytes
+cdef struct fin_chunk:          # FIN_CHUNK records and the next chunk: 4,072 bytes
     fin_chunk* next
     fin_rec recs[254]
 
 
 @cython.final
 cdef class FinishedIds:
-    cdef fin_slot* _slots        # the table, _mask + 1 slots (a power of two)
-    cdef uint64_t _mask
-    cdef int _shift              # 64 - log2(slots): the hash's top bits pick the home slot
+    cdef fin_page** _dir         # 2 ** _depth pages by the hash's top bits (NULL: no id yet)
+    cdef int _depth
     cdef Py_ssize_t _count       # keys in the table (len)
     cdef fin_chunk* _head        # the FIFO: oldest record at _head.recs[_hi]
     cdef fin_chunk* _tail        # newest at _tail.recs[_ti - 1]
@@ -31,13 +36,16 @@ cdef class FinishedIds:
     cdef int _ti
     cdef readonly Py_ssize_t records   # records in the FIFO (a key finished twice: twice)
     cdef readonly Py_ssize_t chunks    # chunks held, the spare too
+    cdef readonly Py_ssize_t pages     # table pages held
     cdef readonly long long hold_ps
     cdef readonly long long limit
 
-    cdef Py_ssize_t _find(self, uint64_t key)
-    cdef int _grow(self) except -1
+    cdef fin_page* _page(self, uint64_t h)
+    cdef fin_slot* _find(self, uint64_t key)
+    cdef int _room(self, uint64_t key) except -1
+    cdef int _split(self, fin_page* p) except -1
     cdef void _delete(self, uint64_t key)
-    cdef int _put(self, uint64_t key, int64_t npkts) except -1
+    cdef void _put(self, uint64_t key, int64_t npkts)
     cdef int _push(self, int64_t t, uint64_t key) except -1
     cpdef add(self, long long src, long long msg_id, long long npkts, long long now)
     cpdef bint has(self, long long src, long long msg_id) except -1

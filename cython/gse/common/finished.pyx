@@ -7,31 +7,56 @@ packet count of the latest ``add``, ``len``, iteration oldest first (a key added
 listed at each of its records while it is known, and forgotten with its older record), and
 ``add`` forgetting records older than ``hold_ps`` or beyond ``limit``, oldest first.
 
-The storage holds no Python object.  Keys and packet counts sit in an open-addressing table
-(linear probing, at most half full, deletion by shifting back: no tombstones), finish times
-and keys in a FIFO of fixed-size chunks (4,080 bytes: with an allocator's 16-byte header,
-one 4 KiB block).  A store grows its table by doubling (the outgrown ones together are
-smaller than the last) and its FIFO by chunks that every store allocates alike, so when
-all hosts' stores grow in step, as in a long collective where every message is held for the
-whole run, the chunks one store lets go are the chunks another takes; the reference's dict
-and arrays outgrew size after size in every host.  About 16 bytes per record and 16 to 32
-per key, where the reference took about 90 (a boxed key, a dict entry, two array slots).
+The storage holds no Python object, in blocks of one size (4,072 bytes: with an
+allocator's 16-byte header, 4 KiB).  Keys and packet counts sit in a table of pages
+(extendible hashing: a directory of 2 ** depth page pointers picked by the hash's top bits;
+in a page, linear probing from the hash's low bits, deletion by shifting back, no
+tombstones; a page 160 keys full splits in two by the next bit, doubling the directory if
+needed), finish times and keys in a FIFO of chunks.  No table is ever outgrown: when every
+host's store grows in step, as in a long collective where every message is held for the
+whole run, no store leaves an outgrown table behind (the reference's dict and arrays left
+one of every size), and the chunks one store lets go are those another takes.  About 16
+bytes per record and 30 to 50 per key (a page 0.3 to 0.6 full), where the reference took
+about 90 (a boxed key, a dict entry, two array slots) and its outgrown tables.
 """
 
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
-DEF FIN_CHUNK = 254
-DEF FIRST_SLOTS = 8
-DEF FIRST_SHIFT = 61          # 64 - log2(FIRST_SLOTS)
+DEF FIN_CHUNK = 254           # records of a FIFO chunk
+DEF FIN_SLOTS = 254           # slots of a table page
+DEF FIN_SPLIT_AT = 160        # keys in a page before it splits (0.63 full at most)
 cdef uint64_t GOLDEN = 0x9E3779B97F4A7C15ULL
 cdef long long MASK32 = 0xFFFFFFFF
 
 
-cdef inline uint64_t _home(uint64_t key, int shift) nogil:
-    return (key * GOLDEN) >> shift
+cdef inline uint64_t _pos(uint64_t h) noexcept nogil:
+    # a key's home slot in its page, from its hash's low half (mixed with the high)
+    return (((h ^ (h >> 32)) & 0xFFFFFFFFULL) * FIN_SLOTS) >> 32
+
+
+cdef inline Py_ssize_t _dist(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    return b - a if b >= a else b - a + FIN_SLOTS
+
+
+cdef fin_page* _new_page(int depth) noexcept:
+    cdef fin_page* p = <fin_page*>PyMem_Malloc(sizeof(fin_page))
+    if p != NULL:
+        memset(p.slots, 0xFF, sizeof(p.slots))      # npkts -1: empty
+        p.depth = depth
+        p.count = 0
+    return p
+
+
+cdef inline void _insert(fin_page* p, uint64_t h, uint64_t key, int64_t npkts) noexcept nogil:
+    cdef uint64_t i = _pos(h)
+    while p.slots[i].npkts >= 0:
+        i = i + 1 if i + 1 < FIN_SLOTS else 0
+    p.slots[i].key = key
+    p.slots[i].npkts = npkts
+    p.count += 1
 
 
 @cython.final
@@ -41,90 +66,137 @@ cdef class FinishedIds:
     many."""
 
     def __cinit__(self, long long hold_ps, long long limit):
-        self._slots = <fin_slot*>PyMem_Malloc(FIRST_SLOTS * sizeof(fin_slot))
-        if self._slots == NULL:
-            raise MemoryError()
-        memset(self._slots, 0xFF, FIRST_SLOTS * sizeof(fin_slot))   # npkts -1: empty
-        self._mask = FIRST_SLOTS - 1
-        self._shift = FIRST_SHIFT
         self.hold_ps = hold_ps
         self.limit = limit
 
     def __dealloc__(self):
         cdef fin_chunk* c = self._head
         cdef fin_chunk* nxt
+        cdef Py_ssize_t i
+        cdef fin_page* p
         while c != NULL:
             nxt = c.next
             PyMem_Free(c)
             c = nxt
         PyMem_Free(self._spare)
-        PyMem_Free(self._slots)
+        if self._dir != NULL:
+            for i in range(<Py_ssize_t>1 << self._depth):
+                p = self._dir[i]          # a page of depth d fills 2 ** (depth - d) entries
+                if i & ((<Py_ssize_t>1 << (self._depth - p.depth)) - 1) == 0:
+                    PyMem_Free(p)
+            PyMem_Free(self._dir)
 
-    cdef Py_ssize_t _find(self, uint64_t key):
-        cdef uint64_t i = _home(key, self._shift)
+    cdef fin_page* _page(self, uint64_t h):
+        return self._dir[(h >> 1) >> (63 - self._depth)]   # the top _depth bits (none: 0)
+
+    cdef fin_slot* _find(self, uint64_t key):
+        cdef uint64_t h = key * GOLDEN
+        cdef fin_page* p
+        cdef uint64_t i
         cdef fin_slot* s
+        if self._dir == NULL:
+            return NULL
+        p = self._page(h)
+        i = _pos(h)
         while True:
-            s = &self._slots[i]
+            s = &p.slots[i]
             if s.npkts < 0:
-                return -1
+                return NULL
             if s.key == key:
-                return <Py_ssize_t>i
-            i = (i + 1) & self._mask
+                return s
+            i = i + 1 if i + 1 < FIN_SLOTS else 0
 
-    cdef int _grow(self) except -1:
-        cdef uint64_t n = self._mask + 1, j, i, mask = 2 * n - 1
-        cdef int shift = self._shift - 1
-        cdef fin_slot* old = self._slots
-        cdef fin_slot* slots = <fin_slot*>PyMem_Malloc(2 * n * sizeof(fin_slot))
-        if slots == NULL:
+    cdef int _room(self, uint64_t key) except -1:
+        """Room for ``key`` in its page (split until there is), before anything changes."""
+        cdef fin_page* p
+        cdef fin_page** d
+        if self._dir == NULL:
+            d = <fin_page**>PyMem_Malloc(sizeof(fin_page*))
+            if d == NULL:
+                raise MemoryError()
+            p = _new_page(0)
+            if p == NULL:
+                PyMem_Free(d)
+                raise MemoryError()
+            d[0] = p
+            self._dir = d
+            self.pages = 1
+            return 0
+        while True:
+            p = self._page(key * GOLDEN)
+            if p.count < FIN_SPLIT_AT or self._find(key) != NULL:
+                return 0
+            self._split(p)
+
+    cdef int _split(self, fin_page* p) except -1:
+        cdef Py_ssize_t i, n = <Py_ssize_t>1 << self._depth
+        cdef int d = p.depth, g = self._depth
+        cdef fin_page** nd
+        cdef fin_page* q
+        cdef fin_page* t
+        cdef fin_slot old[FIN_SLOTS]
+        cdef uint64_t h
+        if d == g:                # the directory doubles: each entry twice
+            if g >= 40:
+                raise MemoryError("FinishedIds: %d ids whose hashes share 40 bits" % p.count)
+            nd = <fin_page**>PyMem_Malloc(2 * n * sizeof(fin_page*))
+            if nd == NULL:
+                raise MemoryError()
+            for i in range(n):
+                nd[2 * i] = nd[2 * i + 1] = self._dir[i]
+            PyMem_Free(self._dir)
+            self._dir = nd
+            self._depth = g = g + 1
+            n *= 2
+        q = _new_page(d + 1)
+        if q == NULL:
             raise MemoryError()
-        memset(slots, 0xFF, 2 * n * sizeof(fin_slot))
-        for j in range(n):
-            if old[j].npkts >= 0:
-                i = _home(old[j].key, shift)
-                while slots[i].npkts >= 0:
-                    i = (i + 1) & mask
-                slots[i] = old[j]
-        self._slots = slots
-        self._mask = mask
-        self._shift = shift
-        PyMem_Free(old)
+        self.pages += 1
+        memcpy(old, p.slots, sizeof(old))
+        memset(p.slots, 0xFF, sizeof(p.slots))
+        p.count = 0
+        p.depth = d + 1
+        for i in range(FIN_SLOTS):    # by the next bit of their hash, to p or q
+            if old[i].npkts >= 0:
+                h = old[i].key * GOLDEN
+                t = q if (h >> (63 - d)) & 1 else p
+                _insert(t, h, old[i].key, old[i].npkts)
+        for i in range(n):            # p's entries whose index has that bit: q's
+            if self._dir[i] == p and (i >> (g - 1 - d)) & 1:
+                self._dir[i] = q
         return 0
 
     cdef void _delete(self, uint64_t key):
-        cdef Py_ssize_t found = self._find(key)
-        cdef uint64_t i, j, k, mask = self._mask
-        cdef fin_slot* slots = self._slots
-        if found < 0:
+        cdef uint64_t h = key * GOLDEN
+        cdef fin_slot* s = self._find(key)
+        cdef fin_page* p
+        cdef Py_ssize_t i, j, k
+        if s == NULL:
             return
-        i = <uint64_t>found
+        p = self._page(h)
+        i = s - p.slots
         j = i
         while True:               # shift back the entries whose probe passed through i
-            j = (j + 1) & mask
-            if slots[j].npkts < 0:
+            j = j + 1 if j + 1 < FIN_SLOTS else 0
+            if p.slots[j].npkts < 0:
                 break
-            k = _home(slots[j].key, self._shift)
-            if ((j - k) & mask) >= ((j - i) & mask):
-                slots[i] = slots[j]
+            k = <Py_ssize_t>_pos(p.slots[j].key * GOLDEN)
+            if _dist(k, j) >= _dist(i, j):
+                p.slots[i] = p.slots[j]
                 i = j
-        slots[i].npkts = -1
+        p.slots[i].npkts = -1
+        p.count -= 1
         self._count -= 1
 
-    cdef int _put(self, uint64_t key, int64_t npkts) except -1:
-        # room made beforehand (add): never fails
-        cdef uint64_t i = _home(key, self._shift)
-        cdef fin_slot* s
-        while True:
-            s = &self._slots[i]
-            if s.npkts < 0:
-                s.key = key
-                s.npkts = npkts
-                self._count += 1
-                return 0
-            if s.key == key:
-                s.npkts = npkts
-                return 0
-            i = (i + 1) & self._mask
+    cdef void _put(self, uint64_t key, int64_t npkts):
+        # room made beforehand (_room): never fails
+        cdef fin_slot* s = self._find(key)
+        cdef uint64_t h = key * GOLDEN
+        if s != NULL:
+            s.npkts = npkts
+            return
+        _insert(self._page(h), h, key, npkts)
+        self._count += 1
 
     cdef int _push(self, int64_t t, uint64_t key) except -1:
         cdef fin_chunk* c
@@ -163,8 +235,7 @@ cdef class FinishedIds:
             key = (<uint64_t>src << 32) | <uint64_t>msg_id
         else:                     # as the reference: a key beyond 64 bits fails here
             key = (<object>src << 32) | msg_id
-        if 2 * (self._count + 1) > <Py_ssize_t>(self._mask + 1):
-            self._grow()
+        self._room(key)
         self._push(now, key)      # the last step that can fail: nothing changed if it did
         self._put(key, npkts)
         oldest = now - self.hold_ps
@@ -194,7 +265,7 @@ cdef class FinishedIds:
         first packet (the key of two 32-bit fields computed in C; any other pair is asked
         as ``in`` does)."""
         if 0 <= src <= MASK32 and 0 <= msg_id <= MASK32:
-            return self._find((<uint64_t>src << 32) | <uint64_t>msg_id) >= 0
+            return self._find((<uint64_t>src << 32) | <uint64_t>msg_id) != NULL
         return (src, msg_id) in self
 
     def __len__(self):
@@ -204,14 +275,16 @@ cdef class FinishedIds:
         key = (src_msg[0] << 32) | src_msg[1]
         if not 0 <= key <= 0xFFFFFFFFFFFFFFFF:
             return False
-        return self._find(<uint64_t>key) >= 0
+        return self._find(<uint64_t>key) != NULL
 
     def __getitem__(self, src_msg):
+        cdef fin_slot* s = NULL
         key = (src_msg[0] << 32) | src_msg[1]
-        cdef Py_ssize_t i = self._find(<uint64_t>key) if 0 <= key <= 0xFFFFFFFFFFFFFFFF else -1
-        if i < 0:
+        if 0 <= key <= 0xFFFFFFFFFFFFFFFF:
+            s = self._find(<uint64_t>key)
+        if s == NULL:
             raise KeyError(key)
-        return self._slots[i].npkts
+        return s.npkts
 
     def __iter__(self):
         cdef list out = []
@@ -220,7 +293,7 @@ cdef class FinishedIds:
         while c != NULL:
             end = self._ti if c == self._tail else FIN_CHUNK
             while i < end:
-                if self._find(c.recs[i].key) >= 0:
+                if self._find(c.recs[i].key) != NULL:
                     out.append((c.recs[i].key >> 32, c.recs[i].key & 0xFFFFFFFF))
                 i += 1
             if c == self._tail:
@@ -230,5 +303,6 @@ cdef class FinishedIds:
         return iter(out)
 
     def nbytes(self):
-        """Bytes of C storage held: the table and the chunks."""
-        return (self._mask + 1) * sizeof(fin_slot) + self.chunks * sizeof(fin_chunk)
+        """Bytes of C storage held: the table's pages and directory, the FIFO's chunks."""
+        return (self.pages * sizeof(fin_page) + self.chunks * sizeof(fin_chunk)
+                + ((<Py_ssize_t>1 << self._depth) * sizeof(fin_page*) if self._dir else 0))
