@@ -1,5 +1,6 @@
 # The compiled FinishedIds (cython/gse/common/finished.pyx), twin of gse/common/finished.py
-# (a dict of integer keys and two growing arrays).  Flat C storage in 4 KiB blocks: a table
+# (a dict of integer keys and two growing arrays).  Flat C storage in blocks of 4 KiB (the
+# first ones smaller): a table
 # of (key, packet count) in pages (extendible hashing) and a FIFO of (finish time, key) in
 # chunks.
 cimport cython
@@ -10,18 +11,22 @@ cdef struct fin_slot:           # one slot of a page: npkts < 0 when empty
     uint64_t key
     int64_t npkts
 
-cdef struct fin_page:           # FIN_SLOTS slots, linear probing within: 4,072 bytes
+cdef struct fin_page:           # nslots slots (254 full), linear probing within
     int depth                   # the hash's top bits its keys share
     int count
-    fin_slot slots[254]
+    int nslots
+    int pad
+    fin_slot slots[254]         # allocated: nslots of them
 
 cdef struct fin_rec:            # one finished message, in finish order
     int64_t t
     uint64_t key
 
-cdef struct fin_chunk:          # FIN_CHUNK records and the next chunk: 4,072 bytes
+cdef struct fin_chunk:          # nrecs records (254 full) and the next chunk
     fin_chunk* next
-    fin_rec recs[254]
+    int nrecs
+    int pad
+    fin_rec recs[254]           # allocated: nrecs of them
 
 
 @cython.final
@@ -37,6 +42,7 @@ cdef class FinishedIds:
     cdef readonly Py_ssize_t records   # records in the FIFO (a key finished twice: twice)
     cdef readonly Py_ssize_t chunks    # chunks held, the spare too
     cdef readonly Py_ssize_t pages     # table pages held
+    cdef Py_ssize_t _bytes             # C storage held (nbytes())
     cdef readonly long long hold_ps
     cdef readonly long long limit
 
