@@ -89,6 +89,7 @@ cdef class ReceiverSide:
     cdef public long long next_idle_sweep
     cdef public long long inbound_refused
     cdef public long long inbound_expired
+    cdef public InMsg last
 
     @cython.locals(msg=InMsg, proven=bint)
     cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
