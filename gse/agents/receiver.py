@@ -147,27 +147,32 @@ class ReceiverSide:
         None if the packet cannot create one (no length, or a REQUEST beyond the limits)."""
         msg = self.messages.get(key)
         if msg is None:
-            if pkt.msg_len <= 0:
+            msg = self._create(pkt, key, now)
+        return msg
+
+    def _create(self, pkt, key, now):
+        """``_message`` for a ``key`` known to have no message (``on_data`` asked)."""
+        if pkt.msg_len <= 0:
+            return None
+        proven = pkt.kind != REQUEST
+        if proven:
+            if not self._admit(pkt.src, (pkt.msg_len + self.mtu - 1) // self.mtu, now):
                 return None
-            proven = pkt.kind != REQUEST
-            if proven:
-                if not self._admit(pkt.src, (pkt.msg_len + self.mtu - 1) // self.mtu, now):
-                    return None
-            else:
-                src = pkt.src
+        else:
+            src = pkt.src
+            if (self.unproven >= self.max_unproven
+                    or self.unproven_of.get(src, 0) >= self.max_per_peer):
+                self.expire(now)
                 if (self.unproven >= self.max_unproven
                         or self.unproven_of.get(src, 0) >= self.max_per_peer):
-                    self.expire(now)
-                    if (self.unproven >= self.max_unproven
-                            or self.unproven_of.get(src, 0) >= self.max_per_peer):
-                        self.requests_refused += 1
-                        return None
-                self.unproven += 1
-                self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
-            self.order += 1
-            msg = InMsg.__new__(InMsg)          # (InMsg.setup: see there)
-            msg.setup(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
-            self.messages[key] = msg
+                    self.requests_refused += 1
+                    return None
+            self.unproven += 1
+            self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
+        self.order += 1
+        msg = InMsg.__new__(InMsg)          # (InMsg.setup: see there)
+        msg.setup(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
+        self.messages[key] = msg
         return msg
 
     def _admit(self, src, npkts, now):
@@ -286,7 +291,7 @@ class ReceiverSide:
                 if pkt.msg_len <= 0:
                     self.duplicates += 1  # inconsistent: nothing to deliver
                     return -1
-                msg = self._message(pkt, key, now)
+                msg = self._create(pkt, key, now)
                 if msg is None:
                     return -1         # beyond the limits: refused and counted
             self.last = msg

@@ -5,8 +5,8 @@ from cpython.object cimport PyObject
 
 @cython.final
 cdef class Fifo:
-    cdef list _buf               # ring storage, a power of two long (the GC sees it)
-    cdef PyObject** _items       # its item array (empty slots NULL)
+    cdef list _buf               # ring storage, a power of two long (the GC sees it); None
+    cdef PyObject** _items       # until the first item; its item array (empty slots NULL)
     cdef Py_ssize_t _head
     cdef Py_ssize_t _n
     cdef Py_ssize_t _mask

@@ -8,8 +8,9 @@ live in a Python list used as the ring, so the garbage collector sees them; the 
 and writes the list's item array through a pointer kept here (``_items``), not through the
 list object, whose header would be one more cache line per operation (the host agents'
 FIFOs are many and mostly cold: that line was over half of ``popleft``'s cost at k=16).
-The list is private and never resized (``_grow`` replaces it); an empty slot is NULL,
-which the list's traversal and deallocation skip.
+The list is private, made with the first item (many FIFOs, a message's retransmissions
+for one, stay empty all their life) and never resized (``_grow`` replaces it); an empty
+slot is NULL, which the list's traversal and deallocation skip.
 """
 
 cimport cython
@@ -41,9 +42,9 @@ cdef class Fifo:
     def __cinit__(self, iterable=()):
         # made and filled here, with no __init__: one argument parse per Fifo (three
         # are made per message sent); anything but () is iterated, as deque does
-        self._buf = PyList_New(8)
-        self._items = (<PyListObject*>self._buf).ob_item
-        self._mask = 7
+        self._buf = None                  # no list until the first item (_grow)
+        self._items = NULL
+        self._mask = -1
         self._head = 0
         self._n = 0
         self._state = 0
@@ -53,7 +54,7 @@ cdef class Fifo:
 
     cdef int _grow(self) except -1:
         cdef Py_ssize_t i, cap = self._mask + 1
-        cdef list buf = PyList_New(2 * cap)
+        cdef list buf = PyList_New(2 * cap if cap else 8)
         cdef PyObject** items = (<PyListObject*>buf).ob_item
         for i in range(self._n):          # the references move to the new list
             items[i] = self._items[(self._head + i) & self._mask]
@@ -61,7 +62,7 @@ cdef class Fifo:
         self._buf = buf
         self._items = items
         self._head = 0
-        self._mask = 2 * cap - 1
+        self._mask = 2 * cap - 1 if cap else 7
         return 0
 
     cpdef append(self, x):
