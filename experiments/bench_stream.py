@@ -29,6 +29,7 @@ printed (``--json`` writes them), never asserted: the machine is shared.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,7 +69,8 @@ def child(root, run, args):
             "messages": s["messages"], "delivered": s["delivered"],
             "time_us": s["collective_time_us"],
             "us_per_msg": round(cpu * 1e6 / s["messages"], 3),
-            "us_per_event": round(cpu * 1e6 / s["events"], 4)}
+            "us_per_event": round(cpu * 1e6 / s["events"], 4),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def spawn(root, run, args):
@@ -130,10 +132,11 @@ def main():
                 by_root[root].append(r)
                 out.append(r)
                 print("  %-9s round %d %-30s %-8s CPU %7.2f s (set-up %.2f)  events %9d  "
-                      "msgs %7d  %7.2f us/msg  %.4f us/event  time %s us"
+                      "msgs %7d  %7.2f us/msg  %.4f us/event  time %s us  peak RSS %.1f MiB"
                       % (run, i + 1, root[-30:], r["build"], r["cpu_s"], r["setup_s"],
                          r["events"],
-                         r["messages"], r["us_per_msg"], r["us_per_event"], r["time_us"]),
+                         r["messages"], r["us_per_msg"], r["us_per_event"], r["time_us"],
+                         r["peak_rss_mib"]),
                       flush=True)
         meds = {}
         for root, rs in by_root.items():

@@ -58,13 +58,14 @@ class GseHost(HostAgent):
                  "fast_retx_bytes", "nack_retx", "requests_sent", "retransmits",
                  "retransmit_bytes", "srtt", "tail_probes", "rto_ps", "reorder_window_ps",
                  "unknown_grants", "expiry_at", "paths", "acked_done",
-                 "n_entropies", "cursor_bits", "getrandbits")
+                 "n_entropies", "cursor_bits", "getrandbits", "last_out")
 
     def __init__(self, addr, config, rng, downlink_gbps):
         HostAgent.__init__(self, addr)
         self.config = config
         self.rng = rng
         self.out = {}             # msg_id -> OutMsg
+        self.last_out = None      # the message of the latest ACK, GRANT or NACK (_outgoing)
         self.ring = Fifo()       # messages that may have data to send
         self.control = Fifo()    # control packets, sent before data
         self.receiver = ReceiverSide(addr, config, downlink_gbps, self._events)
@@ -236,8 +237,18 @@ class GseHost(HostAgent):
 
     # -- sender feedback ------------------------------------------------------------------
 
+    def _outgoing(self, msg_id):
+        """``self.out.get(msg_id)``, the message of the latest feedback asked first (a
+        message's ACKs come in trains): no boxed integer nor dict lookup."""
+        msg = self.last_out
+        if msg is None or msg.msg_id != msg_id:
+            msg = self.out.get(msg_id)
+            if msg is not None:
+                self.last_out = msg
+        return msg
+
     def _on_ack(self, pkt, now):
-        msg = self.out.get(pkt.msg_id)
+        msg = self._outgoing(pkt.msg_id)
         if msg is None or msg.dst != pkt.src:
             self.stray += 1
             return
@@ -264,7 +275,7 @@ class GseHost(HostAgent):
         self._activate(msg)
 
     def _on_nack(self, pkt, now):
-        msg = self.out.get(pkt.msg_id)
+        msg = self._outgoing(pkt.msg_id)
         if msg is None or msg.dst != pkt.src or pkt.psn >= msg.next_new:
             self.stray += 1          # no such message, or a packet never sent: a lie
             return
@@ -277,7 +288,7 @@ class GseHost(HostAgent):
             self._activate(msg)
 
     def _on_grant(self, pkt, now):
-        msg = self.out.get(pkt.msg_id)
+        msg = self._outgoing(pkt.msg_id)
         if msg is None or msg.dst != pkt.src:
             self.unknown_grants += 1  # late grant for a finished message, or forged
             return
@@ -295,6 +306,8 @@ class GseHost(HostAgent):
         msg.finish_ps = now
         self.acked_done += msg.npkts
         del self.out[msg.msg_id]
+        if self.last_out is msg:
+            self.last_out = None
         self._events.append(completed(msg.msg_id, msg.retransmits, now))
         msg.release()
 

@@ -94,7 +94,7 @@ class ReceiverSide:
                  "max_inbound_per_peer", "max_inbound", "max_reassembly", "inbound_of",
                  "inbound", "reassembly", "idle_ps", "next_idle_sweep", "inbound_refused",
                  "inbound_expired",
-                 "finished_hold", "max_finished")
+                 "finished_hold", "max_finished", "last")
 
     def __init__(self, addr, config, downlink_gbps, events=None):
         self.addr = addr
@@ -103,6 +103,9 @@ class ReceiverSide:
         self.ack_delay = config.ack_delay_ps
         self.charge_cap = config.unsched_charge_cap_bytes
         self.messages = {}        # (src, msg_id) -> InMsg
+        # the message of the latest DATA, asked first (a message's packets come in trains):
+        # no tuple, boxed integers nor dict lookup; None once it leaves self.messages
+        self.last = None
         self.finished_hold = FINISHED_HOLD * config.rto_max_ps
         self.max_finished = config.max_finished
         self.finished = FinishedIds(self.finished_hold, self.max_finished)  # late packets
@@ -144,27 +147,32 @@ class ReceiverSide:
         None if the packet cannot create one (no length, or a REQUEST beyond the limits)."""
         msg = self.messages.get(key)
         if msg is None:
-            if pkt.msg_len <= 0:
+            msg = self._create(pkt, key, now)
+        return msg
+
+    def _create(self, pkt, key, now):
+        """``_message`` for a ``key`` known to have no message (``on_data`` asked)."""
+        if pkt.msg_len <= 0:
+            return None
+        proven = pkt.kind != REQUEST
+        if proven:
+            if not self._admit(pkt.src, (pkt.msg_len + self.mtu - 1) // self.mtu, now):
                 return None
-            proven = pkt.kind != REQUEST
-            if proven:
-                if not self._admit(pkt.src, (pkt.msg_len + self.mtu - 1) // self.mtu, now):
-                    return None
-            else:
-                src = pkt.src
+        else:
+            src = pkt.src
+            if (self.unproven >= self.max_unproven
+                    or self.unproven_of.get(src, 0) >= self.max_per_peer):
+                self.expire(now)
                 if (self.unproven >= self.max_unproven
                         or self.unproven_of.get(src, 0) >= self.max_per_peer):
-                    self.expire(now)
-                    if (self.unproven >= self.max_unproven
-                            or self.unproven_of.get(src, 0) >= self.max_per_peer):
-                        self.requests_refused += 1
-                        return None
-                self.unproven += 1
-                self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
-            self.order += 1
-            msg = InMsg.__new__(InMsg)          # (InMsg.setup: see there)
-            msg.setup(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
-            self.messages[key] = msg
+                    self.requests_refused += 1
+                    return None
+            self.unproven += 1
+            self.unproven_of[src] = self.unproven_of.get(src, 0) + 1
+        self.order += 1
+        msg = InMsg.__new__(InMsg)          # (InMsg.setup: see there)
+        msg.setup(pkt.src, pkt.msg_id, pkt.msg_len, self.mtu, self.order, now, proven)
+        self.messages[key] = msg
         return msg
 
     def _admit(self, src, npkts, now):
@@ -208,6 +216,7 @@ class ReceiverSide:
             if msg.phase == RECEIVING and msg.heard <= limit:
                 enter(msg, DROPPED)
                 del self.messages[key]
+                self.last = None
                 self.scheduler.remove(msg.demand)
                 self._inbound_gone(msg)
                 self.inbound_expired += 1
@@ -261,6 +270,7 @@ class ReceiverSide:
                 continue              # proven, gone, or granted again since
             enter(msg, DROPPED)
             del self.messages[key]
+            self.last = None
             self.scheduler.remove(msg.demand)
             self._unproven_gone(msg.src)
             self.requests_expired += 1
@@ -269,19 +279,22 @@ class ReceiverSide:
         """A DATA packet (whole or trimmed). Control replies are appended to ``out``.
 
         Returns the time a grant falls due if this raised demand, else -1."""
-        key = (pkt.src, pkt.msg_id)
-        msg = self.messages.get(key)
-        if msg is None:               # (a finished message is no longer in self.messages)
-            if self.finished.has(pkt.src, pkt.msg_id):
-                self.duplicates += 1
-                out.append(self._final_ack(pkt, self.finished[key], now))
-                return -1
-            if pkt.msg_len <= 0:
-                self.duplicates += 1  # inconsistent: nothing to deliver
-                return -1
-            msg = self._message(pkt, key, now)
-            if msg is None:
-                return -1             # beyond the limits: refused and counted
+        msg = self.last
+        if msg is None or msg.msg_id != pkt.msg_id or msg.src != pkt.src:
+            key = (pkt.src, pkt.msg_id)
+            msg = self.messages.get(key)
+            if msg is None:           # (a finished message is no longer in self.messages)
+                if self.finished.has(pkt.src, pkt.msg_id):
+                    self.duplicates += 1
+                    out.append(self._final_ack(pkt, self.finished[key], now))
+                    return -1
+                if pkt.msg_len <= 0:
+                    self.duplicates += 1  # inconsistent: nothing to deliver
+                    return -1
+                msg = self._create(pkt, key, now)
+                if msg is None:
+                    return -1         # beyond the limits: refused and counted
+            self.last = msg
         if pkt.psn >= msg.npkts:
             self.duplicates += 1      # inconsistent with what we know: nothing to deliver
             return -1
@@ -330,6 +343,7 @@ class ReceiverSide:
         key = (msg.src, msg.msg_id)
         enter(msg, DELIVERED)
         del self.messages[key]
+        self.last = None
         self._inbound_gone(msg)
         self.finished.add(msg.src, msg.msg_id, msg.npkts, now)
         self.scheduler.remove(msg.demand)

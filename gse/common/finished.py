@@ -63,6 +63,9 @@ class FinishedIds:
                 yield (key >> 32, key & 0xFFFFFFFF)
 
     def add(self, src, msg_id, npkts, now):
+        if npkts < 0:
+            raise ValueError("FinishedIds.add: packet count %d of (%d, %d) is negative"
+                             % (npkts, src, msg_id))
         key = (src << 32) | msg_id
         keys = self.keys
         keys.append(key)            # first: a key beyond 64 bits (no wire carries one) fails here

@@ -52,6 +52,7 @@ cdef class GseHost(HostAgent):
     cdef public long long n_entropies
     cdef public long long cursor_bits
     cdef public object getrandbits
+    cdef public OutMsg last_out
 
     cpdef start_message(self, msg_id, dst, size, now)
 
@@ -69,6 +70,9 @@ cdef class GseHost(HostAgent):
     cpdef bint on_packet(self, Packet pkt, long long now) except -1
 
     cpdef on_timer_kind(self, long long kind, msg, long long t, long long now)
+
+    @cython.locals(msg=OutMsg)
+    cdef OutMsg _outgoing(self, long long msg_id)
 
     @cython.locals(msg=OutMsg, marked="long long", lost="long long")
     cpdef _on_ack(self, Packet pkt, long long now)

@@ -89,9 +89,13 @@ cdef class ReceiverSide:
     cdef public long long next_idle_sweep
     cdef public long long inbound_refused
     cdef public long long inbound_expired
+    cdef public InMsg last
+
+    @cython.locals(msg=InMsg)
+    cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
 
     @cython.locals(msg=InMsg, proven=bint)
-    cpdef InMsg _message(self, Packet pkt, tuple key, long long now)
+    cpdef InMsg _create(self, Packet pkt, tuple key, long long now)
 
     @cython.locals(cost="long long", n="long long")
     cpdef bint _admit(self, src, long long npkts, long long now) except -1

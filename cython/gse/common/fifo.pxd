@@ -1,10 +1,12 @@
 # The compiled FIFO (cython/gse/common/fifo.pyx), twin of gse/common/fifo.py (collections.deque).
 cimport cython
+from cpython.object cimport PyObject
 
 
 @cython.final
 cdef class Fifo:
-    cdef list _buf               # ring storage, a power of two long (the GC sees it)
+    cdef list _buf               # ring storage, a power of two long (the GC sees it); None
+    cdef PyObject** _items       # until the first item; its item array (empty slots NULL)
     cdef Py_ssize_t _head
     cdef Py_ssize_t _n
     cdef Py_ssize_t _mask

@@ -4,24 +4,47 @@
 Only what the hot modules use, with collections.deque's results and errors: append,
 appendleft, pop, popleft, remove, rotate, clear, extend, len, truth, indexing (negative
 too), iteration both ways (RuntimeError if mutated meanwhile), ``in``, ==, repr.  Items
-live in a Python list used as the ring, so the garbage collector sees them.
+live in a Python list used as the ring, so the garbage collector sees them; the ring reads
+and writes the list's item array through a pointer kept here (``_items``), not through the
+list object, whose header would be one more cache line per operation (the host agents'
+FIFOs are many and mostly cold: that line was over half of ``popleft``'s cost at k=16).
+The list is private, made with the first item (many FIFOs, a message's retransmissions
+for one, stay empty all their life) and never resized (``_grow`` replaces it); an empty
+slot is NULL, which the list's traversal and deallocation skip.
 """
 
 cimport cython
+from cpython.list cimport PyList_New
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 import sys
 from collections import deque as _deque
 
 _OLD_MESSAGES = sys.version_info < (3, 11)     # deque's error texts changed in 3.11
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyListObject:
+        PyObject** ob_item
+
+
+cdef inline object _take(PyObject* p):
+    # the ring's reference to p, handed to the caller
+    r = <object>p
+    Py_DECREF(r)
+    return r
+
+
 @cython.freelist(256)
+@cython.no_gc_clear
 cdef class Fifo:
 
     def __cinit__(self, iterable=()):
         # made and filled here, with no __init__: one argument parse per Fifo (three
         # are made per message sent); anything but () is iterated, as deque does
-        self._buf = [None] * 8
-        self._mask = 7
+        self._buf = None                  # no list until the first item (_grow)
+        self._items = NULL
+        self._mask = -1
         self._head = 0
         self._n = 0
         self._state = 0
@@ -31,18 +54,22 @@ cdef class Fifo:
 
     cdef int _grow(self) except -1:
         cdef Py_ssize_t i, cap = self._mask + 1
-        cdef list buf = [None] * (2 * cap)
-        for i in range(self._n):
-            buf[i] = self._buf[(self._head + i) & self._mask]
+        cdef list buf = PyList_New(2 * cap if cap else 8)
+        cdef PyObject** items = (<PyListObject*>buf).ob_item
+        for i in range(self._n):          # the references move to the new list
+            items[i] = self._items[(self._head + i) & self._mask]
+            self._items[(self._head + i) & self._mask] = NULL
         self._buf = buf
+        self._items = items
         self._head = 0
-        self._mask = 2 * cap - 1
+        self._mask = 2 * cap - 1 if cap else 7
         return 0
 
     cpdef append(self, x):
         if self._n > self._mask:
             self._grow()
-        self._buf[(self._head + self._n) & self._mask] = x
+        Py_INCREF(x)
+        self._items[(self._head + self._n) & self._mask] = <PyObject*>x
         self._n += 1
         self._state += 1
 
@@ -50,49 +77,53 @@ cdef class Fifo:
         if self._n > self._mask:
             self._grow()
         self._head = (self._head - 1) & self._mask
-        self._buf[self._head] = x
+        Py_INCREF(x)
+        self._items[self._head] = <PyObject*>x
         self._n += 1
         self._state += 1
 
     cpdef object popleft(self):
-        cdef object x
+        cdef PyObject* p
         if self._n == 0:
             raise IndexError("pop from an empty deque")
-        x = self._buf[self._head]
-        self._buf[self._head] = None
+        p = self._items[self._head]
+        self._items[self._head] = NULL
         self._head = (self._head + 1) & self._mask
         self._n -= 1
         self._state += 1
-        return x
+        return _take(p)
 
     cpdef object pop(self):
-        cdef object x
+        cdef PyObject* p
         cdef Py_ssize_t i
         if self._n == 0:
             raise IndexError("pop from an empty deque")
         self._n -= 1
         i = (self._head + self._n) & self._mask
-        x = self._buf[i]
-        self._buf[i] = None
+        p = self._items[i]
+        self._items[i] = NULL
         self._state += 1
-        return x
+        return _take(p)
 
     cpdef remove(self, value):
         cdef Py_ssize_t i, j, n = self._n
         cdef Py_ssize_t state = self._state
+        cdef PyObject* p
         cdef object item
         for i in range(n):
-            item = self._buf[(self._head + i) & self._mask]
+            item = <object>self._items[(self._head + i) & self._mask]
             equal = item is value or item == value
             if self._state != state:
                 raise IndexError("deque mutated during remove().")
             if equal:
+                p = self._items[(self._head + i) & self._mask]
                 for j in range(i, n - 1):
-                    self._buf[(self._head + j) & self._mask] = \
-                        self._buf[(self._head + j + 1) & self._mask]
-                self._buf[(self._head + n - 1) & self._mask] = None
+                    self._items[(self._head + j) & self._mask] = \
+                        self._items[(self._head + j + 1) & self._mask]
+                self._items[(self._head + n - 1) & self._mask] = NULL
                 self._n -= 1
                 self._state += 1
+                Py_XDECREF(p)     # (item still holds it)
                 return
         if _OLD_MESSAGES:
             raise ValueError("deque.remove(x): x not in deque")
@@ -108,8 +139,13 @@ cdef class Fifo:
 
     cpdef clear(self):
         cdef Py_ssize_t i
+        cdef PyObject* p
+        cdef list held = []               # dropped last: their deallocation sees a clear ring
         for i in range(self._mask + 1):
-            self._buf[i] = None
+            p = self._items[i]
+            if p != NULL:
+                self._items[i] = NULL
+                held.append(_take(p))
         self._head = 0
         self._n = 0
         self._state += 1
@@ -129,14 +165,14 @@ cdef class Fifo:
             i += self._n
         if i < 0 or i >= self._n:
             raise IndexError("deque index out of range")
-        return self._buf[(self._head + i) & self._mask]
+        return <object>self._items[(self._head + i) & self._mask]
 
     def __iter__(self):
         cdef Py_ssize_t i, state = self._state, n = self._n
         for i in range(n):
             if self._state != state:
                 raise RuntimeError("deque mutated during iteration")
-            yield self._buf[(self._head + i) & self._mask]
+            yield <object>self._items[(self._head + i) & self._mask]
         if self._state != state:
             raise RuntimeError("deque mutated during iteration")
 
@@ -145,7 +181,7 @@ cdef class Fifo:
         for i in range(n - 1, -1, -1):
             if self._state != state:
                 raise RuntimeError("deque mutated during iteration")
-            yield self._buf[(self._head + i) & self._mask]
+            yield <object>self._items[(self._head + i) & self._mask]
         if self._state != state:
             raise RuntimeError("deque mutated during iteration")
 
