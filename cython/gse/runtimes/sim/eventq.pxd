@@ -77,6 +77,9 @@ cdef class EventQueue:
     cdef int _rewind(self, long long b) except -1
     cdef int _settle(self) except -1
     cdef void _release(self) noexcept
+    cdef int _refuse(self, long long t) except -1
+    cdef inline int _schedule(self, long long t, object fn, object a, object b,
+                              PyObject* hint) except -1
     cpdef at(self, long long t, object fn, object a, object b)
     cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1
     cpdef bint run(self, long long until=*) except -1

@@ -325,15 +325,24 @@ cdef class EventQueue:
             self._cur.n = swap.n
         return self._migrate()
 
-    cpdef at(self, long long t, object fn, object a, object b):
+    cdef int _refuse(self, long long t) except -1:
+        """An event that cannot be filed: before now, or past the sequence numbers."""
+        if t < self.now:
+            raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
+        raise OverflowError("event queue: more than %d events scheduled" % GSE_SEQ_LIMIT)
+
+    cdef inline int _schedule(self, long long t, object fn, object a, object b,
+                              PyObject* hint) except -1:
+        """File an event at ``t``: the checks, the ring's room, a slot from the free list,
+        the key in its bucket or the heap.  ``at`` and ``at_hint`` differ only in how the
+        first argument is kept: a reference to ``a``, or (``hint`` not NULL) the hint's
+        pointer without one."""
         cdef Py_ssize_t slot
         cdef gse_evslot_t* sl
         cdef gse_evkey_t key
         cdef long long bucket
-        if t < self.now:
-            raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
-        if self.seq + 1 >= GSE_SEQ_LIMIT:
-            raise OverflowError("event queue: more than %d events scheduled" % GSE_SEQ_LIMIT)
+        if t < self.now or self.seq + 1 >= GSE_SEQ_LIMIT:
+            self._refuse(t)
         bucket = t >> GSE_SHIFT
         if bucket < self._cb:
             self._rewind(bucket)
@@ -350,52 +359,13 @@ cdef class EventQueue:
             self._nslots += 1
         sl = &self._slot[slot]
         gse_put(&sl.fn, fn)
-        gse_put(&sl.a, a)
-        gse_put(&sl.b, b)
         sl.handler = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
-        self.seq += 1
-        key = gse_key(t, self.seq, slot)
-        if bucket < self._cb + GSE_NB:
-            self._ring_insert(bucket, key)
+        if hint != NULL:
+            sl.a = hint
+            sl.handler |= GSE_EV_HINT
         else:
-            gse_heap_push(self._heap, self._n, key)
-            self._n += 1
-
-    cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1:
-        """``at(t, fn, None, None)``, with ``hint`` kept in the event's first argument
-        without a reference: the run loop prefetches it an event ahead (as it does a first
-        argument) and hands the event None.  Taking a reference to an object is a write
-        that waits for its line: where the event's object is cold when scheduled (the
-        packet a port's next wake-up will dequeue) the hint brings it in for nothing.
-        The object may be gone when the event runs (it is never read, only prefetched).
-        The pure build has no hints: its callers schedule ``at(t, fn, None, None)``."""
-        cdef Py_ssize_t slot
-        cdef gse_evslot_t* sl
-        cdef gse_evkey_t key
-        cdef long long bucket
-        if t < self.now:
-            raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
-        if self.seq + 1 >= GSE_SEQ_LIMIT:
-            raise OverflowError("event queue: more than %d events scheduled" % GSE_SEQ_LIMIT)
-        bucket = t >> GSE_SHIFT
-        if bucket < self._cb:
-            self._rewind(bucket)
-        if (bucket == self._cb or bucket >= self._cb + GSE_NB
-                or (self._pool.free < 0 and self._pool.used == self._pool.cap)):
-            self._room(bucket)
-        if self._free >= 0:
-            slot = self._free
-            self._free = self._slot[slot].next
-        else:
-            if self._nslots == self._scap:
-                self._grow_slots()
-            slot = self._nslots
-            self._nslots += 1
-        sl = &self._slot[slot]
-        gse_put(&sl.fn, fn)
-        sl.a = hint
-        gse_put(&sl.b, None)
-        sl.handler = GSE_EV_HINT | (GSE_EV_HANDLER if isinstance(fn, Handler) else 0)
+            gse_put(&sl.a, a)
+        gse_put(&sl.b, b)
         self.seq += 1
         key = gse_key(t, self.seq, slot)
         if bucket < self._cb + GSE_NB:
@@ -404,6 +374,20 @@ cdef class EventQueue:
             gse_heap_push(self._heap, self._n, key)
             self._n += 1
         return 0
+
+    cpdef at(self, long long t, object fn, object a, object b):
+        self._schedule(t, fn, a, b, NULL)
+
+    cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1:
+        """``at(t, fn, None, None)``, with ``hint`` kept in the event's first argument
+        without a reference: the run loop prefetches it an event ahead (as it does a first
+        argument) and hands the event None.  Taking a reference to an object is a write
+        that waits for its line: where the event's object is cold when scheduled (the
+        packet a port's next wake-up will dequeue) the hint brings it in for nothing.
+        The object may be gone when the event runs (it is never read, only prefetched).
+        A NULL hint is an event with None as its first argument.  The pure build has no
+        hints: its callers schedule ``at(t, fn, None, None)``."""
+        return self._schedule(t, fn, None, None, hint)
 
     def hint_at(self, long long t, fn, hint):
         """``at_hint`` from Python (the pure build's twin: ``at(t, fn, None, None)``)."""
