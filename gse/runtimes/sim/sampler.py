@@ -108,26 +108,24 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     for x in range(n):
         if PREFETCH:                  # (compiled) fetch what the ports ahead will read
             if x + 4 < n:
-                gse_prefetch_port(busy, x + 4)        # the port's first line
+                gse_prefetch_port(busy, x + 4)        # its first and fourth lines
             if x + 2 < n:
-                gse_prefetch_counters(busy, x + 2)    # (its pointer: fetched 2 ports ago)
+                gse_prefetch_counters(busy, x + 2)    # its second
         port = busy[x]
-        # port.counters in full, not in a local: compiled, a chain of C fields reads
-        # through a pointer, where a typed local takes a reference (a store to the line
-        # of the counters' header, not the line of their fields).  The port's counters
-        # are its queue's, which hold its bytes now (queued_bytes): the queue is not read
-        o = port.counters.queued_bytes
-        p = port.counters.peak_bytes
-        if p > port.counters.s_peak:
-            port.counters.s_peak = p
-        port.counters.peak_bytes = o
-        v = port.counters.tx_bytes
-        tx = v - port.counters.s_tx
-        port.counters.s_tx = v
+        # the port is its queue's counters (it derives from them): its own fields, the
+        # queue's bytes now (queued_bytes) among them
+        o = port.queued_bytes
+        p = port.peak_bytes
+        if p > port.s_peak:
+            port.s_peak = p
+        port.peak_bytes = o
+        v = port.tx_bytes
+        tx = v - port.s_tx
+        port.s_tx = v
         paused = pps = trims = drops = ecn = 0
-        if port.paused_since >= 0 or port.counters.s_flag:
+        if port.paused_since >= 0 or port.s_flag:
             # a rarer value or the pause state changed, or the port is paused
-            port.counters.s_flag = 0
+            port.s_flag = 0
             if port.paused_since >= 0:
                 paused = 1
                 v = port.paused_ps + now - port.paused_since
@@ -135,13 +133,13 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
                 v = port.paused_ps
             pps = v - port.s_paused
             port.s_paused = v
-            v = port.counters.trims
+            v = port.trims
             trims = v - port.s_trims
             port.s_trims = v
-            v = port.counters.drops
+            v = port.drops
             drops = v - port.s_drops
             port.s_drops = v
-            v = port.counters.ecn_marks
+            v = port.ecn_marks
             ecn = v - port.s_ecn
             port.s_ecn = v
         r = k
