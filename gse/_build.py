@@ -45,6 +45,7 @@ MODULES = {
     "gse.common.bits": "cython/gse/common/bits.pyx",
     "gse.common.timers": "cython/gse/common/timers.pyx",
     "gse.common.fairq": "",
+    "gse.common.handler": "",
     "gse.common.finished": "cython/gse/common/finished.pyx",
     "gse.agents.bitmap": "",
     "gse.agents.phases": "",

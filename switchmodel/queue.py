@@ -24,6 +24,7 @@ try:
 except (ImportError, AttributeError):
     from gse import _no_cython as cython
 
+from gse.common.handler import Handler
 from gse.wire.packet import DATA, F_ECN_CE, F_ECT, PRIO_CONTROL
 
 # Compiled, dequeue takes its head packet off through gse_unlink_data and _control
@@ -77,11 +78,14 @@ class QueueConfig:
 COUNTERS = ("tx_bytes", "tx_packets", "drops", "trims", "ecn_marks", "peak_bytes")
 
 
-class PortCounters:
+class PortCounters(Handler):
     """What a port's queue counts, and beside the counters (left out of ``as_dict``, so no
     report changes) what a sampler (``gse.runtimes.sim.sampler``) reads of a busy port at
-    every bin, all in one cache line of the compiled object, so that it reads neither the
-    queue nor the port's other lines:
+    every bin, together in the compiled object.  An ``OutputQueue`` is its own counters (it
+    derives from this class; ``counters`` is itself), and a simulated port its own queue
+    (``gse.runtimes.sim.network.LinkPort``), so that a hop and a sampler's bin touch one
+    object's lines, not three objects' (hence the base ``Handler``: the port is what the
+    event queue calls):
 
     * ``queued_bytes``: the bytes the queue holds now (kept by the queue);
     * ``s_tx``, ``s_peak``: the sampler's total of bytes sent at its last bin's end, and
@@ -90,7 +94,7 @@ class PortCounters:
       ``ecn_marks``: here; the pause state: the simulated ports), so that the sampler
       reads those and the port's pause totals only then, and clears it.
 
-    ``drops`` and ``trims`` come after (the compiled object's next line)."""
+    ``drops`` and ``trims`` come after."""
 
     __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "tx_packets", "s_tx", "s_peak",
                  "s_flag", "ecn_marks", "drops", "trims")
@@ -111,17 +115,19 @@ class PortCounters:
         return {name: getattr(self, name) for name in COUNTERS}
 
 
-class OutputQueue:
+class OutputQueue(PortCounters):
     """Two FIFOs of packets linked through the packets themselves (``Packet.qnext``): a
     packet waits in one queue at a time, and linking it costs no container, so queueing
     touches the packet and the queue only (the compiled build's switch path was a quarter
-    FIFO cache misses: container, its list, its slot, then the packet)."""
+    FIFO cache misses: container, its list, its slot, then the packet).  It counts into its
+    own fields (``counters`` is the queue itself)."""
 
     __slots__ = ("cfg", "rng", "draw", "data_head", "data_tail", "control_head", "control_tail",
                  "n_data", "n_control", "data_bytes", "control_bytes", "counters", "paused",
                  "data_tail_p", "control_tail_p")   # (the last two: compiled only)
 
     def __init__(self, cfg, rng):
+        PortCounters.__init__(self)
         self.cfg = cfg
         self.rng = rng            # a seeded generator, or a function that makes it when needed
         self.draw = None          # rng.random, once the queue first draws
@@ -133,7 +139,9 @@ class OutputQueue:
         self.n_control = 0
         self.data_bytes = 0
         self.control_bytes = 0
-        self.counters = PortCounters()
+        # the queue is its own counters (it derives from them), so that counting touches
+        # the queue's lines only; ``counters`` names it for the counters' readers
+        self.counters = self
         self.paused = False       # data class held by a PFC PAUSE from downstream
 
     def __len__(self):
@@ -172,8 +180,8 @@ class OutputQueue:
         result = ENQUEUED
         if not cfg.control_priority:     # one FIFO for every packet
             if self.data_bytes + size > cfg.queue_bytes:
-                self.counters.drops += 1
-                self.counters.s_flag = 1
+                self.drops += 1
+                self.s_flag = 1
                 return DROPPED
             if cfg.ecn and not cfg.ecn_on_dequeue and pkt.kind == DATA and pkt.flags & F_ECT \
                     and self.data_bytes + size > cfg.ecn_kmin:
@@ -196,8 +204,8 @@ class OutputQueue:
                 size = pkt.size
                 result = TRIMMED
             elif occupied > cfg.queue_bytes:
-                self.counters.drops += 1
-                self.counters.s_flag = 1
+                self.drops += 1
+                self.s_flag = 1
                 return DROPPED
             else:
                 if cfg.ecn and occupied > cfg.ecn_kmin and pkt.flags & F_ECT \
@@ -215,8 +223,8 @@ class OutputQueue:
                 self._peak()
                 return ENQUEUED
         if self.control_bytes + size > cfg.control_queue_bytes:
-            self.counters.drops += 1
-            self.counters.s_flag = 1
+            self.drops += 1
+            self.s_flag = 1
             return DROPPED
         if C_UNLINK:
             gse_link_control(self, pkt)
@@ -228,8 +236,8 @@ class OutputQueue:
         self.n_control += 1
         self.control_bytes += size
         if result == TRIMMED:
-            self.counters.trims += 1
-            self.counters.s_flag = 1
+            self.trims += 1
+            self.s_flag = 1
         self._peak()
         return result
 
@@ -251,14 +259,14 @@ class OutputQueue:
             if draw() >= p:
                 return
         pkt.flags |= F_ECN_CE
-        self.counters.ecn_marks += 1
-        self.counters.s_flag = 1
+        self.ecn_marks += 1
+        self.s_flag = 1
 
     def _peak(self):
         total = self.data_bytes + self.control_bytes
-        self.counters.queued_bytes = total
-        if total > self.counters.peak_bytes:
-            self.counters.peak_bytes = total
+        self.queued_bytes = total
+        if total > self.peak_bytes:
+            self.peak_bytes = total
 
     def dequeue(self):
         """The next packet to serialise (control first), or None."""
@@ -290,11 +298,9 @@ class OutputQueue:
                 self._maybe_mark(pkt, self.data_bytes)
         else:
             return None
-        # self.counters in full, not in a local: compiled, a typed local takes a reference,
-        # a store to the line of the counters' header, which their fields are not on
-        self.counters.queued_bytes = self.data_bytes + self.control_bytes
-        self.counters.tx_bytes += pkt.size
-        self.counters.tx_packets += 1
+        self.queued_bytes = self.data_bytes + self.control_bytes
+        self.tx_bytes += pkt.size
+        self.tx_packets += 1
         return pkt
 
     def flush(self):
@@ -310,10 +316,10 @@ class OutputQueue:
         self.n_control = self.n_data = 0
         self.control_bytes = 0
         self.data_bytes = 0
-        self.counters.queued_bytes = 0
+        self.queued_bytes = 0
         return out
 
     def count_unqueued(self, pkt):
         """A packet that went straight onto an idle link still counts as transmitted."""
-        self.counters.tx_bytes += pkt.size       # (not in a local: see dequeue)
-        self.counters.tx_packets += 1
+        self.tx_bytes += pkt.size
+        self.tx_packets += 1

@@ -41,7 +41,7 @@ def black_hole(net, links, at_ps):
     def fail(_a, _b):
         for port in ports:
             port.loss = 1.0
-            port.rng = random.Random(0)
+            port.wire_rng = random.Random(0)
     net.eq.at(at_ps, fail, None, None)
     return ports
 

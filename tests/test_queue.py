@@ -174,3 +174,34 @@ def test_the_linked_fifos_keep_order_and_references_through_any_mix_of_operation
     dat.clear()
     assert [sys.getrefcount(p) for p in pkts] == base
     assert all(p.qnext is None for p in pkts)
+
+
+def test_a_simulated_port_is_its_queue_and_its_counters():
+    """A network's ports count into themselves (issue 31: one object per port), the event
+    queue's Handler is the one the queue derives from, and what a port counts is what its
+    dequeues and straight transmissions sent."""
+    from gse.common.handler import Handler
+    from gse.config import GseConfig
+    from gse.runtimes.sim import eventq
+    from gse.runtimes.sim.network import LinkPort
+    from gse.runtimes.sim.run import build_network
+    from gse.workloads import traffic
+    from switchmodel.queue import PortCounters
+    from topologies import fat_tree
+
+    assert eventq.Handler is Handler
+    assert issubclass(LinkPort, OutputQueue) and issubclass(OutputQueue, PortCounters)
+    assert issubclass(PortCounters, Handler)
+    q = OutputQueue(QueueConfig(10**6), random.Random(1))
+    assert q.counters is q
+    topo = fat_tree(4)
+    net = build_network(topo, "gse", GseConfig(), 1)
+    net.schedule(traffic.permutation(len(topo.hosts), 100_000, random.Random(1)))
+    net.run()
+    assert len(net.records) == len(topo.hosts)
+    for port in net.ports:
+        assert port.queue is port and port.counters is port
+        assert port.queued_bytes == 0 and not port.has_packets()
+    sent = sum(port.tx_bytes for port in net.ports)
+    assert sent > 16 * 100_000                 # every message crossed at least its NIC
+    assert sum(port.tx_packets for port in net.ports) > 0

@@ -1,5 +1,6 @@
 # Augments switchmodel/queue.py.
 import cython
+from gse.common.handler cimport Handler
 from gse.wire.packet cimport Packet
 
 cdef long long DATA
@@ -25,12 +26,12 @@ cdef class QueueConfig:
 cdef tuple COUNTERS
 
 
-cdef class PortCounters:
-    # a 128-byte block (no GC head: C fields only) starts 48 bytes into a line, after the
-    # pool's 48-byte header (128 = 2 x 64), so the object's header ends that line and its
-    # first eight fields are exactly the next line: everything a sampler reads of a busy
-    # port's counters at every bin, and what a dequeue writes (tx_bytes, tx_packets,
-    # queued_bytes)
+cdef class PortCounters(Handler):
+    # the root of a simulated port (gse.runtimes.sim.network.LinkPort derives from
+    # OutputQueue, which derives from this): its fields come first, after the header and
+    # the vtable; what a dequeue writes and a sampler reads of a busy port at every bin
+    # (queued_bytes, peak_bytes, tx_bytes, tx_packets, then the sampler's s_tx, s_peak,
+    # s_flag), then the rarer counters (read by the sampler when s_flag says so)
     cdef public long long queued_bytes
     cdef public long long peak_bytes
     cdef public long long tx_bytes
@@ -39,35 +40,33 @@ cdef class PortCounters:
     cdef public long long s_peak
     cdef public long long s_flag
     cdef public long long ecn_marks
-    # the rarer counters (the next line: read by the sampler when s_flag says so)
     cdef public long long drops
     cdef public long long trims
-    cdef long long align_[4]     # padding to 128 bytes (at 96, a 96-byte block: anywhere)
 
 
-cdef class OutputQueue:
-    # a 176-byte object, a 192-byte pymalloc block with the GC head, so it starts on a
-    # line: a packet's enqueue and dequeue read and write its first two lines (at 120
-    # bytes, a 144-byte block, it started anywhere in a line and spanned three lines
-    # three times in four); the generator and the padding after them.  Compiled, the tails
+cdef class OutputQueue(PortCounters):
+    # its own counters (counters is self): an enqueue and a dequeue read and write the
+    # counters' first fields and these, in one run of lines after the object's header (in
+    # a port, before the port's own fields); first what every enqueue and dequeue reads,
+    # then the generator (an ECN draw), then what they do not (counters, read by the
+    # sampler, where the port is its own; the pure build's tails).  Compiled, the tails
     # are C pointers without a reference (gse_qlink.h), where data_tail and control_tail
     # were (those stay None in that build)
     cdef public long long data_bytes
     cdef public long long control_bytes
     cdef public Packet data_head
     cdef void *data_tail_p
-    cdef public PortCounters counters
+    cdef public Packet control_head
+    cdef void *control_tail_p
     cdef public QueueConfig cfg
     cdef public int n_data
     cdef public bint paused
-    cdef public Packet control_head
-    cdef void *control_tail_p
     cdef public long long n_control
-    cdef public object rng
     cdef public object draw
+    cdef public object rng
+    cdef public PortCounters counters
     cdef public Packet data_tail
     cdef public Packet control_tail
-    cdef long long align_[5]
 
     cpdef long long backlog(self)
 

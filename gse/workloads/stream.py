@@ -41,9 +41,10 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from gse.common.handler import Handler
 from gse.metrics.records import summarize, wire_bytes
 from gse.protocols import PROTOCOLS, default_config
-from gse.runtimes.sim.eventq import Handler, event_target
+from gse.runtimes.sim.eventq import event_target
 from gse.runtimes.sim.observe import Watchdog, mark_end, run_observed
 from gse.runtimes.sim.run import build_network, pfc_summary
 from gse.wire.linkrate import wire_time_ps

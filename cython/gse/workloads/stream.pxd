@@ -5,7 +5,8 @@
 import cython
 from gse.agents.driver cimport AgentDriver
 from gse.agents.events cimport MessageCompleted, MessageDelivered
-from gse.runtimes.sim.eventq cimport EventQueue, Handler
+from gse.common.handler cimport Handler
+from gse.runtimes.sim.eventq cimport EventQueue
 from gse.runtimes.sim.network cimport HostNode
 
 cdef long long SHIFT

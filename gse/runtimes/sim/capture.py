@@ -25,7 +25,7 @@ from typing import Any
 
 from gse.metrics.pcap import (DEFAULT_BUDGET, CaptureFile, check_options, file_name, frame,
                               node_ip, node_mac, parse_ports, write_manifest)
-from gse.runtimes.sim.eventq import Handler
+from gse.common.handler import Handler
 from gse.wire.fastcodec import encode_packet
 from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import make_packet

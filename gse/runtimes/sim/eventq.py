@@ -4,23 +4,16 @@ An event is ``(time, seq, fn, a, b)`` and runs as ``fn(a, b)``.  The sequence nu
 the order total, so a run is a pure function of its inputs (no comparison ever reaches the
 callables).  Nothing here knows about packets.
 
-The objects that receive most events (ports, nodes) derive from :class:`Handler` and
-schedule ``event_target(self, self.method)``, where ``fire(a, b)`` does what ``method(a,
-b)`` does.  Here that is the bound method itself, the cheapest call in Python; the
-compiled twin returns the handler and calls its ``fire`` as a C method, without a Python
-call per event (htsim's EventSource).
+The objects that receive most events (ports, nodes) derive from :class:`Handler`
+(``gse.common.handler``) and schedule ``event_target(self, self.method)``, where ``fire(a,
+b)`` does what ``method(a, b)`` does.  Here that is the bound method itself, the cheapest
+call in Python; the compiled twin returns the handler and calls its ``fire`` as a C method,
+without a Python call per event (htsim's EventSource).
 """
 
 from heapq import heappop, heappush
 
-
-class Handler:
-    """An object the event queue may call as ``fire(a, b)`` instead of a bound method."""
-
-    __slots__ = ()
-
-    def fire(self, a, b):
-        raise NotImplementedError
+from gse.common.handler import Handler  # noqa: F401  (named here too: gse.common.handler)
 
 
 def event_target(handler, method):

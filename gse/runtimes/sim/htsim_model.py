@@ -46,7 +46,8 @@ try:
 except (ImportError, AttributeError):
     from gse import _no_cython as cython
 
-from gse.runtimes.sim.eventq import Handler, event_target
+from gse.common.handler import Handler
+from gse.runtimes.sim.eventq import event_target
 from gse.runtimes.sim.network import HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire import linkrate
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet, make_packet
@@ -146,8 +147,8 @@ class Pipe(Handler):
 
 def _launch(port, pipe, pkt):
     """The packet's last bit has left ``port``: into the link's ``pipe`` (or lost on it)."""
-    if port.rng is not None:
-        r = port.rng.random()
+    if port.wire_rng is not None:
+        r = port.wire_rng.random()
         if r < port.loss:
             port.wire_drops += 1
             return
@@ -162,8 +163,8 @@ def _hold(port, pkt, now):
     if pkt.kind != PAUSE:
         port.resume(now)
         return True
-    if not port.queue.paused:
-        port.queue.paused = True
+    if not port.paused:
+        port.paused = True
         port.paused_since = now
         port.pauses_received += 1
         port.counters.s_flag = 1
@@ -179,11 +180,11 @@ class HtsimSwitchPort(LinkPort):
     __slots__ = ("tx_pkt", "pipe", "wire")
 
     def offer(self, pkt):
-        if not self.wake_pending and not self.queue.paused:
-            self.queue.count_unqueued(pkt)
+        if not self.wake_pending and not self.paused:
+            self.count_unqueued(pkt)
             self.begin(pkt, self.eq.now)
         else:
-            self.queue.enqueue(pkt)
+            self.enqueue(pkt)
 
     def begin(self, pkt, now):
         self.busy_until = now + linkrate.wire_time_ps(pkt.size, self.mbps)
@@ -201,7 +202,7 @@ class HtsimSwitchPort(LinkPort):
                 node = self.owner
                 node.send_pfc(pkt.ingress, RESUME)
             _launch(self, self.pipe, pkt)
-        nxt = self.queue.dequeue()
+        nxt = self.dequeue()
         if nxt is None:
             self.wake_pending = False
         else:
@@ -213,7 +214,7 @@ class HtsimSwitchPort(LinkPort):
         own: its completion then falls due before an arrival the link's pipe scheduled
         later for the same instant, which decides whether that arrival passes XOFF."""
         if not self.wake_pending:
-            nxt = self.queue.dequeue()
+            nxt = self.dequeue()
             if nxt is not None:
                 self.begin(nxt, now)
 
@@ -228,12 +229,12 @@ class HtsimHostPort(HostPort):
     __slots__ = ("tx_pkt", "pipe", "wire")
 
     def kick(self, now):
-        if self.wake_pending or self.busy_until > now or self.queue.paused:
+        if self.wake_pending or self.busy_until > now or self.paused:
             return
         pkt = self.agent.poll(now, True)
         if pkt is None:
             return
-        self.queue.count_unqueued(pkt)
+        self.count_unqueued(pkt)
         self.busy_until = now + linkrate.wire_time_ps(pkt.size, self.mbps)
         if self.watch is not None:
             self.touch()

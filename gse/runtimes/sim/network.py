@@ -32,7 +32,8 @@ except (ImportError, AttributeError):
 
 from gse.agents.driver import AgentDriver
 from gse.config import ConfigError, fault_rates_error
-from gse.runtimes.sim.eventq import EventQueue, Handler, event_target
+from gse.common.handler import Handler
+from gse.runtimes.sim.eventq import EventQueue, event_target
 from gse.wire import linkrate
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet
 from switchmodel.pfc import PfcState
@@ -46,21 +47,26 @@ from switchmodel.switch import Switch, tier_salt
 C_HINT = cython.compiled
 
 
-class LinkPort(Handler):
+class LinkPort(OutputQueue):
     """One direction of a link: the egress queue of ``node`` on local ``port``.
 
-    Its events are wake-ups (``fire`` = ``wake``)."""
+    The port is its egress queue and that queue's counters (it derives from
+    ``OutputQueue``, built from ``queue_config`` and ``queue_rng``; ``queue`` and
+    ``counters`` are the port itself), so that a packet's hop through it touches one
+    object's lines, where the port, its queue and their counters were three objects, each
+    reached through the one before.  Its events are wake-ups (``fire`` = ``wake``)."""
 
     __slots__ = ("eq", "queue", "mbps", "delay", "peer", "peer_port", "busy_until",
-                 "wake_pending", "loss", "corrupt", "rng", "wire_drops", "wire_corrupt",
+                 "wake_pending", "loss", "corrupt", "wire_rng", "wire_drops", "wire_corrupt",
                  "node", "port", "kind", "faces_host", "pfc", "owner", "paused_since",
                  "paused_ps", "pauses_received", "pause_until", "wake_fn", "deliver",
-                 "fault", "index", "watch", "counters", "s_trims", "s_drops", "s_ecn",
-                 "s_paused")
+                 "fault", "index", "watch", "s_trims", "s_drops", "s_ecn", "s_paused")
 
-    def __init__(self, eq, queue, gbps, delay_ps, node, port, kind, faces_host):
+    def __init__(self, eq, queue_config, queue_rng, gbps, delay_ps, node, port, kind,
+                 faces_host):
+        OutputQueue.__init__(self, queue_config, queue_rng)
         self.eq = eq
-        self.queue = queue
+        self.queue = self         # (for its readers: the port is its queue)
         self.mbps = int(round(gbps * 1000))
         self.delay = delay_ps
         self.peer = None          # receiving node object (has .receive(pkt, in_port))
@@ -69,7 +75,7 @@ class LinkPort(Handler):
         self.wake_pending = False
         self.loss = 0.0
         self.corrupt = 0.0
-        self.rng = None
+        self.wire_rng = None      # the draws of loss and corruption on the wire, if any
         self.wire_drops = 0
         self.wire_corrupt = 0
         self.node = node
@@ -87,10 +93,9 @@ class LinkPort(Handler):
         self.fault = None         # a PortFault when link failures may touch this port
         self.index = -1           # its place in Network.ports
         self.watch = None         # a sampler's list to join when it turns busy or paused
-        # its queue's counters, where a sampler reads a busy port's queue state (not via
-        # queue); a change of the pause state marks them (counters.s_flag), so that the
-        # sampler reads the pause totals only then (gse.runtimes.sim.sampler)
-        self.counters = queue.counters
+        # (counters: the port itself, set by OutputQueue; a change of the pause state marks
+        # them, counters.s_flag, so that a sampler reads the pause totals only then:
+        # gse.runtimes.sim.sampler)
         # what that sampler read here at the last bin's end, of the rarer values: totals of
         # trims, drops, ECN marks and paused ps (read when the counters are marked)
         self.s_trims = self.s_drops = self.s_ecn = self.s_paused = 0
@@ -102,27 +107,26 @@ class LinkPort(Handler):
         """A packet routed to this port."""
         eq = self.eq
         now = eq.now
-        queue = self.queue
         if self.fault is not None and self.fault.down:
             self.fault.black_hole(pkt)
             return
         if (self.busy_until <= now and not self.wake_pending
-                and (not queue.paused or pkt.prio == PRIO_CONTROL)):
-            queue.count_unqueued(pkt)
+                and (not self.paused or pkt.prio == PRIO_CONTROL)):
+            self.count_unqueued(pkt)
             self.transmit(pkt, now)
             return
-        result = queue.enqueue(pkt)
+        result = self.enqueue(pkt)
         pfc = self.pfc
         if pfc is not None and result == ENQUEUED and pkt.prio == PRIO_DATA:
             if pfc.on_enqueue(pkt.ingress, pkt.size):
                 self.owner.send_pfc(pkt.ingress, PAUSE)
-        if not self.wake_pending and queue.has_packets():
+        if not self.wake_pending and self.has_packets():
             self.wake_pending = True
             eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
 
     def wake(self, _a, _b):
         now = self.eq.now
-        pkt = self.queue.dequeue()
+        pkt = self.dequeue()
         if pkt is None:
             self.wake_pending = False
             return
@@ -131,14 +135,13 @@ class LinkPort(Handler):
             if pfc.on_dequeue(pkt.ingress, pkt.size):
                 self.owner.send_pfc(pkt.ingress, RESUME)
         self.transmit(pkt, now)
-        queue = self.queue
-        if queue.has_packets():
+        if self.has_packets():
             # the next wake-up's hint is the packet it will dequeue: the event queue
             # prefetches it an event ahead, so that packet (cold: it waited a
             # serialisation time or more) is in the cache when dequeue reads it; a hint,
             # not a reference, as taking one (a read-modify-write of its line) waited here
             if C_HINT:
-                self.eq.at_hint(self.busy_until, self.wake_fn, gse_queue_head(queue))
+                self.eq.at_hint(self.busy_until, self.wake_fn, gse_queue_head(self))
             else:
                 self.eq.at(self.busy_until, self.wake_fn, None, None)
         else:
@@ -148,8 +151,8 @@ class LinkPort(Handler):
         """A PAUSE or RESUME from the neighbour this port sends to."""
         if pkt.kind == PAUSE and pkt.credit > 0:
             until = now + (pkt.credit * 512 * 1_000_000 + self.mbps - 1) // self.mbps
-            if not self.queue.paused:
-                self.queue.paused = True
+            if not self.paused:
+                self.paused = True
                 self.paused_since = now
                 self.pauses_received += 1
                 self.counters.s_flag = 1
@@ -162,26 +165,25 @@ class LinkPort(Handler):
         self.resume(now)
 
     def pause_expired(self, until, _b):
-        if self.queue.paused and until == self.pause_until:
+        if self.paused and until == self.pause_until:
             self.resume(self.eq.now)
 
     def resume(self, now):
-        queue = self.queue
         self.pause_until = -1
-        if queue.paused:
-            queue.paused = False
+        if self.paused:
+            self.paused = False
             self.paused_ps += now - self.paused_since
             self.paused_since = -1
             self.counters.s_flag = 1
             self.restart(now)
 
     def restart(self, now):
-        if not self.wake_pending and self.queue.has_packets():
+        if not self.wake_pending and self.has_packets():
             self.wake_pending = True
             self.eq.at(self.busy_until if self.busy_until > now else now, self.wake_fn, None, None)
 
     def paused_total_ps(self, now):
-        if self.queue.paused:
+        if self.paused:
             return self.paused_ps + now - self.paused_since
         return self.paused_ps
 
@@ -199,8 +201,8 @@ class LinkPort(Handler):
         self.busy_until = done
         if self.watch is not None:
             self.touch()
-        if self.rng is not None:
-            r = self.rng.random()
+        if self.wire_rng is not None:
+            r = self.wire_rng.random()
             if r < self.loss:
                 self.wire_drops += 1
                 return
@@ -221,10 +223,10 @@ class HostPort(LinkPort):
     def kick(self, now):
         if self.wake_pending or self.busy_until > now:
             return
-        pkt = self.agent.poll(now, not self.queue.paused)
+        pkt = self.agent.poll(now, not self.paused)
         if pkt is None:
             return
-        self.queue.count_unqueued(pkt)
+        self.count_unqueued(pkt)
         self.transmit(pkt, now)
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)
@@ -420,8 +422,8 @@ class Network:
                 qrng = partial(random.Random, "%s/queue/%d/%d" % (seed, nid, pidx))
                 faces_host = topo.nodes[peer].kind == "host"
                 cls = host_port_cls if is_host else port_cls
-                port = cls(eq, OutputQueue(queue_config, qrng), link.gbps, link.delay_ps,
-                           nid, pidx, node.kind, faces_host)
+                port = cls(eq, queue_config, qrng, link.gbps, link.delay_ps, nid, pidx,
+                           node.kind, faces_host)
                 port.peer_port = peer_port
                 port.owner = owner
                 if not is_host:
@@ -429,7 +431,7 @@ class Network:
                 if loss_rate or corrupt_rate:
                     port.loss = loss_rate
                     port.corrupt = corrupt_rate
-                    port.rng = random.Random("%s/wire/%d/%d" % (seed, nid, pidx))
+                    port.wire_rng = random.Random("%s/wire/%d/%d" % (seed, nid, pidx))
                 if is_host:
                     port.agent = owner.agent
                     owner.nic = port

@@ -27,10 +27,10 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports and counters it reads (two lines a busy
-port), and what it writes: docs/timeseries.md ("Cost") says how both are kept small.
-What the values mean and the tables they become: ``gse.metrics.timeseries`` and
-docs/timeseries.md.
+A bin's cost is cache misses on the ports it reads (three lines of a busy port, each
+its queue and counters), and what it writes: docs/timeseries.md ("Cost") says how both
+are kept small.  What the values mean and the tables they become:
+``gse.metrics.timeseries`` and docs/timeseries.md.
 """
 
 from array import array
@@ -53,8 +53,8 @@ HEAD = 3                           # a stored bin starts (bin, port words, host 
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
 # The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
-# in its list (the port's first line, then its counters': a pointer read from a line
-# fetched before), gse_prefetch_port and _counters of sampler.pxd (__builtin_prefetch,
+# in its list (the port's lines 0 and 3, then its line 1: a port is its queue and its
+# counters, one object), gse_prefetch_port and _counters of sampler.pxd (__builtin_prefetch,
 # on borrowed pointers: gse_prefetch.h): the misses on them, most of its time, overlap
 # instead of following one another.  The pure build never calls them.
 PREFETCH = cython.compiled
@@ -94,12 +94,12 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
     page faults) are a third.
 
-    What a busy port's row needs at every bin is two cache lines of the compiled build:
-    the port's first (its counters, ``busy_until``, the pause, its index) and its
-    counters' (the queue's bytes and peak, the bytes sent, this sampler's totals ``s_tx``
-    and ``s_peak``, and ``s_flag``, set where a rarer value changed).  The port's next
-    line is read only when that flag is set or the port is paused (a drop, trim or ECN
-    mark, a pause or resume: this sampler's totals of those, the port's ``s_*``), and
+    What a busy port's row needs at every bin is three cache lines of the compiled build's
+    port, which is its queue and its counters: its first two (the queue's bytes and peak,
+    the bytes sent, this sampler's totals ``s_tx`` and ``s_peak``, and ``s_flag``, set
+    where a rarer value changed) and its fourth (``busy_until``, the pause, its index).
+    The rest is read only when that flag is set or the port is paused (a drop, trim or
+    ECN mark, a pause or resume: this sampler's totals of those, the port's ``s_*``), and
     when the port turns idle (to hand it its ``watch``).  ``prev`` holds each host's
     accepted payload at the previous bin's end."""
     k = pos + HEAD
@@ -108,26 +108,24 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     for x in range(n):
         if PREFETCH:                  # (compiled) fetch what the ports ahead will read
             if x + 4 < n:
-                gse_prefetch_port(busy, x + 4)        # the port's first line
+                gse_prefetch_port(busy, x + 4)        # its first and fourth lines
             if x + 2 < n:
-                gse_prefetch_counters(busy, x + 2)    # (its pointer: fetched 2 ports ago)
+                gse_prefetch_counters(busy, x + 2)    # its second
         port = busy[x]
-        # port.counters in full, not in a local: compiled, a chain of C fields reads
-        # through a pointer, where a typed local takes a reference (a store to the line
-        # of the counters' header, not the line of their fields).  The port's counters
-        # are its queue's, which hold its bytes now (queued_bytes): the queue is not read
-        o = port.counters.queued_bytes
-        p = port.counters.peak_bytes
-        if p > port.counters.s_peak:
-            port.counters.s_peak = p
-        port.counters.peak_bytes = o
-        v = port.counters.tx_bytes
-        tx = v - port.counters.s_tx
-        port.counters.s_tx = v
+        # the port is its queue's counters (it derives from them): its own fields, the
+        # queue's bytes now (queued_bytes) among them
+        o = port.queued_bytes
+        p = port.peak_bytes
+        if p > port.s_peak:
+            port.s_peak = p
+        port.peak_bytes = o
+        v = port.tx_bytes
+        tx = v - port.s_tx
+        port.s_tx = v
         paused = pps = trims = drops = ecn = 0
-        if port.paused_since >= 0 or port.counters.s_flag:
+        if port.paused_since >= 0 or port.s_flag:
             # a rarer value or the pause state changed, or the port is paused
-            port.counters.s_flag = 0
+            port.s_flag = 0
             if port.paused_since >= 0:
                 paused = 1
                 v = port.paused_ps + now - port.paused_since
@@ -135,13 +133,13 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
                 v = port.paused_ps
             pps = v - port.s_paused
             port.s_paused = v
-            v = port.counters.trims
+            v = port.trims
             trims = v - port.s_trims
             port.s_trims = v
-            v = port.counters.drops
+            v = port.drops
             drops = v - port.s_drops
             port.s_drops = v
-            v = port.counters.ecn_marks
+            v = port.ecn_marks
             ecn = v - port.s_ecn
             port.s_ecn = v
         r = k

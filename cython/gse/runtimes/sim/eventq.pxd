@@ -36,8 +36,9 @@ cdef extern from "gse_eventq.h":
         Py_ssize_t cap
 
 
-cdef class Handler:
-    cpdef fire(self, object a, object b)
+# the base of the objects the queue calls as fire(a, b) (gse/common/handler.py; here, so
+# that the modules that cimport it from here find it)
+from gse.common.handler cimport Handler
 
 
 cdef class EventQueue:

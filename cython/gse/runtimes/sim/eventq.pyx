@@ -70,11 +70,9 @@ cdef extern from "gse_arena.h":
     size_t gse_blocks_used()
 
 
-cdef class Handler:
-    """An object the queue calls as ``fire(a, b)``, a C method, instead of a bound method."""
-
-    cpdef fire(self, object a, object b):
-        raise NotImplementedError
+# Handler (the objects the queue calls as ``fire(a, b)``, a C method, instead of a bound
+# method) is gse.common.handler's, cimported by eventq.pxd; named here too, as before
+globals()["Handler"] = Handler
 
 
 def event_target(handler, method):

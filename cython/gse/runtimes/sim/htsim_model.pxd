@@ -2,7 +2,8 @@
 # nodes become extension types: the ports and the node derive from network.pxd's and
 # override their C methods; a pipe's arrival times are a ring of C integers.
 import cython
-from gse.runtimes.sim.eventq cimport EventQueue, Handler
+from gse.common.handler cimport Handler
+from gse.runtimes.sim.eventq cimport EventQueue
 from gse.runtimes.sim.network cimport HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire cimport linkrate
 from gse.wire.packet cimport Packet

@@ -4,7 +4,8 @@ import cython
 from cpython.ref cimport PyObject
 from gse.agents.driver cimport AgentDriver
 from gse.agents.interface cimport HostAgent
-from gse.runtimes.sim.eventq cimport EventQueue, Handler
+from gse.common.handler cimport Handler
+from gse.runtimes.sim.eventq cimport EventQueue
 from gse.wire cimport linkrate
 from gse.wire.packet cimport Packet
 from switchmodel.pfc cimport PfcState
@@ -23,61 +24,64 @@ cdef extern from "gse_qlink.h":
 
 cdef class HostNode
 
-cdef class LinkPort(Handler):
-    # a LinkPort is a 384-byte pymalloc block with the GC head, so it starts on a line:
-    # the header and the vtable, then 5 x 8 = 64 bytes: all that a sampler reads of a
-    # busy port at every bin (gse.runtimes.sim.sampler), with its counters' line (a
-    # pointer chain: no reference taken, so not the counters' header); busy_until is
-    # also the first thing an offer, a wake-up and a transmission read
-    cdef public PortCounters counters
+cdef class LinkPort(OutputQueue):
+    # a port is its queue and its queue's counters (their fields come first: header and
+    # vtable, the counters', the queue's; switchmodel/queue.pxd), so that a hop reads one
+    # object's run of lines, each at an address known from the port's pointer (its misses
+    # overlap), where the port, its queue and the counters were three objects reached one
+    # through the other.  Then the port's own: what an offer, a wake-up and a transmission
+    # read or write, in that order; then what a sampler reads of a port that is paused or
+    # marked (counters.s_flag) and the rest.  queue is the port itself, for its readers.
+    # (the object's fourth line, after the queue's counters and the pure build's tails:)
+    # what a sampler reads of every busy port at every bin (with the counters' first two
+    # lines), then the pending wake-up and the failure hook
     cdef public long long busy_until
     cdef public long long paused_since
-    cdef public long long paused_ps
     cdef public long long index
-    # the next two lines (one 128-byte aligned pair, which the CPU fetches together):
-    # the rest of what an offer, a wake-up and a transmission read or write, in the
-    # order they read it (where they took four lines, two of them not a pair)
-    cdef public OutputQueue queue
-    cdef public object fault
     cdef public bint wake_pending
     cdef public bint faces_host
+    cdef public object fault
+    # the fifth line: the rest of what an offer, a wake-up and a transmission read (mbps
+    # and peer_port as C ints: one word for both, so that the line holds them all)
     cdef public EventQueue eq
     cdef public PfcState pfc
     cdef public object wake_fn
-    cdef public long long mbps
+    cdef public int mbps
+    cdef public int peer_port
     cdef public list watch
-    cdef public object rng
-    cdef public object deliver
+    cdef public object wire_rng
     cdef public long long delay
-    cdef public long long peer_port
+    cdef public object deliver
+    # the rest: PFC's, the sampler's totals of the rarer values (read when counters.s_flag
+    # is set or the port is paused), the wire's faults, what reports read
     cdef public object owner
-    cdef public double loss
-    cdef public double corrupt
-    cdef public long long wire_drops
-    # the sampler's totals of the rarer values (read when counters.s_flag is set or the
-    # port is paused), then the rest
+    cdef public long long paused_ps
     cdef public long long s_trims
     cdef public long long s_drops
     cdef public long long s_ecn
     cdef public long long s_paused
+    cdef public double loss
+    cdef public double corrupt
+    cdef public long long wire_drops
     cdef public long long wire_corrupt
+    cdef public OutputQueue queue
     cdef public object peer
     cdef public long long node
     cdef public long long port
     cdef public object kind
     cdef public long long pauses_received
     cdef public long long pause_until
-    # padding to 368 bytes (a 384-byte block: 6 lines; at 312, a 336-byte block, a port
-    # would start anywhere in a line)
-    cdef long long align_[11]
+    # padding to 488 bytes: with the collector's 16-byte head a 504-byte request, a
+    # 512-byte pymalloc block (a HostPort's, 8 bytes more, is one too); such a block starts
+    # 48 bytes into a line (after the pool's 48-byte header), so the object starts on one
+    cdef long long align_[4]
 
     cpdef fire(self, a, b)
 
-    @cython.locals(eq=EventQueue, now="long long", queue=OutputQueue, result="long long",
-                   pfc=PfcState)
+    @cython.locals(eq=EventQueue, now="long long", result="long long", pfc=PfcState)
     cpdef offer(self, Packet pkt)
 
-    @cython.locals(now="long long", pkt=Packet, pfc=PfcState, queue=OutputQueue)
+    @cython.locals(now="long long", pkt=Packet, pfc=PfcState)
     cpdef wake(self, _a, _b)
 
     @cython.locals(until="long long")
@@ -85,7 +89,6 @@ cdef class LinkPort(Handler):
 
     cpdef pause_expired(self, until, _b)
 
-    @cython.locals(queue=OutputQueue)
     cpdef resume(self, long long now)
 
     cpdef restart(self, long long now)
@@ -99,9 +102,7 @@ cdef class LinkPort(Handler):
 
 
 cdef class HostPort(LinkPort):
-    cdef public HostAgent agent
-    # padding to 432 bytes (a 448-byte block, 7 lines: a host port starts on a line too)
-    cdef long long align2_[7]
+    cdef public HostAgent agent     # (496 bytes: a 512-byte block, as a LinkPort's)
 
     @cython.locals(pkt=Packet)
     cpdef kick(self, long long now)
