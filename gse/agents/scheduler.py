@@ -88,6 +88,11 @@ class CreditScheduler:
         if demand.wanted() > 0 and not demand.queued:
             demand.queued = True
             self.active.append(demand)
+        return self.wake(now)
+
+    def wake(self, now):
+        """Arm the pacer if a message waits for credit and it is not armed: the time the
+        grant is due, or -1 if nothing new."""
         if self.active and not self.armed:
             self.armed = True
             if self.next_time < now:
