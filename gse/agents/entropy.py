@@ -22,9 +22,19 @@ Control packets are steered by the same selector: a REQUEST or a probe takes a v
 known to work (``control``: the newest recycled one) without using it up.
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.common.fifo import Fifo
 
 
+# compiled, not tracked by the garbage collector: its dicts and FIFO hold integers (no
+# cycle); one made and freed per message
+@cython.no_gc
+@cython.cclass
 class EntropySelector:
     __slots__ = ("base", "n", "cursor", "count", "penalty", "trim_penalty", "penalised",
                  "recycled", "dead")

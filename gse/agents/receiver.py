@@ -30,6 +30,12 @@ the receiver repeats the cumulative total (no new credit; lost grants are made u
 ones change nothing) and lifts the hold (``_starved``).
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.agents.bitmap import new_bitmap
 from gse.agents.events import delivered
 from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, Phased, enter
@@ -50,6 +56,10 @@ def reassembly_cost(npkts):
     return INMSG_BYTES + (npkts + 7) // 8 + 8
 
 
+# compiled, not tracked by the garbage collector (its bitmap and Demand never refer back
+# to it: no cycle); one made and freed per message
+@cython.no_gc
+@cython.cclass
 class InMsg(Phased):
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",

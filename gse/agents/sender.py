@@ -32,6 +32,12 @@ Rules, in the order the sender applies them:
 * GRANTs carry the message's cumulative credit, so a lost GRANT is made up by the next.
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from array import array
 
 from gse.agents.entropy import EntropySelector
@@ -54,6 +60,11 @@ UNSENT = array("q", [-1])
 NO_ENTROPY = array("i", [0])
 
 
+# compiled, not tracked by the garbage collector: what it holds (its FIFOs of integers and
+# (time, psn) pairs, arrays, its entropy selector) never refers back to it, so it cannot be in
+# a cycle; one made and freed per message
+@cython.no_gc
+@cython.cclass
 class OutMsg(Phased):
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
                  "next_new", "unsched_pkts", "unsched_payload",

@@ -13,6 +13,7 @@ cdef struct gse_timer:
 cdef class TimerHeap:
     cdef gse_timer* _h           # binary min-heap on (t, seq)
     cdef Py_ssize_t _n
+    cdef long long _t0           # the first entry's deadline (-1: none), read without _h
     cdef Py_ssize_t _cap
     cdef list _owner             # owner by slot (the GC sees them)
     cdef list _free              # free slots

@@ -2,7 +2,8 @@
 """The compiled twin of gse/common/timers.py: the same order, on a C heap.
 
 Entries are ``(t, seq, kind, slot)`` structs in a binary heap ordered by (t, seq); seq
-counts pushes, so the order is total and is the reference's tuple order.  Owners live
+counts pushes, so the order is total and is the reference's tuple order.  The first
+entry's deadline is kept in the object too (``first``, asked after every event at a host).  Owners live
 in a Python list at their slot (reused through a free list), so the garbage collector
 sees them.
 """
@@ -19,6 +20,7 @@ cdef class TimerHeap:
     def __cinit__(self):
         self._h = NULL
         self._n = 0
+        self._t0 = -1
         self._cap = 0
         self._owner = []
         self._free = []
@@ -63,9 +65,13 @@ cdef class TimerHeap:
             self._h[i] = self._h[parent]
             i = parent
         self._h[i] = e
+        if i == 0:
+            self._t0 = t
 
     cpdef long long first(self):
-        return self._h[0].t if self._n else -1
+        # kept in the heap's object (pop and push write it): called after every event at
+        # the host, where the heap's first line, a cache line of its own, was mostly cold
+        return self._t0
 
     cpdef object pop(self):
         cdef gse_timer top, last
@@ -90,6 +96,9 @@ cdef class TimerHeap:
                 self._h[i] = self._h[c]
                 i = c
             self._h[i] = last
+            self._t0 = self._h[0].t
+        else:
+            self._t0 = -1
         owner = self._owner[top.slot]
         self._owner[top.slot] = None
         self._free.append(top.slot)
