@@ -445,6 +445,35 @@ def test_timer_heap_twins_pop_the_same_order(seed):
         a.pop()
 
 
+def test_timer_heap_releases_its_owners():
+    """The compiled heap holds its entries' owners as references in C entries, which its
+    tp_traverse shows to the garbage collector: a popped owner is let go, and a heap in a
+    cycle with a pending owner (a host's messages do not, but an owner may) is collected."""
+    import gc
+    import weakref
+    from gse.common.timers import TimerHeap
+
+    class Owner:
+        pass
+
+    heap, popped, pending = TimerHeap(), Owner(), Owner()
+    pending.heap = heap                                     # a cycle through the heap
+    heap.push(2, 0, pending)
+    heap.push(1, 0, popped)
+    heap.push(3, 1, None)
+    refs = [weakref.ref(popped), weakref.ref(pending)]
+    del popped, pending
+    assert heap.first() == 1
+    heap.pop()
+    assert refs[0]() is None                                # popped: let go
+    assert refs[1]() is not None and len(heap) == 2
+    if _build.build() == "compiled":
+        assert any(x is refs[1]() for x in gc.get_referents(heap))
+    del heap
+    gc.collect()
+    assert refs[1]() is None
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_fifo_behaves_as_deque(seed):
     from collections import deque
