@@ -118,8 +118,10 @@ class OutMsg(Phased):
         self.sent_entropy = NO_ENTROPY * self.npkts
         self.inflight = Fifo()           # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
-        self.retx = Fifo()
-        self.in_retx = bytearray(self.npkts)
+        # psns queued for retransmission, and a flag per psn: None until the first loss
+        # (mark_lost), as most messages lose nothing
+        self.retx = None
+        self.in_retx = None
         self.probe = 0                 # credit-free sends owed to RTO and tail probes
         self.rto_deadline = NEVER
         self.tlp_deadline = NEVER      # tail-loss probe armed once the last packet is out
@@ -359,10 +361,17 @@ class OutMsg(Phased):
         else:
             self.entropy.penalise(entropy)
 
+    def queued(self, psn):
+        """Whether psn waits in the retransmission queue."""
+        return self.in_retx is not None and self.in_retx[psn] != 0
+
     def mark_lost(self, psn):
         """Queue psn for retransmission (once); it needs credit like new data."""
-        if self.is_acked(psn) or self.in_retx[psn]:
+        if self.is_acked(psn) or self.queued(psn):
             return False
+        if self.retx is None:           # the first loss
+            self.retx = Fifo()
+            self.in_retx = bytearray(self.npkts)
         self.in_retx[psn] = 1
         self.retx.append(psn)
         self.sent_at[psn] = -1
@@ -374,7 +383,7 @@ class OutMsg(Phased):
         inflight = self.inflight
         while inflight:
             sent, psn = inflight[0]
-            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
+            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.queued(psn):
                 return sent
             inflight.popleft()
         return -1
@@ -416,7 +425,7 @@ class OutMsg(Phased):
 
     def _probe_if_outstanding(self, sent, psn):
         """Queue ``psn`` first for a credit-free resend if that transmission is still out."""
-        if self.sent_at[psn] != sent or self.is_acked(psn) or self.in_retx[psn]:
+        if self.sent_at[psn] != sent or self.is_acked(psn) or self.queued(psn):
             return False
         self.mark_lost(psn)
         self.retx.remove(psn)

@@ -106,6 +106,8 @@ cdef class OutMsg(Phased):
 
     cpdef _lost_on(self, long long entropy, long long suspect_until)
 
+    cpdef bint queued(self, long long psn) except -1
+
     cpdef bint mark_lost(self, long long psn) except -1
 
     cpdef long long probe_tail(self) except? -2
