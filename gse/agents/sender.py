@@ -44,6 +44,7 @@ from gse.agents.entropy import EntropySelector
 from gse.agents.phases import DONE, SENDING, Phased, enter
 from gse.common.bits import le64, lowest_bit
 from gse.common.fifo import Fifo
+from gse.common.sendlog import SendLog
 from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTROL, PRIO_DATA,
                              REQUEST, new_packet)
 
@@ -116,7 +117,7 @@ class OutMsg(Phased):
         # time (-1 while queued for retransmission) and that transmission's entropy
         self.sent_at = UNSENT * self.npkts
         self.sent_entropy = NO_ENTROPY * self.npkts
-        self.inflight = Fifo()           # (sent_at, psn) in transmit order
+        self.inflight = SendLog()        # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
         # psns queued for retransmission, and a flag per psn: None until the first loss
         # (mark_lost), as most messages lose nothing
@@ -185,9 +186,9 @@ class OutMsg(Phased):
                 self.credit -= length
         if psn == self.npkts - 1:
             flags |= F_LAST
-        sent = now                       # (one Python int for its three uses, compiled)
+        sent = now                       # (one Python int for its uses, compiled)
         self.sent_at[psn] = sent
-        self.inflight.append((sent, psn))
+        self.inflight.append(sent, psn)
         if probe:                        # the last resort goes where an ACK just came from
             entropy = self.trusted_entropy(now, -1)
         elif ((flags & F_RETX or psn >= self.npkts - TAIL_PKTS) and not self.entropy.recycled
@@ -340,7 +341,8 @@ class OutMsg(Phased):
         limit = self.max_acked_sent - window_ps
         lost = 0
         while inflight:
-            sent, psn = inflight[0]
+            sent = inflight.first_sent()
+            psn = inflight.first_psn()
             if self.sent_at[psn] != sent or self.is_acked(psn):
                 inflight.popleft()       # resent since, or delivered: nothing to watch
                 continue
@@ -382,7 +384,8 @@ class OutMsg(Phased):
         retransmission, or -1.  Entries that no longer matter are dropped on the way."""
         inflight = self.inflight
         while inflight:
-            sent, psn = inflight[0]
+            sent = inflight.first_sent()
+            psn = inflight.first_psn()
             if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.queued(psn):
                 return sent
             inflight.popleft()
