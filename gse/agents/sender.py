@@ -292,7 +292,9 @@ class OutMsg(Phased):
         self.acked[psn >> 3] |= 1 << (psn & 7)
         self.n_acked += 1
         entropy = self.sent_entropy[psn]
-        if entropy != marked and entropy < AMBIGUOUS:
+        # (not once every packet is acknowledged: the message is done, no packet will
+        # take the value; a one-packet message's selector then never holds one)
+        if entropy != marked and entropy < AMBIGUOUS and self.n_acked < self.npkts:
             self.entropy.recycle(entropy)
         t = self.sent_at[psn]
         if t > self.max_acked_sent:
