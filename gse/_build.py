@@ -44,6 +44,7 @@ MODULES = {
     "gse.common.fifo": "cython/gse/common/fifo.pyx",
     "gse.common.bits": "cython/gse/common/bits.pyx",
     "gse.common.timers": "cython/gse/common/timers.pyx",
+    "gse.common.sendlog": "cython/gse/common/sendlog.pyx",
     "gse.common.fairq": "",
     "gse.common.handler": "",
     "gse.common.finished": "cython/gse/common/finished.pyx",

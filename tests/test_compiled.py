@@ -445,6 +445,64 @@ def test_timer_heap_twins_pop_the_same_order(seed):
         a.pop()
 
 
+def test_timer_heap_releases_its_owners():
+    """The compiled heap holds its entries' owners as references in C entries, which its
+    tp_traverse shows to the garbage collector: a popped owner is let go, and a heap in a
+    cycle with a pending owner (a host's messages do not, but an owner may) is collected."""
+    import gc
+    import weakref
+    from gse.common.timers import TimerHeap
+
+    class Owner:
+        pass
+
+    heap, popped, pending = TimerHeap(), Owner(), Owner()
+    pending.heap = heap                                     # a cycle through the heap
+    heap.push(2, 0, pending)
+    heap.push(1, 0, popped)
+    heap.push(3, 1, None)
+    refs = [weakref.ref(popped), weakref.ref(pending)]
+    del popped, pending
+    assert heap.first() == 1
+    heap.pop()
+    assert refs[0]() is None                                # popped: let go
+    assert refs[1]() is not None and len(heap) == 2
+    if _build.build() == "compiled":
+        assert any(x is refs[1]() for x in gc.get_referents(heap))
+    del heap
+    gc.collect()
+    assert refs[1]() is None
+
+
+@twin
+@pytest.mark.parametrize("seed", range(4))
+def test_send_log_twins_agree(seed):
+    """A message's transmissions (``gse.common.sendlog``): the C ring of pairs reads,
+    drops, grows and iterates as the reference's deque of tuples, errors included."""
+    from gse.common.sendlog import SendLog
+    spec = importlib.util.spec_from_file_location("_gse_sendlog_reference",
+                                                  _module_file("gse.common.sendlog"))
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    rng = random.Random(seed)
+    a, b = SendLog(), ref.SendLog()
+    t = 0
+    for i in range(4000):
+        r = rng.random()
+        if r < (0.7 if i % 1000 < 600 else 0.25):     # phases of growth and of draining
+            t += rng.randrange(3)
+            psn = rng.randrange(1 << rng.choice((3, 20, 40)))
+            a.append(t, psn)
+            b.append(t, psn)
+        else:
+            got = [_outcome(x.first_sent) + _outcome(x.first_psn) + _outcome(x.popleft)
+                   for x in (a, b)]
+            assert got[0] == got[1]
+        assert len(a) == len(b) and bool(a) == bool(b)
+        if i % 97 == 0:
+            assert list(a) == list(b) and list(reversed(a)) == list(reversed(b))
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_fifo_behaves_as_deque(seed):
     from collections import deque

@@ -22,9 +22,19 @@ Control packets are steered by the same selector: a REQUEST or a probe takes a v
 known to work (``control``: the newest recycled one) without using it up.
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.common.fifo import Fifo
 
 
+# compiled, not tracked by the garbage collector: its dicts and FIFO hold integers (no
+# cycle); one made and freed per message
+@cython.no_gc
+@cython.cclass
 class EntropySelector:
     __slots__ = ("base", "n", "cursor", "count", "penalty", "trim_penalty", "penalised",
                  "recycled", "dead")
@@ -42,7 +52,8 @@ class EntropySelector:
         self.penalty = penalty
         self.trim_penalty = penalty if trim_penalty < 0 else trim_penalty
         self.penalised = None     # dict index -> exploration count at which it may return
-        self.recycled = Fifo()   # values acknowledged clean, oldest first (used up)
+        # values acknowledged clean, oldest first (used up): None until the first
+        self.recycled = None
         # entropy -> time (ps) until which it is suspected dead (shared per destination)
         self.dead = dead
 
@@ -84,7 +95,7 @@ class EntropySelector:
         """An entropy for a control packet: the newest value acknowledged clean that is
         neither penalised nor suspected (left in place for data), else an exploration."""
         recycled = self.recycled
-        i = len(recycled) - 1
+        i = len(recycled) - 1 if recycled is not None else -1
         while i >= 0:
             entropy = recycled[i]
             if not self.is_penalised(entropy) and not self.is_dead(entropy, now):
@@ -105,6 +116,8 @@ class EntropySelector:
 
     def recycle(self, entropy):
         """A packet sent with ``entropy`` was acknowledged without congestion."""
+        if self.recycled is None:
+            self.recycled = Fifo()
         if len(self.recycled) < self.n:
             self.recycled.append(entropy)
 
@@ -135,7 +148,7 @@ class EntropySelector:
         if self.dead.get(entropy, -1) < until:
             self.dead[entropy] = until
         recycled = self.recycled
-        while entropy in recycled:
+        while recycled is not None and entropy in recycled:
             recycled.remove(entropy)
 
     def alive(self, entropy):

@@ -124,10 +124,12 @@ def _check_out(host, msg, timers, queued):
     if msg.nacked > msg.need_total:
         _fail(host, what, "nacked", "%d beyond the need %d" % (msg.nacked, msg.need_total))
     # the retransmit queue and its flags
-    retx = list(msg.retx)
-    if len(set(retx)) != len(retx) or sum(msg.in_retx) != len(retx):
-        _fail(host, what, "retx", "%d queued, %d flagged in in_retx"
-              % (len(retx), sum(msg.in_retx)))
+    if (msg.retx is None) != (msg.in_retx is None):
+        _fail(host, what, "retx", "the queue and its flags made apart")
+    retx = list(msg.retx or ())
+    flagged = sum(msg.in_retx or ())
+    if len(set(retx)) != len(retx) or flagged != len(retx):
+        _fail(host, what, "retx", "%d queued, %d flagged in in_retx" % (len(retx), flagged))
     for psn in retx:
         if not msg.in_retx[psn] or msg.sent_at[psn] != -1 or psn >= msg.next_new:
             _fail(host, what, "retx", "psn %d queued but in_retx=%d sent_at=%d next_new=%d"
@@ -156,7 +158,7 @@ def _check_out(host, msg, timers, queued):
 
 def _sendable(msg):
     """``OutMsg.can_send()`` without its tidying of the retransmit queue."""
-    for psn in msg.retx:
+    for psn in msg.retx or ():
         if not msg.is_acked(psn):
             return msg.probe > 0 or msg.credit >= msg.payload_of(psn)
     psn = msg.next_new

@@ -30,6 +30,12 @@ the receiver repeats the cumulative total (no new credit; lost grants are made u
 ones change nothing) and lifts the hold (``_starved``).
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.agents.bitmap import new_bitmap
 from gse.agents.events import delivered
 from gse.agents.phases import DELIVERED, DROPPED, RECEIVING, UNPROVEN, Phased, enter
@@ -50,6 +56,10 @@ def reassembly_cost(npkts):
     return INMSG_BYTES + (npkts + 7) // 8 + 8
 
 
+# compiled, not tracked by the garbage collector (its bitmap and Demand never refer back
+# to it: no cycle); one made and freed per message
+@cython.no_gc
+@cython.cclass
 class InMsg(Phased):
     __slots__ = ("src", "msg_id", "size", "npkts", "bitmap", "demand", "unacked",
                  "ecn", "first_ps", "charged", "last_ack", "entropy", "heard", "requested",
@@ -291,6 +301,8 @@ class ReceiverSide:
                 if pkt.msg_len <= 0:
                     self.duplicates += 1  # inconsistent: nothing to deliver
                     return -1
+                if self._whole(pkt):
+                    return self._deliver_whole(pkt, now, out)
                 msg = self._create(pkt, key, now)
                 if msg is None:
                     return -1         # beyond the limits: refused and counted
@@ -337,6 +349,49 @@ class ReceiverSide:
         if (msg.unacked >= self.ack_every or msg.ecn or pkt.flags & (F_LAST | F_RETX)
                 or msg.bitmap.cum > old_cum + 1 or now - msg.last_ack >= self.ack_delay):
             out.append(self._ack(msg, pkt, now))
+        return due
+
+    def _whole(self, pkt):
+        """Whether the DATA ``pkt`` of a message not known here is the whole message, to
+        be delivered at once without its state (``_deliver_whole``): one packet, not
+        trimmed, its unscheduled credit (if any) the whole message, and room for it
+        without forgetting idle messages (``_admit``'s limits: the counts it takes are
+        given back at once)."""
+        if pkt.msg_len > self.mtu or pkt.psn != 0 or pkt.flags & F_TRIMMED:
+            return False
+        if pkt.flags & F_UNSCHED and pkt.credit < pkt.msg_len:
+            return False
+        return (self.inbound < self.max_inbound
+                and self.inbound_of.get(pkt.src, 0) < self.max_inbound_per_peer
+                and self.reassembly + reassembly_cost(1) <= self.max_reassembly)
+
+    def _deliver_whole(self, pkt, now, out):
+        """``on_data`` for a message whose first packet is the whole of it (``_whole``):
+        what creating its state, marking the packet and finishing it would do (the
+        scheduler's charge for its unscheduled bytes, the delivery, its id remembered,
+        the final ACK), without the state: no ``InMsg``, bitmap nor ``Demand``, and no
+        entry in ``messages`` or ``inbound_of`` made and removed at once.  Most messages
+        of a collective at scale are one packet (the 10k all-reduce's are 819 bytes)."""
+        self.order += 1               # (the order the message would have had)
+        self.last = None
+        due = -1
+        if pkt.flags & F_UNSCHED:     # _announce with nothing scheduled: a charge, and
+            sched = self.scheduler    # the pacer woken as set_need would
+            if sched.busy():
+                due = sched.charge(pkt.credit, now, self.charge_cap)
+            d = sched.wake(now)
+            if d >= 0:
+                due = d
+        self.payload_bytes += pkt.payload_len
+        flags = 0
+        if pkt.flags & F_ECN_CE:
+            flags = F_ECN_CE
+            self.ecn_seen += 1
+        self.finished.add(pkt.src, pkt.msg_id, 1, now)
+        self.events.append(delivered(pkt.src, pkt.msg_id, pkt.msg_len, now))
+        self.acks += 1                # every packet acknowledged: cum 1, SACK bit 0
+        out.append(new_packet(ACK, self.addr, pkt.src, pkt.msg_id, 1, pkt.entropy, 0, flags,
+                              pkt.msg_len, 0, 0, 0, 1, pkt.ts, PRIO_CONTROL))
         return due
 
     def _finish(self, msg, now):

@@ -19,6 +19,12 @@ mean completion time) and ``fifo`` (the oldest message first: lowest maximum com
 time when messages arrive staggered, the order a lossless FIFO fabric serves them in).
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from gse.common.fifo import Fifo
 from gse.wire import linkrate
 from gse.wire.packet import HEADER_BYTES
@@ -32,6 +38,10 @@ def wire_ps(payload_bytes, mtu, mbps):
     return linkrate.wire_time_ps(payload_bytes + npkts * HEADER_BYTES, mbps)
 
 
+# compiled, not tracked by the garbage collector (its key is a tuple of integers: no
+# cycle); one made and freed per message
+@cython.no_gc
+@cython.cclass
 class Demand:
     """What one message still needs from the scheduler (shared with the receiver state)."""
 
@@ -88,6 +98,11 @@ class CreditScheduler:
         if demand.wanted() > 0 and not demand.queued:
             demand.queued = True
             self.active.append(demand)
+        return self.wake(now)
+
+    def wake(self, now):
+        """Arm the pacer if a message waits for credit and it is not armed: the time the
+        grant is due, or -1 if nothing new."""
         if self.active and not self.armed:
             self.armed = True
             if self.next_time < now:

@@ -32,12 +32,19 @@ Rules, in the order the sender applies them:
 * GRANTs carry the message's cumulative credit, so a lost GRANT is made up by the next.
 """
 
+try:
+    import cython  # for the class decorator below: a no-op in pure Python
+    cython.compiled       # the real Cython (gse.wire.packet says why the check)
+except (ImportError, AttributeError):
+    from gse import _no_cython as cython
+
 from array import array
 
 from gse.agents.entropy import EntropySelector
 from gse.agents.phases import DONE, SENDING, Phased, enter
 from gse.common.bits import le64, lowest_bit
 from gse.common.fifo import Fifo
+from gse.common.sendlog import SendLog
 from gse.wire.packet import (DATA, F_ECT, F_LAST, F_RETX, F_UNSCHED, PRIO_CONTROL, PRIO_DATA,
                              REQUEST, new_packet)
 
@@ -54,6 +61,11 @@ UNSENT = array("q", [-1])
 NO_ENTROPY = array("i", [0])
 
 
+# compiled, not tracked by the garbage collector: what it holds (its FIFOs of integers and
+# (time, psn) pairs, arrays, its entropy selector) never refers back to it, so it cannot be in
+# a cycle; one made and freed per message
+@cython.no_gc
+@cython.cclass
 class OutMsg(Phased):
     __slots__ = ("msg_id", "src", "dst", "size", "mtu", "npkts", "start_ps",
                  "next_new", "unsched_pkts", "unsched_payload",
@@ -105,10 +117,12 @@ class OutMsg(Phased):
         # time (-1 while queued for retransmission) and that transmission's entropy
         self.sent_at = UNSENT * self.npkts
         self.sent_entropy = NO_ENTROPY * self.npkts
-        self.inflight = Fifo()           # (sent_at, psn) in transmit order
+        self.inflight = SendLog()        # (sent_at, psn) in transmit order
         self.max_acked_sent = -1          # latest transmit time among acknowledged psns
-        self.retx = Fifo()
-        self.in_retx = bytearray(self.npkts)
+        # psns queued for retransmission, and a flag per psn: None until the first loss
+        # (mark_lost), as most messages lose nothing
+        self.retx = None
+        self.in_retx = None
         self.probe = 0                 # credit-free sends owed to RTO and tail probes
         self.rto_deadline = NEVER
         self.tlp_deadline = NEVER      # tail-loss probe armed once the last packet is out
@@ -172,9 +186,9 @@ class OutMsg(Phased):
                 self.credit -= length
         if psn == self.npkts - 1:
             flags |= F_LAST
-        sent = now                       # (one Python int for its three uses, compiled)
+        sent = now                       # (one Python int for its uses, compiled)
         self.sent_at[psn] = sent
-        self.inflight.append((sent, psn))
+        self.inflight.append(sent, psn)
         if probe:                        # the last resort goes where an ACK just came from
             entropy = self.trusted_entropy(now, -1)
         elif ((flags & F_RETX or psn >= self.npkts - TAIL_PKTS) and not self.entropy.recycled
@@ -278,7 +292,9 @@ class OutMsg(Phased):
         self.acked[psn >> 3] |= 1 << (psn & 7)
         self.n_acked += 1
         entropy = self.sent_entropy[psn]
-        if entropy != marked and entropy < AMBIGUOUS:
+        # (not once every packet is acknowledged: the message is done, no packet will
+        # take the value; a one-packet message's selector then never holds one)
+        if entropy != marked and entropy < AMBIGUOUS and self.n_acked < self.npkts:
             self.entropy.recycle(entropy)
         t = self.sent_at[psn]
         if t > self.max_acked_sent:
@@ -327,7 +343,8 @@ class OutMsg(Phased):
         limit = self.max_acked_sent - window_ps
         lost = 0
         while inflight:
-            sent, psn = inflight[0]
+            sent = inflight.first_sent()
+            psn = inflight.first_psn()
             if self.sent_at[psn] != sent or self.is_acked(psn):
                 inflight.popleft()       # resent since, or delivered: nothing to watch
                 continue
@@ -348,10 +365,17 @@ class OutMsg(Phased):
         else:
             self.entropy.penalise(entropy)
 
+    def queued(self, psn):
+        """Whether psn waits in the retransmission queue."""
+        return self.in_retx is not None and self.in_retx[psn] != 0
+
     def mark_lost(self, psn):
         """Queue psn for retransmission (once); it needs credit like new data."""
-        if self.is_acked(psn) or self.in_retx[psn]:
+        if self.is_acked(psn) or self.queued(psn):
             return False
+        if self.retx is None:           # the first loss
+            self.retx = Fifo()
+            self.in_retx = bytearray(self.npkts)
         self.in_retx[psn] = 1
         self.retx.append(psn)
         self.sent_at[psn] = -1
@@ -362,8 +386,9 @@ class OutMsg(Phased):
         retransmission, or -1.  Entries that no longer matter are dropped on the way."""
         inflight = self.inflight
         while inflight:
-            sent, psn = inflight[0]
-            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.in_retx[psn]:
+            sent = inflight.first_sent()
+            psn = inflight.first_psn()
+            if self.sent_at[psn] == sent and not self.is_acked(psn) and not self.queued(psn):
                 return sent
             inflight.popleft()
         return -1
@@ -405,7 +430,7 @@ class OutMsg(Phased):
 
     def _probe_if_outstanding(self, sent, psn):
         """Queue ``psn`` first for a credit-free resend if that transmission is still out."""
-        if self.sent_at[psn] != sent or self.is_acked(psn) or self.in_retx[psn]:
+        if self.sent_at[psn] != sent or self.is_acked(psn) or self.queued(psn):
             return False
         self.mark_lost(psn)
         self.retx.remove(psn)

@@ -4,11 +4,12 @@ re-REQUEST) with lazy deletion: a timer that no longer matters is checked and sk
 when it pops.
 
 This is the reference: a ``heapq`` of ``(deadline, seq, kind, owner)`` tuples, as the
-agents kept before.  The compiled twin (``cython/gse/common/timers.pyx``) keeps deadlines,
-sequence numbers and kinds in a C heap and the owners in a list by slot: no tuple per
-timer and C comparisons, the same order (``tests/test_compiled.py`` drives both with the
-same random schedules).  ``pop()`` returns the owner and leaves the entry's deadline and
-kind in ``last_t`` and ``last_kind`` (no tuple for that either).
+agents kept before. The compiled twin (``cython/gse/common/timers.pyx``) keeps
+deadlines, sequence numbers, kinds and a reference to the owner in a C heap (its first
+deadline kept apart, for ``first``): no tuple per timer and C comparisons, the same
+order (``tests/test_compiled.py`` drives both with the same random schedules). ``pop()``
+returns the owner and leaves the entry's deadline and kind in ``last_t`` and
+``last_kind`` (no tuple for that either).
 """
 
 from heapq import heappop, heappush

@@ -123,6 +123,11 @@ cdef class ReceiverSide:
     @cython.locals(msg=InMsg, due="long long", d="long long", old_cum="long long")
     cpdef long long on_data(self, Packet pkt, long long now, object out) except? -2
 
+    cpdef bint _whole(self, Packet pkt) except -1
+
+    @cython.locals(sched=CreditScheduler, due="long long", d="long long", flags="long long")
+    cpdef long long _deliver_whole(self, Packet pkt, long long now, object out) except? -2
+
     @cython.locals(order=Fifo, limit="long long")
     cpdef _finish(self, InMsg msg, long long now)
 

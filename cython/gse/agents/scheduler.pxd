@@ -43,6 +43,8 @@ cdef class CreditScheduler:
 
     cpdef long long set_need(self, Demand demand, long long need_total, long long now) except? -2
 
+    cpdef long long wake(self, long long now) except? -2
+
     @cython.locals(start="long long", pushed="long long", limit="long long")
     cpdef long long charge(self, long long payload_bytes, long long now,
                            long long cap_bytes) except? -2

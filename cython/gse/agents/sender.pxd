@@ -1,6 +1,7 @@
 # Augments gse/agents/sender.py.  NEVER stays a Python-level constant (gse.agents.gse_host imports it).
 import cython
 from gse.common.fifo cimport Fifo
+from gse.common.sendlog cimport SendLog
 from gse.agents.entropy cimport EntropySelector
 from gse.agents.phases cimport Phased, enter
 from gse.common.bits cimport le64, lowest_bit
@@ -44,7 +45,7 @@ cdef class OutMsg(Phased):
     cdef public long long n_acked
     cdef public long long[::1] sent_at
     cdef public int[::1] sent_entropy
-    cdef public Fifo inflight
+    cdef public SendLog inflight
     cdef public long long max_acked_sent
     cdef public Fifo retx
     cdef public bytearray in_retx
@@ -100,11 +101,13 @@ cdef class OutMsg(Phased):
                            long long marked=*) except? -1
 
     @cython.locals(limit="long long", lost="long long", sent="long long", psn="long long",
-                   inflight=Fifo)
+                   inflight=SendLog)
     cpdef long long detect_losses(self, long long window_ps,
                                   long long suspect_until=*) except? -1
 
     cpdef _lost_on(self, long long entropy, long long suspect_until)
+
+    cpdef bint queued(self, long long psn) except -1
 
     cpdef bint mark_lost(self, long long psn) except -1
 
