@@ -3,8 +3,8 @@
 Plain Python in the reference; ``cython/gse/common/bits.pyx`` is the compiled twin, whose
 functions the compiled sender and receive bitmap call as C functions on C integers
 (``int.from_bytes`` of a slice and ``int.bit_length`` are method calls on Python objects
-there, a few hundred times dearer than the arithmetic they do).  ``tests/test_compiled.py``
-checks that the twins agree.
+there, a few hundred times dearer than the arithmetic they do).
+``tests/test_compiled_containers.py`` checks that the twins agree.
 """
 
 

@@ -7,7 +7,7 @@ packet), and walks them all only on a timeout or a tail probe.
 This is the reference: a deque of tuples.  The compiled twin
 (``cython/gse/common/sendlog.pyx``) keeps the pairs as C integers in a ring: no tuple nor
 boxed integer per packet sent, and reading the front touches the ring's one line, not a
-tuple and its integers as well.  ``tests/test_compiled.py`` drives both with the same
+tuple and its integers as well.  ``tests/test_compiled_containers.py`` drives both with the same
 random operations.
 """
 

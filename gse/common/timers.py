@@ -7,7 +7,7 @@ This is the reference: a ``heapq`` of ``(deadline, seq, kind, owner)`` tuples, a
 agents kept before. The compiled twin (``cython/gse/common/timers.pyx``) keeps
 deadlines, sequence numbers, kinds and a reference to the owner in a C heap (its first
 deadline kept apart, for ``first``): no tuple per timer and C comparisons, the same
-order (``tests/test_compiled.py`` drives both with the same random schedules). ``pop()``
+order (``tests/test_compiled_containers.py`` drives both with the same random schedules). ``pop()``
 returns the owner and leaves the entry's deadline and kind in ``last_t`` and
 ``last_kind`` (no tuple for that either).
 """
