@@ -67,10 +67,7 @@ def test_timer_heap_twins_pop_the_same_order(seed):
     """The agents' timer heap: the C twin pops what the reference's tuple heap pops
     (deadline order, ties in push order), interleaving pushes and pops."""
     from gse.common.timers import TimerHeap
-    spec = importlib.util.spec_from_file_location("_gse_timers_reference",
-                                                  _module_file("gse.common.timers"))
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    ref = _pure_module("gse.common.timers")
     rng = random.Random(seed)
     a, b = TimerHeap(), ref.TimerHeap()
     out_a, out_b = [], []
@@ -128,10 +125,7 @@ def test_send_log_twins_agree(seed):
     """A message's transmissions (``gse.common.sendlog``): the C ring of pairs reads,
     drops, grows and iterates as the reference's deque of tuples, errors included."""
     from gse.common.sendlog import SendLog
-    spec = importlib.util.spec_from_file_location("_gse_sendlog_reference",
-                                                  _module_file("gse.common.sendlog"))
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    ref = _pure_module("gse.common.sendlog")
     rng = random.Random(seed)
     a, b = SendLog(), ref.SendLog()
     t = 0
