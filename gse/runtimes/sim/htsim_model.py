@@ -194,7 +194,9 @@ class HtsimSwitchPort(LinkPort):
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)
 
-    def wake(self, _a, _b):
+    def fire(self, a, b):
+        """The port's event, its wake-up (``wake``), run here rather than through
+        ``LinkPort.fire``: one C call less per packet and hop."""
         pkt = self.tx_pkt
         if pkt is not None:        # its last bit has left: release it, then the wire
             self.tx_pkt = None
@@ -207,6 +209,9 @@ class HtsimSwitchPort(LinkPort):
             self.wake_pending = False
         else:
             self.begin(nxt, self.eq.now)
+
+    def wake(self, _a, _b):
+        self.fire(_a, _b)
 
     def restart(self, now):
         """RESUME: an idle port begins its next packet in the same event, as htsim's
@@ -242,7 +247,8 @@ class HtsimHostPort(HostPort):
         self.wake_pending = True
         self.eq.at(self.busy_until, self.wake_fn, None, None)
 
-    def wake(self, _a, _b):
+    def fire(self, a, b):
+        """The NIC's event, its wake-up (``wake``), run here as the switch port's is."""
         pkt = self.tx_pkt
         self.tx_pkt = None
         self.wake_pending = False
@@ -250,6 +256,9 @@ class HtsimHostPort(HostPort):
             _launch(self, self.pipe, pkt)
         node = self.owner
         node.after(self.eq.now)
+
+    def wake(self, _a, _b):
+        self.fire(_a, _b)
 
     def on_pfc(self, pkt, now):
         resumed = _hold(self, pkt, now)

@@ -58,6 +58,8 @@ cdef class HtsimSwitchPort(LinkPort):
     cpdef begin(self, Packet pkt, long long now)
 
     @cython.locals(pkt=Packet, nxt=Packet, node=SwitchNode)
+    cpdef fire(self, a, b)
+
     cpdef wake(self, _a, _b)
 
     @cython.locals(nxt=Packet)
@@ -75,6 +77,8 @@ cdef class HtsimHostPort(HostPort):
     cpdef kick(self, long long now)
 
     @cython.locals(pkt=Packet, node=HostNode)
+    cpdef fire(self, a, b)
+
     cpdef wake(self, _a, _b)
 
     @cython.locals(resumed=bint, node=HostNode)
