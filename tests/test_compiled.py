@@ -93,6 +93,73 @@ def test_decide_on_a_tree(tmp_path):
     assert build == "pure" and "stale" in reason and "gse/runtimes/sim/network.py" in reason
 
 
+def test_decide_stats_stamped_sources_and_still_sees_an_edit(tmp_path, monkeypatch):
+    """A built tree's sources, once hashed right, are stamped (``STAMPS``) and only stat'ed
+    at the next start; an edit is still seen: one that keeps the size and sets the mtime
+    back (ctime changes), one that replaces the file (another inode), a stale stamp file."""
+    root = str(tmp_path)
+    for name in _build.MODULES:
+        for rel in _build.sources_of(name, ROOT):
+            dst = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with open(os.path.join(ROOT, rel), "rb") as f, open(dst, "wb") as g:
+                g.write(f.read())
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for pkg in _build.PACKAGES + (_build.MANIFEST_PACKAGE,):
+        os.makedirs(_build.compiled_dir(pkg, root), exist_ok=True)
+    mdir = _build.compiled_dir(_build.MANIFEST_PACKAGE, root)
+    with open(os.path.join(mdir, _build.MANIFEST), "w") as f:
+        json.dump({"cython": "test", "sources": _build.source_digests(root)}, f)
+    for name in _build.MODULES:
+        pkg, _, mod = name.rpartition(".")
+        open(os.path.join(_build.compiled_dir(pkg, root), mod + suffix), "w").close()
+    hashed = []
+    real = _build.digest
+    monkeypatch.setattr(_build, "digest", lambda p: hashed.append(p) or real(p))
+    monkeypatch.setattr(_build, "RACY_NS", 0)          # the copies are seconds old
+    n = len(_build.source_digests(root))
+    hashed.clear()
+    assert _build.decide(root, {})[0] == "compiled" and len(hashed) == n
+    stamps = os.path.join(mdir, _build.STAMPS)
+    assert len(json.load(open(stamps))) == n
+    hashed.clear()
+    assert _build.decide(root, {})[0] == "compiled" and hashed == []
+    # the same size, the mtime set back: ctime tells
+    path = os.path.join(root, "gse", "runtimes", "sim", "eventq.py")
+    st = os.stat(path)
+    with open(path, "rb") as f:
+        text = f.read()
+    with open(path, "wb") as f:
+        f.write(text.replace(b"heappop", b"heapPOP", 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size and os.stat(path).st_mtime_ns == st.st_mtime_ns
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "stale" in reason and "gse/runtimes/sim/eventq.py" in reason
+    with open(path, "wb") as f:                        # back as built: compiled again
+        f.write(text)
+    assert _build.decide(root, {})[0] == "compiled"
+    # replaced by another file (a checkout), its stat copied over
+    other = os.path.join(root, "gse", "wire", "packet.py")
+    st = os.stat(other)
+    with open(other, "rb") as f:
+        text = f.read()
+    with open(other + ".new", "wb") as f:
+        f.write(text.replace(b"def ", b"def  ", 1)[:-1])
+    os.utime(other + ".new", ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(other + ".new", other)
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "gse/wire/packet.py" in reason
+    with open(other, "wb") as f:
+        f.write(text)
+    # a stamp file that lies (the sources' stats, another digest) is not believed alone
+    assert _build.decide(root, {})[0] == "compiled"
+    with open(os.path.join(mdir, _build.MANIFEST), "w") as f:
+        json.dump({"cython": "test", "sources": dict(
+            _build.source_digests(root), **{"gse/wire/packet.py": "0" * 64})}, f)
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "gse/wire/packet.py" in reason
+
+
 # -- the .pxd files still describe their sources ------------------------------------------
 
 _CLASS = re.compile(r"^cdef class (\w+)(?:\((\w+)\))?\s*:")
