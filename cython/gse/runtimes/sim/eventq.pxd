@@ -92,6 +92,8 @@ cdef class EventQueue:
     cdef void _release(self) noexcept
     cdef int _refuse(self, long long t) except -1
     cdef int _fifo_flush(self) except -1
+    cdef int _fifo_push(self, long long t, object fn, object a, object b,
+                        PyObject* hint) except -1
     cdef inline int _schedule(self, long long t, object fn, object a, object b,
                               PyObject* hint) except -1
     cpdef at(self, long long t, object fn, object a, object b)

@@ -29,8 +29,8 @@ before the current bucket then sends the ring back to the heap and restarts from
 An event scheduled for the current time (a switch's zero-latency pipe, a handover at
 once) goes to a same-instant FIFO instead: no slot, no key, no bucket; it runs after the
 ring's events of that time (filed before the clock reached it: smaller sequence numbers)
-and after the FIFO's earlier ones, ``run`` comparing the two heads' keys, so the order is
-the ring's own.
+and after the FIFO's earlier ones: ``run`` drains the FIFO once the ring's next event is
+later (a FIFO left from outside a run joins the ring first), so the order is the ring's own.
 ``tests/test_compiled.py`` drives both twins with the same random schedules (sparse,
 dense, with stops) and compares what they run.
 """
@@ -388,6 +388,31 @@ cdef class EventQueue:
                 self._n += 1
         return 0
 
+    cdef int _fifo_push(self, long long t, object fn, object a, object b,
+                        PyObject* hint) except -1:
+        """``_schedule``'s event for the current time, into the same-instant FIFO (a
+        method of its own, so that ``_schedule`` stays small enough to be inlined)."""
+        cdef gse_fifo_ev_t* e
+        cdef int32_t flags
+        if self._fn and self._ft != t:
+            self._fifo_flush()
+        if self._fn == self._fcap:
+            gse_fifo_grow(&self._fq, &self._fh, self._fn, &self._fcap)
+        self._ft = t                           # (nothing below raises)
+        e = &self._fq[(self._fh + self._fn) & (self._fcap - 1)]
+        gse_put(&e.fn, fn)
+        flags = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
+        if hint != NULL:
+            e.a = hint
+            flags |= GSE_EV_HINT
+        else:
+            gse_put(&e.a, a)
+        gse_put(&e.b, b)
+        self.seq += 1
+        e.sf = (self.seq << 2) | flags
+        self._fn += 1
+        return 0
+
     cdef inline int _schedule(self, long long t, object fn, object a, object b,
                               PyObject* hint) except -1:
         """File an event at ``t``: the checks, the ring's room, a slot from the free list,
@@ -398,34 +423,16 @@ cdef class EventQueue:
         An event for the current time goes to the same-instant FIFO instead (no slot, no
         key): every event of the ring or heap at that time was filed before the clock
         reached it, with a smaller sequence number, so it runs after them, in the order
-        scheduled, as from the ring (``run`` compares the two heads' keys)."""
+        scheduled, as from the ring (``run`` drains it after the ring's last event at that
+        time)."""
         cdef Py_ssize_t slot
         cdef gse_evslot_t* sl
-        cdef gse_fifo_ev_t* e
         cdef gse_evkey_t key
         cdef long long bucket
-        cdef int32_t flags
         if t < self.now or self.seq + 1 >= GSE_SEQ_LIMIT:
             self._refuse(t)
         if t == self.now:
-            if self._fn and self._ft != t:
-                self._fifo_flush()
-            if self._fn == self._fcap:
-                gse_fifo_grow(&self._fq, &self._fh, self._fn, &self._fcap)
-            self._ft = t                       # (nothing below raises)
-            e = &self._fq[(self._fh + self._fn) & (self._fcap - 1)]
-            gse_put(&e.fn, fn)
-            flags = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
-            if hint != NULL:
-                e.a = hint
-                flags |= GSE_EV_HINT
-            else:
-                gse_put(&e.a, a)
-            gse_put(&e.b, b)
-            self.seq += 1
-            e.sf = (self.seq << 2) | flags
-            self._fn += 1
-            return 0
+            return self._fifo_push(t, fn, a, b, hint)
         bucket = t >> GSE_SHIFT
         if bucket < self._cb:
             self._rewind(bucket)
@@ -489,40 +496,9 @@ cdef class EventQueue:
         cdef gse_fifo_ev_t* e
         cdef object fn, a, b
         try:
-            while True:
-                if self._fn:                   # the same-instant FIFO's first, or the ring's?
-                    if self._cur.i < self._cur.n:
-                        handler = not (self._cur.keys[self._cur.i]
-                                       < gse_key(self._ft, self._fq[self._fh].sf >> 2, 0))
-                    elif (self._nring or self._n) and (self._ft >> GSE_SHIFT) > self._cb:
-                        self._fifo_flush()     # the ring lags (after a stop): the FIFO joins it
-                        handler = False
-                    else:                      # the rest is in later buckets than the FIFO
-                        handler = True
-                    if handler:
-                        t = self._ft
-                        if until >= 0 and t > until:
-                            self.now = until
-                            return False
-                        e = &self._fq[self._fh]
-                        self._fh = (self._fh + 1) & (self._fcap - 1)
-                        self._fn -= 1
-                        fn = gse_take(&e.fn)
-                        if e.sf & GSE_EV_HINT:
-                            e.a = NULL
-                            a = None
-                        else:
-                            a = gse_take(&e.a)
-                        b = gse_take(&e.b)
-                        self.now = t
-                        n += 1
-                        if e.sf & GSE_EV_HANDLER:
-                            (<Handler>fn).fire(a, b)
-                        else:
-                            fn(a, b)
-                        continue
-                elif not (self._nring or self._n):
-                    break
+            if self._fn:                       # scheduled for now from outside the run (or
+                self._fifo_flush()             # left by an exception): into the ring, in order
+            while self._nring or self._n:
                 if self._cur.i == self._cur.n:
                     self._settle()
                 key = self._cur.keys[self._cur.i]     # the smallest key
@@ -560,6 +536,27 @@ cdef class EventQueue:
                     (<Handler>fn).fire(a, b)
                 else:
                     fn(a, b)
+                if self._fn and not (self._cur.i < self._cur.n
+                                     and gse_time_of(self._cur.keys[self._cur.i]) == t):
+                    # the same-instant FIFO, after the ring's last event at t: its events
+                    # schedule later ones or more for t, into the FIFO (this loop's); none
+                    # can reach the ring at t (filed for now, they come here)
+                    while self._fn:
+                        e = &self._fq[self._fh]
+                        self._fh = (self._fh + 1) & (self._fcap - 1)
+                        self._fn -= 1
+                        fn = gse_take(&e.fn)
+                        if e.sf & GSE_EV_HINT:
+                            e.a = NULL
+                            a = None
+                        else:
+                            a = gse_take(&e.a)
+                        b = gse_take(&e.b)
+                        n += 1
+                        if e.sf & GSE_EV_HANDLER:
+                            (<Handler>fn).fire(a, b)
+                        else:
+                            fn(a, b)
             return True
         finally:
             self.events += n
