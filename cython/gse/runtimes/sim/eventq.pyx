@@ -537,7 +537,7 @@ cdef class EventQueue:
                 else:
                     fn(a, b)
                 if self._fn and not (self._cur.i < self._cur.n
-                                     and gse_time_of(self._cur.keys[self._cur.i]) == t):
+                                     and gse_time_of(self._cur.keys[self._cur.i]) == self.now):
                     # the same-instant FIFO, after the ring's last event at t: its events
                     # schedule later ones or more for t, into the FIFO (this loop's); none
                     # can reach the ring at t (filed for now, they come here)
