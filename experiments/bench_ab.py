@@ -3,6 +3,8 @@
 
     python experiments/bench_ab.py --base /path/to/main-clone --scenario perm-k16 --rounds 5
     python experiments/bench_ab.py --base-env GSE_HUGE_PAGES=0 --together --scenario perm-k32
+    python experiments/bench_ab.py --base /work/main --scenario perm-k8 --protocol roce \
+        --baseline htsim --rounds 8
 
 Each round runs ``experiments/bench_sim.py --child`` once in the base checkout and once in
 this one (the order alternating from round to round; ``--together``: both at once, for
@@ -26,13 +28,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT = ("events", "lost", "fct_p50_us", "fct_p99_us", "fct_max_us")
 
 
-def start(tree, scenario, protocol, gnu_time, extra_env=()):
+def start(tree, scenario, protocol, gnu_time, extra_env=(), baseline=None):
     env = dict(os.environ, PYTHONPATH=tree)
     env.pop("GSE_PURE_PYTHON", None)
     env.update(extra_env)
     proc = subprocess.Popen([gnu_time, "-v", sys.executable, "experiments/bench_sim.py",
                              "--child", "--scenario", scenario, "--seeds", "1",
-                             "--protocol", protocol],
+                             "--protocol", protocol]
+                            + (["--baseline", baseline] if baseline else []),
                             cwd=tree, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     proc.load = os.getloadavg()[0]
@@ -65,6 +68,7 @@ def main():
                     help="run the two sides of a round at once rather than one after the other")
     ap.add_argument("--scenario", default="perm-k16")
     ap.add_argument("--protocol", default="gse")
+    ap.add_argument("--baseline", help="the RoCE profile (--protocol roce), as bench_sim.py's")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--time", default="/usr/bin/time", help="GNU time")
     args = ap.parse_args()
@@ -77,12 +81,12 @@ def main():
     for r in range(args.rounds):
         order = ("base", "this") if r % 2 == 0 else ("this", "base")
         if args.together:
-            procs = [start(trees[n], args.scenario, args.protocol, args.time, envs[n])
-                     for n in order]
+            procs = [start(trees[n], args.scenario, args.protocol, args.time, envs[n],
+                           args.baseline) for n in order]
             done = [finish(p) for p in procs]
         else:
-            done = [finish(start(trees[n], args.scenario, args.protocol, args.time, envs[n]))
-                    for n in order]
+            done = [finish(start(trees[n], args.scenario, args.protocol, args.time, envs[n],
+                                 args.baseline)) for n in order]
         for name, row in zip(order, done):
             rows[name].append(row)
             print("round %d %-4s %s CPU %.3f s  %.0f ns/event  RSS %.1f MiB  events %d  "

@@ -1,5 +1,5 @@
 import sys
 
-from gse.cli.main import main
+from gse.cli.main import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -24,12 +24,12 @@ was expected (``GSE_PURE_PYTHON`` unset) but a module came from its ``.py``.
 ``gse info`` prints the state; :func:`ensure` rebuilds in place if needed.
 """
 
-import hashlib
 import importlib
 import importlib.machinery
 import json
 import os
 import sys
+import time
 import warnings
 
 ENV_PURE = "GSE_PURE_PYTHON"
@@ -101,6 +101,15 @@ PACKAGES = tuple(sorted({name.rpartition(".")[0] for name in MODULES}))
 COMPILED_DIR = "_compiled"
 MANIFEST_PACKAGE = "gse"
 MANIFEST = "BUILD.json"
+# beside the manifest: {source: [sha256, size, mtime_ns, ctime_ns, inode]} of the sources
+# found to hash to the manifest's digest, so that a start stats them rather than hashing
+# them all (611 kB; hashlib's import alone about 3 ms); a source whose stat differs from
+# its stamp in any way is hashed again.  ctime and the inode change with every write,
+# rename or copy, whatever its mtime is set back to; a source written in the last
+# RACY_NS before it is stamped is left out (hashed every time until older), for
+# file systems whose clocks tick too coarsely to tell two writes apart.
+STAMPS = "STAMPS.json"
+RACY_NS = 2 * 10**9
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -126,6 +135,7 @@ def sources_of(name, root=ROOT):
 
 
 def digest(path):
+    import hashlib      # (only when a source has no current stamp: docs/scale.md)
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
@@ -195,13 +205,10 @@ def decide(root=ROOT, env=None):
         if not os.path.exists(os.path.join(compiled_dir(pkg, root), mod + suffix)):
             return "pure", ("compiled module %s missing for this Python (%s; %s)"
                             % (name, suffix, rebuild_hint(root))), manifest
-    for rel, sha in sorted(manifest.get("sources", {}).items()):
-        p = os.path.join(root, rel)
-        if not os.path.exists(p):
-            continue            # installed from a wheel: the build-time .pxd are not shipped
-        if digest(p) != sha:
-            return "pure", ("compiled build is stale: %s changed since it was built (%s)"
-                            % (rel, rebuild_hint(root))), manifest
+    stale = _stale_source(root, manifest)
+    if stale:
+        return "pure", ("compiled build is stale: %s changed since it was built (%s)"
+                        % (stale, rebuild_hint(root))), manifest
     for name in MODULES:        # a module added to MODULES since the build
         for rel in sources_of(name, root):
             if rel not in manifest.get("sources", {}):
@@ -209,6 +216,45 @@ def decide(root=ROOT, env=None):
                                 % (rel, rebuild_hint(root))), manifest
     return "compiled", "Cython %s, %d modules" % (manifest.get("cython", "?"),
                                                   len(MODULES)), manifest
+
+
+def _stale_source(root, manifest):
+    """The first source (relative path) whose digest is not the manifest's, or None.  A
+    source is hashed only if its stat is not the one stamped (``STAMPS``) when it last
+    hashed right; the stamps are rewritten when they change, if the folder is writable."""
+    spath = os.path.join(compiled_dir(MANIFEST_PACKAGE, root), STAMPS)
+    try:
+        with open(spath) as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    stamps = {}
+    settled = time.time_ns() - RACY_NS
+    for rel, sha in sorted(manifest.get("sources", {}).items()):
+        p = os.path.join(root, rel)
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue            # installed from a wheel: the build-time .pxd are not shipped
+        stamp = [sha, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        if known.get(rel) != stamp and digest(p) != sha:
+            return rel
+        if max(st.st_mtime_ns, st.st_ctime_ns) < settled:
+            stamps[rel] = stamp
+    if stamps != known:
+        tmp = "%s.%d.tmp" % (spath, os.getpid())
+        try:
+            with open(tmp, "w") as f:
+                json.dump(stamps, f)
+            os.replace(tmp, spath)
+        except OSError:         # (an installed package's folder may be read-only)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return None
 
 
 def _decide():

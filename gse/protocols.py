@@ -5,11 +5,8 @@ its default parameters, and the switch queue and PFC settings it expects.  Runti
 their nodes from these; nothing here knows how packets travel.
 """
 
-from gse.agents.gse_host import GseHost
-from gse.agents.plain_host import PlainHost
-from gse.agents.roce_host import RoceHost
 from gse.config import GseConfig, RoceConfig
-from switchmodel.fabric import FabricConfig
+from switchmodel.fabric_config import FabricConfig
 from switchmodel.pfc import PfcConfig
 from switchmodel.queue import QueueConfig
 
@@ -36,9 +33,15 @@ def default_config(protocol: str) -> ProtocolConfig:
 
 
 def host_factory(protocol, config):
-    """``make_host(addr, rng, downlink_gbps)`` for the protocol's sans-I/O host agent."""
-    cls = {"gse": GseHost, "roce": RoceHost, "gse-fabric": PlainHost}.get(protocol)
-    if cls is None:
+    """``make_host(addr, rng, downlink_gbps)`` for the protocol's sans-I/O host agent (its
+    module imported here: a RoCE run does not load GSE's agent, nor a GSE run RoCE's)."""
+    if protocol == "gse":
+        from gse.agents.gse_host import GseHost as cls
+    elif protocol == "roce":
+        from gse.agents.roce_host import RoceHost as cls
+    elif protocol == "gse-fabric":
+        from gse.agents.plain_host import PlainHost as cls
+    else:
         raise ValueError("unknown protocol %r (known: %s)" % (protocol, ", ".join(PROTOCOLS)))
 
     def make_host(addr, rng, gbps):

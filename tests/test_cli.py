@@ -85,3 +85,32 @@ def test_baseline_profile_switch(tmp_path, capsys):
     assert s["config"]["dcqcn"] is True
     with pytest.raises(SystemExit):          # argparse: not one of the profiles
         main(["sim", "--k", "4", "--protocol", "roce", "--baseline", "ns3"])
+
+
+@pytest.mark.parametrize("module", ["gse", "gse.cli.main"])
+def test_process_entry_writes_complete_outputs(tmp_path, module):
+    """``python -m gse`` and ``python -m gse.cli.main`` run ``entry``, which freezes the
+    objects left before the interpreter's exit (no final garbage collection): the summary,
+    the records and stdout are whole, the same as ``main`` writes in process."""
+    import os
+    import subprocess
+    import sys
+    args = ["sim", "--k", "4", "--traffic", "incast", "--senders", "5", "--size", "300000",
+            "--seed", "3"]
+    assert main(args + ["--quiet", "--json", str(tmp_path / "in.json"),
+                        "--records", str(tmp_path / "in.csv")]) == 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+        + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.run([sys.executable, "-m", module] + args
+                          + ["--json", str(tmp_path / "out.json"),
+                             "--records", str(tmp_path / "out.csv")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "FCT us" in proc.stdout and proc.stdout.endswith("\n")
+    assert (tmp_path / "out.csv").read_bytes() == (tmp_path / "in.csv").read_bytes()
+    ours, ref = (json.loads((tmp_path / n).read_text()) for n in ("out.json", "in.json"))
+    for s in (ours, ref):
+        s.pop("wall_s", None)
+        s.pop("events_per_s", None)
+    assert KEYS - {"wall_s"} <= set(ours) and ours == ref

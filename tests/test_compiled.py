@@ -8,6 +8,7 @@ simulation gives identical results in both builds.
 """
 
 import ast
+import heapq
 import importlib
 import importlib.machinery
 import importlib.util
@@ -90,6 +91,73 @@ def test_decide_on_a_tree(tmp_path):
         f.write("\n# edited after the build\n")
     build, reason, _ = _build.decide(root, {})
     assert build == "pure" and "stale" in reason and "gse/runtimes/sim/network.py" in reason
+
+
+def test_decide_stats_stamped_sources_and_still_sees_an_edit(tmp_path, monkeypatch):
+    """A built tree's sources, once hashed right, are stamped (``STAMPS``) and only stat'ed
+    at the next start; an edit is still seen: one that keeps the size and sets the mtime
+    back (ctime changes), one that replaces the file (another inode), a stale stamp file."""
+    root = str(tmp_path)
+    for name in _build.MODULES:
+        for rel in _build.sources_of(name, ROOT):
+            dst = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with open(os.path.join(ROOT, rel), "rb") as f, open(dst, "wb") as g:
+                g.write(f.read())
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for pkg in _build.PACKAGES + (_build.MANIFEST_PACKAGE,):
+        os.makedirs(_build.compiled_dir(pkg, root), exist_ok=True)
+    mdir = _build.compiled_dir(_build.MANIFEST_PACKAGE, root)
+    with open(os.path.join(mdir, _build.MANIFEST), "w") as f:
+        json.dump({"cython": "test", "sources": _build.source_digests(root)}, f)
+    for name in _build.MODULES:
+        pkg, _, mod = name.rpartition(".")
+        open(os.path.join(_build.compiled_dir(pkg, root), mod + suffix), "w").close()
+    hashed = []
+    real = _build.digest
+    monkeypatch.setattr(_build, "digest", lambda p: hashed.append(p) or real(p))
+    monkeypatch.setattr(_build, "RACY_NS", 0)          # the copies are seconds old
+    n = len(_build.source_digests(root))
+    hashed.clear()
+    assert _build.decide(root, {})[0] == "compiled" and len(hashed) == n
+    stamps = os.path.join(mdir, _build.STAMPS)
+    assert len(json.load(open(stamps))) == n
+    hashed.clear()
+    assert _build.decide(root, {})[0] == "compiled" and hashed == []
+    # the same size, the mtime set back: ctime tells
+    path = os.path.join(root, "gse", "runtimes", "sim", "eventq.py")
+    st = os.stat(path)
+    with open(path, "rb") as f:
+        text = f.read()
+    with open(path, "wb") as f:
+        f.write(text.replace(b"heappop", b"heapPOP", 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size and os.stat(path).st_mtime_ns == st.st_mtime_ns
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "stale" in reason and "gse/runtimes/sim/eventq.py" in reason
+    with open(path, "wb") as f:                        # back as built: compiled again
+        f.write(text)
+    assert _build.decide(root, {})[0] == "compiled"
+    # replaced by another file (a checkout), its stat copied over
+    other = os.path.join(root, "gse", "wire", "packet.py")
+    st = os.stat(other)
+    with open(other, "rb") as f:
+        text = f.read()
+    with open(other + ".new", "wb") as f:
+        f.write(text.replace(b"def ", b"def  ", 1)[:-1])
+    os.utime(other + ".new", ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(other + ".new", other)
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "gse/wire/packet.py" in reason
+    with open(other, "wb") as f:
+        f.write(text)
+    # a stamp file that lies (the sources' stats, another digest) is not believed alone
+    assert _build.decide(root, {})[0] == "compiled"
+    with open(os.path.join(mdir, _build.MANIFEST), "w") as f:
+        json.dump({"cython": "test", "sources": dict(
+            _build.source_digests(root), **{"gse/wire/packet.py": "0" * 64})}, f)
+    build, reason, _ = _build.decide(root, {})
+    assert build == "pure" and "gse/wire/packet.py" in reason
 
 
 # -- the .pxd files still describe their sources ------------------------------------------
@@ -287,6 +355,129 @@ def test_event_queue_twins_run_the_same_order_crowded(seed):
     assert len(ours[0]) > 2000
     assert any(ours[1][1::2]) and not all(ours[1][1::2])      # due at some stops
     assert ours == ref
+
+
+class _ReferenceQueue:
+    """The order both twins keep: one heap of (time, seq), seq counting ``at`` calls."""
+
+    def __init__(self):
+        self.heap, self.seq, self.now, self.events = [], 0, 0, 0
+
+    def at(self, t, fn, a, b):
+        if t < self.now:
+            raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, fn, a, b))
+
+    def hint_at(self, t, fn, hint):
+        self.at(t, fn, None, None)
+
+    def run(self, until=-1):
+        while self.heap:
+            if until >= 0 and self.heap[0][0] > until:
+                self.now = until
+                return False
+            t, _, fn, a, b = heapq.heappop(self.heap)
+            self.now = t
+            self.events += 1
+            fn(a, b)
+        return True
+
+    def pending(self):
+        return len(self.heap)
+
+    def due_now(self):
+        return bool(self.heap) and self.heap[0][0] == self.now
+
+
+def _drive_same_instant(eq_cls, seed):
+    """Events scheduled for the current time (the same-instant FIFO), mixed with events
+    filed earlier for that time, later in its bucket and far ahead, hinted ones among
+    them; bursts of thousands at one instant (the FIFO grows, wrapped); stops at
+    ``until`` with the FIFO full, and from outside, at the stop's time or after it."""
+    rng = random.Random(seed)
+    eq = eq_cls()
+    log = []
+    bursts = [300, 1200, 2500]
+
+    def fire(tag, depth):
+        log.append((eq.now, tag, eq.due_now(), eq.pending()))
+        if depth >= 5:
+            return
+        k = rng.choice((0, 1, 1, 2)) if depth else rng.choice((0, 1, 2, 3))
+        if bursts and depth == 0 and rng.random() < 0.02:
+            k = bursts.pop()                          # a burst at this instant
+        for i in range(k):
+            dt = rng.choice((0, 0, 0, 0, 1, rng.randrange(1024), rng.randrange(10**6)))
+            if depth >= 3 and dt == 0 and rng.random() < 0.3:
+                dt = rng.randrange(1, 2048)
+            sub = "%s.%d" % (tag, i)
+            if rng.random() < 0.2:
+                eq.hint_at(eq.now + dt, hinted(sub), object())
+            else:
+                eq.at(eq.now + dt, fire, sub, depth + 1 if dt == 0 else depth + 2)
+
+    def hinted(tag):
+        def run(a, b):
+            log.append((eq.now, tag, a, b, eq.pending()))
+        return run
+
+    for i in range(rng.randrange(50, 400)):
+        eq.at(rng.choice((0, 0, 3, rng.randrange(5000))), fire, str(i), 0)
+    results = []
+    for stop in range(20):
+        until = eq.now + rng.choice((0, 1, rng.randrange(3000), rng.randrange(10**6)))
+        results.append((eq.run(until), eq.now, eq.pending(), eq.events, eq.due_now()))
+        for j in range(rng.randrange(6)):
+            eq.at(eq.now + rng.choice((0, 0, 1, rng.randrange(3000))), fire,
+                  "x%d.%d" % (stop, j), 3)
+    results.append((eq.run(), eq.now, eq.pending(), eq.events, eq.due_now()))
+    return log, results
+
+
+@twin
+@pytest.mark.parametrize("seed", range(8))
+def test_event_queue_same_instant_events_run_in_heap_order(seed):
+    """The same-instant FIFO (both twins) keeps the order of one heap of (time, seq)."""
+    from gse.runtimes.sim.eventq import EventQueue
+    ref = _drive_same_instant(_ReferenceQueue, seed)
+    assert len(ref[0]) > 1000
+    assert sum(1 for i in range(1, len(ref[0])) if ref[0][i][0] == ref[0][i - 1][0]) > 500
+    assert _drive_same_instant(EventQueue, seed) == ref
+    assert _drive_same_instant(_pure_eventq(), seed) == ref
+
+
+def test_event_queue_same_instant_burst_grows_and_wraps():
+    """Thousands of events at one instant, scheduled while the FIFO is part run (its
+    ring wraps and doubles), between events filed earlier for that instant: the order of
+    one heap of (time, seq), on both twins."""
+    from gse.runtimes.sim.eventq import EventQueue
+
+    def drive(cls):
+        eq, log = cls(), []
+
+        def fire(tag, n):
+            log.append((eq.now, tag))
+            for i in range(n):
+                eq.at(eq.now, fire, "%s.%d" % (tag, i), 1 if n > 100 and i % 3 == 0 else 0)
+            if n:
+                eq.at(eq.now + 1, fire, tag + "+1", 0)
+        for i in range(40):
+            eq.at(100, fire, "a%d" % i, 0)
+        eq.at(100, fire, "big", 700)
+        eq.at(100, fire, "big2", 1500)
+        for i in range(40):
+            eq.at(100, fire, "b%d" % i, 3)
+        eq.at(101, fire, "late", 0)
+        assert eq.run(100) is False
+        mid = (eq.now, eq.pending(), eq.due_now())
+        eq.at(100, fire, "after", 0)
+        return log, mid, eq.run(), eq.events, eq.now
+
+    ref = drive(_ReferenceQueue)
+    assert len(ref[0]) > 3000 and ref[1] == (100, 2 + 40 + 1 + 734, False)
+    for cls in (EventQueue, _pure_eventq()):
+        assert drive(cls) == ref, cls
 
 
 def test_event_queue_exception_counts_events_run():

@@ -25,11 +25,12 @@ ONLY_WHEN_ASKED = ("gse.runtimes.sim.sampler", "gse.metrics.timeseries",
                    "gse.runtimes.sim.htsim_model", "gse.runtimes.sim.fabric_nodes")
 
 
-def loaded_after(code):
-    """The project's modules loaded in a fresh interpreter after running ``code``."""
+def loaded_after(code, packages=("gse", "switchmodel", "topologies")):
+    """The modules of ``packages`` (the project's) loaded in a fresh interpreter after
+    running ``code``."""
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json\nprint(json.dumps("
                           "sorted(m for m in sys.modules if m.split('.')[0] in "
-                          "('gse', 'switchmodel', 'topologies'))))"],
+                          "%r)))" % (tuple(packages),)],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -90,6 +91,20 @@ def test_gse_sim_loads_no_other_command():
     assert "gse.cli.sim" in loaded and loaded.isdisjoint(others)
     assert not any(m.startswith(("gse.runtimes.udp", "gse.workloads.traces"))
                    for m in loaded)
+
+
+def test_a_roce_run_loads_neither_gse_agents_nor_what_only_parsing_needs():
+    """``gse sim --protocol roce``: the host agent module is imported by the protocol that
+    runs (gse.protocols.host_factory); the scenario is no dataclass (``dataclasses`` brings
+    ``inspect``, ``ast`` and ``dis``); ``decimal`` only parses a failure schedule."""
+    code = ("from gse.cli.main import main\n"
+            "assert main(['sim', '--k', '4', '--size', '20000', '--protocol', 'roce']) == 0\n")
+    loaded = loaded_after(code)
+    assert "gse.agents.roce_host" in loaded
+    assert loaded.isdisjoint({"gse.agents.gse_host", "gse.agents.plain_host",
+                              "switchmodel.fabric"}), sorted(loaded)
+    stdlib = loaded_after(code, ("dataclasses", "inspect", "decimal"))
+    assert not stdlib, sorted(stdlib)
 
 
 def test_a_closed_pipe_ends_the_command_quietly():

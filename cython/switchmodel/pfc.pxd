@@ -12,6 +12,13 @@ cdef class PfcConfig:
     cdef public object model
 
 
+cdef class PfcState
+
+
+@cython.locals(cfg=PfcConfig, free="long long")
+cdef inline long long _xoff(PfcState st) except? -1
+
+
 cdef class PfcState:
     cdef public PfcConfig cfg
     cdef public long long[::1] ingress_bytes
@@ -24,7 +31,6 @@ cdef class PfcState:
     cdef public bint dynamic
     cdef public bint htsim
 
-    @cython.locals(cfg=PfcConfig, free="long long")
     cpdef long long xoff(self) except? -1
 
     @cython.locals(b="long long", xoff="long long")

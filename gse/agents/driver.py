@@ -120,7 +120,7 @@ class AgentDriver(Driver):
         """What follows every call into the agent (and the NIC's own wake-ups, after which
         a poll may have moved the agent's deadline)."""
         agent = self.agent
-        if agent._events:            # only after a message was delivered or completed
+        if len(agent._events) > 0:   # only after a message was delivered or completed
             event = agent.next_event()
             while event is not None:
                 if isinstance(event, MessageDelivered):

@@ -87,12 +87,14 @@ class RoceNic:
             self.control.append(pkt)
 
     def has_work(self):
-        return (bool(self.control) or bool(self.ring) or bool(self.active)
+        # (len(), not truth: compiled, the Fifo's length slot directly, where a truth test
+        # goes through the interpreter's bool protocol first)
+        return (len(self.control) > 0 or len(self.ring) > 0 or len(self.active) > 0
                 or (self.acks is not None and self.acks.count > 0))
 
     def next_control(self):
         """The next control packet, or None."""
-        if self.control:
+        if len(self.control) > 0:
             return self.control.popleft()
         acks = self.acks
         if acks is not None and acks.count > 0:

@@ -47,7 +47,7 @@ class RoceReceiver:
                  "finished_hold", "max_finished", "max_inbound_per_peer", "max_inbound",
                  "events", "ack_every", "cnp_interval", "cnp_grid", "payload_bytes",
                  "acks_sent", "naks_sent", "cnps_sent", "duplicates", "ooo_discarded",
-                 "inbound_refused")
+                 "inbound_refused", "last_src", "last_msg", "last_flow")
 
     def __init__(self, addr, config, nic, timers, events):
         self.addr = addr
@@ -70,24 +70,34 @@ class RoceReceiver:
         self.acks_sent = self.naks_sent = self.cnps_sent = 0
         self.duplicates = self.ooo_discarded = 0
         self.inbound_refused = 0  # DATA of a new flow beyond the limits, dropped
+        # the flow of the last DATA accepted and its (src, msg_id): most packets are of the
+        # same flow as the one before, found without a tuple and a dict lookup (None once
+        # delivered: _deliver)
+        self.last_src = self.last_msg = -1
+        self.last_flow = None
 
     def on_data(self, pkt, now):
-        key = (pkt.src, pkt.msg_id)
-        flow = self.incoming.get(key)
-        if flow is None:              # (a finished flow is no longer in self.incoming)
-            if key in self.finished:
-                self.duplicates += 1
-                self._ack(pkt, self.finished[key])
-                return
-            if not self._admit(pkt):
-                return
-            flow = self.incoming[key] = RoceRecvFlow(pkt.msg_len, self.config.mtu)
-            if self.cnp_grid:
-                flow.src = pkt.src
-                flow.msg_id = pkt.msg_id
-                flow.entropy = pkt.entropy
-                flow.cnp_at = now + self.cnp_interval
-                self.timers.push(flow.cnp_at, T_CNP, flow)
+        flow = self.last_flow
+        if flow is None or pkt.src != self.last_src or pkt.msg_id != self.last_msg:
+            key = (pkt.src, pkt.msg_id)
+            flow = self.incoming.get(key)
+            if flow is None:              # (a finished flow is no longer in self.incoming)
+                if key in self.finished:
+                    self.duplicates += 1
+                    self._ack(pkt, self.finished[key])
+                    return
+                if not self._admit(pkt):
+                    return
+                flow = self.incoming[key] = RoceRecvFlow(pkt.msg_len, self.config.mtu)
+                if self.cnp_grid:
+                    flow.src = pkt.src
+                    flow.msg_id = pkt.msg_id
+                    flow.entropy = pkt.entropy
+                    flow.cnp_at = now + self.cnp_interval
+                    self.timers.push(flow.cnp_at, T_CNP, flow)
+            self.last_src = pkt.src
+            self.last_msg = pkt.msg_id
+            self.last_flow = flow
         if self.cnp_grid:
             if pkt.flags & F_ECN_CE:
                 flow.marked = True
@@ -105,7 +115,7 @@ class RoceReceiver:
             flow.unacked += pkt.payload_len
             self.payload_bytes += pkt.payload_len
             if flow.expected == flow.npkts:
-                self._deliver(key, flow, now)
+                self._deliver((pkt.src, pkt.msg_id), flow, now)
                 self._ack(pkt, flow.npkts)
             elif flow.unacked >= self.ack_every:
                 flow.unacked = 0
@@ -139,6 +149,8 @@ class RoceReceiver:
         flow.  (The one place that announces a ``MessageDelivered``.)"""
         flow.done = True
         del self.incoming[key]
+        if flow is self.last_flow:
+            self.last_flow = None
         src = key[0]
         n = self.incoming_of[src] - 1
         if n:

@@ -16,7 +16,6 @@ the command line has always given.
 import json
 import math
 import sys
-from dataclasses import dataclass, field, fields
 
 TOPOLOGY_DEFAULTS = {"k": 8, "servers": None, "nics_per_server": None, "groups": None,
                      "spines": None, "pods": None, "hosts": None, "cores_per_group": None,
@@ -160,7 +159,19 @@ def normal_workload(value):
     return out
 
 
-@dataclass
+# Scenario's fields in order, with their defaults (a callable: a fresh value per scenario).
+# A plain class rather than a dataclass: ``dataclasses`` imports ``inspect`` (with ``ast``
+# and ``dis``), some 8 ms of every ``gse`` command's start-up (issue 30).
+FIELDS = (("topology", lambda: {"name": "fat-tree"}),
+          ("workload", lambda: {"kind": "permutation"}),
+          ("protocols", ("gse",)), ("baseline", "deployed"), ("overrides", ()),
+          ("unsched", None), ("policy", None), ("loss", 0.0), ("corrupt", 0.0),
+          ("failures", ()), ("failure_files", ()), ("detect_us", 1000.0), ("seed", 1),
+          ("until_us", None), ("stall_us", None), ("sample_us", None), ("runtime", "sim"),
+          ("runtime_options", dict))
+FIELD_NAMES = tuple(name for name, _ in FIELDS)
+
+
 class Scenario:
     """A run as data.  ``protocols``: what ``gse.compare`` runs (``gse.run`` runs the
     first); ``baseline``: the RoCE profile; ``overrides``: ``--set NAME=VALUE`` strings
@@ -172,24 +183,36 @@ class Scenario:
     (``runtime_options_defaults``; a real-time runtime fills ``REAL_TIME_DEFAULTS`` into the
     topology and workload parameters not given)."""
 
-    topology: dict = field(default_factory=lambda: {"name": "fat-tree"})
-    workload: dict = field(default_factory=lambda: {"kind": "permutation"})
-    protocols: tuple = ("gse",)
-    baseline: str = "deployed"
-    overrides: tuple = ()
-    unsched: int | None = None
-    policy: str | None = None
-    loss: float = 0.0
-    corrupt: float = 0.0
-    failures: tuple = ()
-    failure_files: tuple = ()
-    detect_us: object = 1000.0
-    seed: int = 1
-    until_us: float | None = None
-    stall_us: float | None = None
-    sample_us: float | None = None
-    runtime: str = "sim"
-    runtime_options: dict = field(default_factory=dict)
+    __hash__ = None        # (mutable, compared by value: as the dataclass it was)
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(FIELDS):
+            raise TypeError("Scenario() takes at most %d positional arguments (%d given)"
+                            % (len(FIELDS), len(args)))
+        for (name, _), value in zip(FIELDS, args):
+            if name in kwargs:
+                raise TypeError("Scenario() got multiple values for argument %r" % name)
+            kwargs[name] = value
+        unknown = sorted(set(kwargs) - set(FIELD_NAMES))
+        if unknown:
+            raise TypeError("Scenario() got an unexpected keyword argument %r" % unknown[0])
+        for name, default in FIELDS:
+            if name in kwargs:
+                value = kwargs[name]
+            else:
+                value = default() if callable(default) else default
+            setattr(self, name, value)
+        self.__post_init__()
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (tuple(getattr(self, n) for n in FIELD_NAMES)
+                == tuple(getattr(other, n) for n in FIELD_NAMES))
+
+    def __repr__(self):
+        return "Scenario(%s)" % ", ".join("%s=%r" % (n, getattr(self, n))
+                                          for n in FIELD_NAMES)
 
     def __post_init__(self):
         from gse.config import BASELINES
@@ -250,9 +273,9 @@ class Scenario:
 
     def to_dict(self):
         out = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, dict)
+        for name in FIELD_NAMES:
+            v = getattr(self, name)
+            out[name] = list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, dict)
                                                                  else v)
         return out
 
@@ -260,7 +283,7 @@ class Scenario:
     def from_dict(cls, data):
         if not isinstance(data, dict):
             raise ScenarioError("scenario: expected a table (dict), got %r" % (data,))
-        known = {f.name for f in fields(cls)}
+        known = set(FIELD_NAMES)
         unknown = sorted(set(data) - known)
         if unknown:
             raise ScenarioError("scenario.%s: unknown field (known: %s)"

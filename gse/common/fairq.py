@@ -16,7 +16,7 @@ integer, ``msg_id * 2**32 + peer``, which orders as the pair does for ids within
 compare per ACK.
 """
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import insort
 
 from gse.common.fifo import Fifo
 
@@ -24,8 +24,37 @@ MSG_ID_LIMIT = 1 << 31
 PEER_LIMIT = 1 << 32
 
 
+def _bisect_left(a, x):
+    """``bisect.bisect_left`` over a list of keys (compiled: C integers, no call into the
+    bisect module, whose argument passing cost more than the search on these short lists)."""
+    lo = 0
+    hi = len(a)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        v = a[mid]
+        if v < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _bisect_right(a, x):
+    """``bisect.bisect_right``, as ``_bisect_left``."""
+    lo = 0
+    hi = len(a)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        v = a[mid]
+        if x < v:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 class FairQueue:
-    __slots__ = ("fifos", "keys", "ready", "cursor", "count")
+    __slots__ = ("fifos", "keys", "ready", "cursor", "count", "last_key", "last_fifo")
 
     def __init__(self):
         self.fifos = {}         # key -> Fifo of that flow's packets
@@ -33,9 +62,26 @@ class FairQueue:
         self.ready = []         # the keys with packets, ascending
         self.cursor = None      # the key served next, None: from the first
         self.count = 0
+        # the key used last and its Fifo (None: none yet): a host's ACKs are mostly of one
+        # flow, found without a dict lookup (entries are never removed: it stays valid)
+        self.last_key = 0
+        self.last_fifo = None
 
     def __len__(self):
         return self.count
+
+    def _fifo(self, key):
+        """The Fifo of ``key``, made (and its key placed) on first use."""
+        fifo = self.last_fifo
+        if fifo is not None and key == self.last_key:
+            return fifo
+        fifo = self.fifos.get(key)
+        if fifo is None:
+            fifo = self.fifos[key] = Fifo()
+            insort(self.keys, key)
+        self.last_key = key
+        self.last_fifo = fifo
+        return fifo
 
     def append(self, pkt):
         """Queue ``pkt`` behind its flow's earlier packets (key: msg_id, destination)."""
@@ -46,12 +92,13 @@ class FairQueue:
                              "needs a message id within +-2**31 and a peer within 0..2**32-1"
                              % (msg_id, dst))
         key = msg_id * PEER_LIMIT + dst
-        fifo = self.fifos.get(key)
-        if fifo is None:
-            fifo = self.fifos[key] = Fifo()
-            insort(self.keys, key)
+        fifo = self._fifo(key)
         if not fifo:
-            insort(self.ready, key)
+            ready = self.ready
+            if not ready or ready[len(ready) - 1] < key:
+                ready.append(key)
+            else:
+                ready.insert(_bisect_left(ready, key), key)
         fifo.append(pkt)
         self.count += 1
 
@@ -63,16 +110,16 @@ class FairQueue:
         if not self.count:
             raise IndexError("pop from an empty FairQueue")
         ready = self.ready
-        i = 0 if self.cursor is None else bisect_left(ready, self.cursor)
+        i = 0 if self.cursor is None else _bisect_left(ready, self.cursor)
         if i == len(ready):
             i = 0
         key = ready[i]
-        fifo = self.fifos[key]
+        fifo = self._fifo(key)
         pkt = fifo.popleft()
         if not fifo:
             del ready[i]
         keys = self.keys
-        j = bisect_right(keys, key)
+        j = _bisect_right(keys, key)
         self.cursor = keys[j] if j < len(keys) else None
         self.count -= 1
         return pkt

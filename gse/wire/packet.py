@@ -47,6 +47,12 @@ F_SEC = 0x40
 PRIO_DATA = 0
 PRIO_CONTROL = 1
 
+# fill_packet's constants: compiled, C integers (packet.pxd), where the names above stay
+# Python attributes of the module for its importers
+_DATA = DATA
+_F_TRIMMED = F_TRIMMED
+_HEADER_BYTES = HEADER_BYTES
+
 
 @cython.freelist(1024)
 @cython.no_gc
@@ -179,8 +185,8 @@ def fill_packet(pkt, kind, src, dst, msg_id, psn, entropy, payload_len, flags, m
     pkt.sack_bits = sack_bits
     pkt.ts = ts
     pkt.prio = prio
-    pkt.size = (HEADER_BYTES + payload_len if kind == DATA and not flags & F_TRIMMED
-                else HEADER_BYTES)
+    pkt.size = (_HEADER_BYTES + payload_len if kind == _DATA and not flags & _F_TRIMMED
+                else _HEADER_BYTES)
     pkt.corrupt = False
     pkt.payload = None
     pkt.ingress = -1

@@ -52,7 +52,6 @@ traffic's) and refuses it.
 import random
 import re
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 from topologies.routing import Routes
@@ -88,6 +87,7 @@ class FaultError(ValueError):
 
 def parse_time_ps(text: str) -> int | None:
     """``50us`` -> 50_000_000; None if ``text`` is not a time of whole picoseconds."""
+    from decimal import Decimal, InvalidOperation   # (here: only a schedule's text needs it)
     m = _TIME_RE.match(text)
     if not m:
         return None

@@ -53,6 +53,9 @@ cdef class RoceReceiver:
     cdef public long long duplicates
     cdef public long long ooo_discarded
     cdef public long long inbound_refused
+    cdef public long long last_src
+    cdef public long long last_msg
+    cdef public RoceRecvFlow last_flow
 
     @cython.locals(flow=RoceRecvFlow, psn="long long")
     cpdef on_data(self, Packet pkt, long long now)

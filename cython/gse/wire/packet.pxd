@@ -8,6 +8,10 @@
 # trim_packet, a function), so no method-table pointer before its fields.
 import cython
 
+cdef long long _DATA
+cdef long long _F_TRIMMED
+cdef long long _HEADER_BYTES
+
 
 @cython.final
 cdef class Packet:

@@ -11,6 +11,7 @@ call in Python; the compiled twin returns the handler and calls its ``fire`` as 
 without a Python call per event (htsim's EventSource).
 """
 
+from collections import deque
 from heapq import heappop, heappush
 
 from gse.common.handler import Handler  # noqa: F401  (named here too: gse.common.handler)
@@ -42,19 +43,42 @@ def huge_blocks_used():
 
 
 class EventQueue:
-    __slots__ = ("heap", "seq", "now", "events")
+    """A heap of ``(time, seq, fn, a, b)``, and a FIFO of ``(seq, fn, a, b)`` for the events
+    scheduled for the current time (``ft``): those run after every event of the heap at
+    that time (filed before the clock reached it, with smaller sequence numbers) and in
+    the order scheduled; ``run`` compares the two heads, so the order is the heap's own."""
+    __slots__ = ("heap", "fifo", "ft", "seq", "now", "events")
 
     def __init__(self):
         self.heap = []
+        self.fifo = deque()
+        self.ft = 0
         self.seq = 0
         self.now = 0
         self.events = 0
 
     def at(self, t, fn, a, b):
-        if t < self.now:
-            raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
+        now = self.now
+        if t <= now:
+            if t < now:
+                raise ValueError("event scheduled in the past: %d < now %d" % (t, now))
+            fifo = self.fifo
+            if fifo and self.ft != t:
+                self._fifo_flush()
+            self.ft = t
+            self.seq += 1
+            fifo.append((self.seq, fn, a, b))
+            return
         self.seq += 1
         heappush(self.heap, (t, self.seq, fn, a, b))
+
+    def _fifo_flush(self):
+        """The FIFO's events into the heap (its time is no longer the current one: a stop
+        at ``until`` before it)."""
+        ft, heap, fifo = self.ft, self.heap, self.fifo
+        while fifo:
+            seq, fn, a, b = fifo.popleft()
+            heappush(heap, (ft, seq, fn, a, b))
 
     def hint_at(self, t, fn, hint):
         """An event that gets None, with ``hint`` an object its compiled twin prefetches
@@ -67,9 +91,28 @@ class EventQueue:
 
         Returns True if the queue drained, False if it stopped at ``until``."""
         heap = self.heap
+        fifo = self.fifo
         n = 0
         try:
-            while heap:
+            while True:
+                if fifo:
+                    ft = self.ft
+                    if heap:
+                        h = heap[0]
+                        first = h[0] > ft or (h[0] == ft and h[1] > fifo[0][0])
+                    else:
+                        first = True
+                    if first:
+                        if until >= 0 and ft > until:
+                            self.now = until
+                            return False
+                        _, fn, a, b = fifo.popleft()
+                        self.now = ft
+                        n += 1
+                        fn(a, b)
+                        continue
+                elif not heap:
+                    return True
                 if until >= 0 and heap[0][0] > until:
                     self.now = until
                     return False
@@ -77,16 +120,17 @@ class EventQueue:
                 self.now = t
                 n += 1
                 fn(a, b)
-            return True
         finally:
             self.events += n
 
     def pending(self):
-        return len(self.heap)
+        return len(self.heap) + len(self.fifo)
 
     def due_now(self):
         """Whether an event is pending at the current time (it would run before any event
         scheduled now, for now: the htsim model's switch hands a packet over without an
         event of its own when not, docs/scale.md)."""
+        if self.fifo and self.ft == self.now:
+            return True
         heap = self.heap
         return bool(heap) and heap[0][0] == self.now

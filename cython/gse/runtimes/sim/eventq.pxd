@@ -29,6 +29,11 @@ cdef extern from "gse_eventq.h":
         int32_t free
     int GSE_EV_HANDLER
     int GSE_EV_HINT
+    ctypedef struct gse_fifo_ev_t:
+        PyObject* fn
+        PyObject* a
+        PyObject* b
+        long long sf
     ctypedef struct gse_keys_t:
         gse_evkey_t* keys
         Py_ssize_t i
@@ -66,6 +71,13 @@ cdef class EventQueue:
     cdef gse_evkey_t* _heap      # &_heap[1] starts a 64-byte cache line
     cdef Py_ssize_t _n
     cdef Py_ssize_t _cap
+    # the same-instant FIFO: events scheduled for the current time (``_ft``), in the order
+    # scheduled, after every event of the ring or heap filed for that time (gse_eventq.h)
+    cdef gse_fifo_ev_t* _fq
+    cdef Py_ssize_t _fh          # its first entry
+    cdef Py_ssize_t _fn          # entries held
+    cdef Py_ssize_t _fcap        # a power of two (0: none allocated)
+    cdef long long _ft           # the time of its entries
     cdef public long long seq
     cdef public long long now
     cdef public long long events
@@ -79,6 +91,9 @@ cdef class EventQueue:
     cdef int _settle(self) except -1
     cdef void _release(self) noexcept
     cdef int _refuse(self, long long t) except -1
+    cdef int _fifo_flush(self) except -1
+    cdef int _fifo_push(self, long long t, object fn, object a, object b,
+                        PyObject* hint) except -1
     cdef inline int _schedule(self, long long t, object fn, object a, object b,
                               PyObject* hint) except -1
     cpdef at(self, long long t, object fn, object a, object b)

@@ -26,6 +26,11 @@ current bucket join in their place.  Order is exact, not approximate: the curren
 events, popped in the order of their whole keys.  Time only moves
 forward except when ``run(until)`` stopped short of the next event; an event scheduled
 before the current bucket then sends the ring back to the heap and restarts from there.
+An event scheduled for the current time (a switch's zero-latency pipe, a handover at
+once) goes to a same-instant FIFO instead: no slot, no key, no bucket; it runs after the
+ring's events of that time (filed before the clock reached it: smaller sequence numbers)
+and after the FIFO's earlier ones: ``run`` drains the FIFO once the ring's next event is
+later (a FIFO left from outside a run joins the ring first), so the order is the ring's own.
 ``tests/test_compiled.py`` drives both twins with the same random schedules (sparse,
 dense, with stops) and compares what they run.
 """
@@ -62,6 +67,12 @@ cdef extern from "gse_eventq.h":
     void gse_put(PyObject** p, object o) noexcept
     void gse_slots_clear(gse_evslot_t* s, Py_ssize_t n) noexcept
     int gse_slots_visit(gse_evslot_t* s, Py_ssize_t n, visitproc visit, void* arg) noexcept
+    int gse_fifo_grow(gse_fifo_ev_t** q, Py_ssize_t* head, Py_ssize_t n,
+                      Py_ssize_t* cap) except -1
+    void gse_fifo_clear(gse_fifo_ev_t* q, Py_ssize_t head, Py_ssize_t n,
+                        Py_ssize_t cap) noexcept
+    int gse_fifo_visit(gse_fifo_ev_t* q, Py_ssize_t head, Py_ssize_t n, Py_ssize_t cap,
+                       visitproc visit, void* arg) noexcept
 
 
 cdef extern from "gse_arena.h":
@@ -146,6 +157,11 @@ cdef class EventQueue:
         self._heap = NULL
         self._n = 0
         self._cap = 0
+        self._fq = NULL
+        self._fh = 0
+        self._fn = 0
+        self._fcap = 0
+        self._ft = 0
 
     def __init__(self):
         self.seq = 0
@@ -161,6 +177,7 @@ cdef class EventQueue:
         PyMem_Free(self._occ)
         PyMem_Free(self._sraw)
         PyMem_Free(self._raw)
+        PyMem_Free(self._fq)
 
     cdef void _release(self) noexcept:
         """Drop every pending event (the garbage collector breaking a cycle, or the end)."""
@@ -182,6 +199,9 @@ cdef class EventQueue:
         self._nslots = 0
         self._free = -1
         gse_slots_clear(self._slot, n)
+        gse_fifo_clear(self._fq, self._fh, self._fn, self._fcap)
+        self._fh = 0
+        self._fn = 0
 
     cdef int _grow_heap(self) except -1:
         cdef Py_ssize_t cap = self._cap * 2 if self._cap else 1024
@@ -329,18 +349,90 @@ cdef class EventQueue:
             raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
         raise OverflowError("event queue: more than %d events scheduled" % GSE_SEQ_LIMIT)
 
+    cdef int _fifo_flush(self) except -1:
+        """The same-instant FIFO's events into the ring or the heap, each with its sequence
+        number and a slot: its time is no longer the current one (a stop at ``until``
+        before it) or the ring does not reach it (the run asked for its first event while
+        the ring lags behind, after a stop).  Rare: a stop."""
+        cdef long long bucket = self._ft >> GSE_SHIFT
+        cdef Py_ssize_t slot
+        cdef gse_evslot_t* sl
+        cdef gse_fifo_ev_t* e
+        cdef gse_evkey_t key
+        while self._fn:
+            if bucket < self._cb:
+                self._rewind(bucket)
+            self._room(bucket)
+            if self._free < 0 and self._nslots == self._scap:
+                self._grow_slots()
+            e = &self._fq[self._fh]            # (nothing below raises)
+            if self._free >= 0:
+                slot = self._free
+                self._free = self._slot[slot].next
+            else:
+                slot = self._nslots
+                self._nslots += 1
+            sl = &self._slot[slot]
+            sl.fn = e.fn                       # the references, moved
+            sl.a = e.a
+            sl.b = e.b
+            sl.handler = <int32_t>(e.sf & 3)
+            e.fn = e.a = e.b = NULL
+            key = gse_key(self._ft, e.sf >> 2, slot)
+            self._fh = (self._fh + 1) & (self._fcap - 1)
+            self._fn -= 1
+            if bucket < self._cb + GSE_NB:
+                self._ring_insert(bucket, key)
+            else:
+                gse_heap_push(self._heap, self._n, key)
+                self._n += 1
+        return 0
+
+    cdef int _fifo_push(self, long long t, object fn, object a, object b,
+                        PyObject* hint) except -1:
+        """``_schedule``'s event for the current time, into the same-instant FIFO (a
+        method of its own, so that ``_schedule`` stays small enough to be inlined)."""
+        cdef gse_fifo_ev_t* e
+        cdef int32_t flags
+        if self._fn and self._ft != t:
+            self._fifo_flush()
+        if self._fn == self._fcap:
+            gse_fifo_grow(&self._fq, &self._fh, self._fn, &self._fcap)
+        self._ft = t                           # (nothing below raises)
+        e = &self._fq[(self._fh + self._fn) & (self._fcap - 1)]
+        gse_put(&e.fn, fn)
+        flags = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
+        if hint != NULL:
+            e.a = hint
+            flags |= GSE_EV_HINT
+        else:
+            gse_put(&e.a, a)
+        gse_put(&e.b, b)
+        self.seq += 1
+        e.sf = (self.seq << 2) | flags
+        self._fn += 1
+        return 0
+
     cdef inline int _schedule(self, long long t, object fn, object a, object b,
                               PyObject* hint) except -1:
         """File an event at ``t``: the checks, the ring's room, a slot from the free list,
         the key in its bucket or the heap.  ``at`` and ``at_hint`` differ only in how the
         first argument is kept: a reference to ``a``, or (``hint`` not NULL) the hint's
-        pointer without one."""
+        pointer without one.
+
+        An event for the current time goes to the same-instant FIFO instead (no slot, no
+        key): every event of the ring or heap at that time was filed before the clock
+        reached it, with a smaller sequence number, so it runs after them, in the order
+        scheduled, as from the ring (``run`` drains it after the ring's last event at that
+        time)."""
         cdef Py_ssize_t slot
         cdef gse_evslot_t* sl
         cdef gse_evkey_t key
         cdef long long bucket
         if t < self.now or self.seq + 1 >= GSE_SEQ_LIMIT:
             self._refuse(t)
+        if t == self.now:
+            return self._fifo_push(t, fn, a, b, hint)
         bucket = t >> GSE_SHIFT
         if bucket < self._cb:
             self._rewind(bucket)
@@ -401,8 +493,11 @@ cdef class EventQueue:
         cdef gse_evkey_t key
         cdef gse_evslot_t* sl
         cdef bint handler
+        cdef gse_fifo_ev_t* e
         cdef object fn, a, b
         try:
+            if self._fn:                       # scheduled for now from outside the run (or
+                self._fifo_flush()             # left by an exception): into the ring, in order
             while self._nring or self._n:
                 if self._cur.i == self._cur.n:
                     self._settle()
@@ -441,12 +536,33 @@ cdef class EventQueue:
                     (<Handler>fn).fire(a, b)
                 else:
                     fn(a, b)
+                if self._fn and not (self._cur.i < self._cur.n
+                                     and gse_time_of(self._cur.keys[self._cur.i]) == self.now):
+                    # the same-instant FIFO, after the ring's last event at t: its events
+                    # schedule later ones or more for t, into the FIFO (this loop's); none
+                    # can reach the ring at t (filed for now, they come here)
+                    while self._fn:
+                        e = &self._fq[self._fh]
+                        self._fh = (self._fh + 1) & (self._fcap - 1)
+                        self._fn -= 1
+                        fn = gse_take(&e.fn)
+                        if e.sf & GSE_EV_HINT:
+                            e.a = NULL
+                            a = None
+                        else:
+                            a = gse_take(&e.a)
+                        b = gse_take(&e.b)
+                        n += 1
+                        if e.sf & GSE_EV_HANDLER:
+                            (<Handler>fn).fire(a, b)
+                        else:
+                            fn(a, b)
             return True
         finally:
             self.events += n
 
     cpdef Py_ssize_t pending(self):
-        return self._nring + self._n
+        return self._nring + self._n + self._fn
 
     cpdef bint due_now(self):
         """Whether an event is pending at the current time: the head of the current
@@ -455,6 +571,8 @@ cdef class EventQueue:
         cdef long long d = (self.now >> GSE_SHIFT) - self._cb
         cdef int32_t c
         cdef Py_ssize_t k
+        if self._fn and self._ft == self.now:
+            return True
         if d < 0:                        # the ring starts later (after a stop)
             return False
         if d == 0:                       # (while running, always)
@@ -481,6 +599,9 @@ cdef inquiry _base_clear = (<PyTypeObject*>EventQueue).tp_clear
 cdef int _traverse(PyObject* o, visitproc visit, void* arg) except -1:
     cdef EventQueue q = <EventQueue><object>o
     cdef int r = gse_slots_visit(q._slot, q._nslots, visit, arg)
+    if r:
+        return r
+    r = gse_fifo_visit(q._fq, q._fh, q._fn, q._fcap, visit, arg)
     if r:
         return r
     return _base_traverse(o, visit, arg)

@@ -262,6 +262,68 @@ static inline int gse_slots_visit(gse_evslot_t* s, Py_ssize_t n, visitproc visit
     return 0;
 }
 
+/* The same-instant FIFO (EventQueue._fq): events scheduled for the current time, in the
+   order scheduled, each its callable and arguments (references owned as a slot's) and
+   its sequence number, shifted left by 2 over the slot's GSE_EV_ flags; no slot, no key
+   in a bucket.  A power-of-two ring: entry (head + i) & (cap - 1) is the i-th. */
+typedef struct {
+    PyObject* fn;
+    PyObject* a;
+    PyObject* b;
+    long long sf;              /* seq << 2 | GSE_EV_HANDLER | GSE_EV_HINT */
+} gse_fifo_ev_t;
+_Static_assert(sizeof(gse_fifo_ev_t) == 32, "a FIFO entry is 32 bytes");
+
+/* Room for one more entry in the FIFO q[cap] holding n from head (doubled, at least
+   256, its entries unwrapped to start at 0: *head becomes 0). */
+static inline int gse_fifo_grow(gse_fifo_ev_t** q, Py_ssize_t* head, Py_ssize_t n,
+                                Py_ssize_t* cap) {
+    Py_ssize_t c = *cap ? *cap * 2 : 256, i;
+    gse_fifo_ev_t* nq = (gse_fifo_ev_t*)PyMem_Malloc((size_t)c * sizeof(gse_fifo_ev_t));
+    if (nq == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        nq[i] = (*q)[(*head + i) & (*cap - 1)];
+    PyMem_Free(*q);
+    *q = nq;
+    *head = 0;
+    *cap = c;
+    return 0;
+}
+
+/* Drop the references of the n entries from head (the FIFO emptied). */
+static inline void gse_fifo_clear(gse_fifo_ev_t* q, Py_ssize_t head, Py_ssize_t n,
+                                  Py_ssize_t cap) {
+    Py_ssize_t i;
+    gse_fifo_ev_t* e;
+    for (i = 0; i < n; i++) {
+        e = &q[(head + i) & (cap - 1)];
+        Py_CLEAR(e->fn);
+        if (e->sf & GSE_EV_HINT)
+            e->a = NULL;
+        else
+            Py_CLEAR(e->a);
+        Py_CLEAR(e->b);
+    }
+}
+
+/* Visit the objects the n entries from head hold, for the garbage collector. */
+static inline int gse_fifo_visit(gse_fifo_ev_t* q, Py_ssize_t head, Py_ssize_t n,
+                                 Py_ssize_t cap, visitproc visit, void* arg) {
+    Py_ssize_t i;
+    gse_fifo_ev_t* e;
+    for (i = 0; i < n; i++) {
+        e = &q[(head + i) & (cap - 1)];
+        Py_VISIT(e->fn);
+        if (!(e->sf & GSE_EV_HINT))
+            Py_VISIT(e->a);
+        Py_VISIT(e->b);
+    }
+    return 0;
+}
+
 static inline long long gse_time_of(gse_evkey_t key) { return (long long)(key >> 64); }
 static inline Py_ssize_t gse_slot_of(gse_evkey_t key) {
     return (Py_ssize_t)(key & ((1ULL << GSE_SLOT_BITS) - 1));

@@ -2,16 +2,29 @@
 # nodes become extension types: the ports and the node derive from network.pxd's and
 # override their C methods; a pipe's arrival times are a ring of C integers.
 import cython
+from cpython.ref cimport PyObject
 from gse.common.handler cimport Handler
 from gse.runtimes.sim.eventq cimport EventQueue
 from gse.runtimes.sim.network cimport HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire cimport linkrate
 from gse.wire.packet cimport Packet
+from switchmodel.queue cimport OutputQueue
 
 cdef long long PAUSE
 cdef long long RESUME
 cdef long long PRIO_CONTROL
 cdef long long PRIO_DATA
+cdef bint C_HINT
+
+cdef extern from "gse_qlink.h":
+    PyObject* gse_queue_head(OutputQueue q)
+
+cdef extern from *:
+    """
+    /* an object as an event's hint (EventQueue.at_hint): its pointer, no reference */
+    static CYTHON_INLINE PyObject *gse_obj_hint(PyObject *o) { return o; }
+    """
+    PyObject* gse_obj_hint(object o)
 
 cdef class HtsimSwitchNode
 
@@ -58,6 +71,8 @@ cdef class HtsimSwitchPort(LinkPort):
     cpdef begin(self, Packet pkt, long long now)
 
     @cython.locals(pkt=Packet, nxt=Packet, node=SwitchNode)
+    cpdef fire(self, a, b)
+
     cpdef wake(self, _a, _b)
 
     @cython.locals(nxt=Packet)
@@ -75,6 +90,8 @@ cdef class HtsimHostPort(HostPort):
     cpdef kick(self, long long now)
 
     @cython.locals(pkt=Packet, node=HostNode)
+    cpdef fire(self, a, b)
+
     cpdef wake(self, _a, _b)
 
     @cython.locals(resumed=bint, node=HostNode)
