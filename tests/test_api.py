@@ -122,6 +122,18 @@ def test_an_unknown_field_is_refused():
         Scenario.from_dict({"protocl": "gse"})
 
 
+def test_the_scenario_fields_types_and_defaults_name_the_same_fields():
+    """``Scenario`` is a plain class (no dataclass, for start-up): its annotations, its
+    ``FIELDS`` table and what an instance holds must not drift apart."""
+    from gse.api.scenario import FIELD_NAMES
+    assert tuple(Scenario.__annotations__) == FIELD_NAMES
+    assert tuple(vars(Scenario()).keys()) == FIELD_NAMES
+    a, b = Scenario(), Scenario()
+    assert a == b and a.topology is not b.topology      # a fresh default per scenario
+    with pytest.raises(TypeError):
+        hash(a)
+
+
 def test_load_reads_json_and_toml(tmp_path):
     s = Scenario(**SMALL)
     s.to_json(tmp_path / "s.json")

@@ -59,4 +59,8 @@
         (q)->control_tail_p = NULL;                              \
     } while (0)
 
+/* An object as an event's hint (EventQueue.at_hint): its pointer, no reference taken
+   (the htsim-PFC pipes' head packets, gse/runtimes/sim/htsim_model.py). */
+static CYTHON_INLINE PyObject *gse_obj_hint(PyObject *o) { return o; }
+
 #endif

@@ -183,7 +183,28 @@ class Scenario:
     (``runtime_options_defaults``; a real-time runtime fills ``REAL_TIME_DEFAULTS`` into the
     topology and workload parameters not given)."""
 
-    __hash__ = None        # (mutable, compared by value: as the dataclass it was)
+    # the fields' types (their order and defaults: FIELDS)
+    topology: dict
+    workload: dict
+    protocols: tuple
+    baseline: str
+    overrides: tuple
+    unsched: int | None
+    policy: str | None
+    loss: float
+    corrupt: float
+    failures: tuple
+    failure_files: tuple
+    detect_us: object
+    seed: int
+    until_us: float | None
+    stall_us: float | None
+    sample_us: float | None
+    runtime: str
+    runtime_options: dict
+
+    # mutable and compared by value, so unhashable, as the dataclass it was
+    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, *args, **kwargs):
         if len(args) > len(FIELDS):

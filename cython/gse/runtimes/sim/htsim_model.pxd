@@ -17,14 +17,9 @@ cdef long long PRIO_DATA
 cdef bint C_HINT
 
 cdef extern from "gse_qlink.h":
+    PyObject* gse_obj_hint(object o)
     PyObject* gse_queue_head(OutputQueue q)
 
-cdef extern from *:
-    """
-    /* an object as an event's hint (EventQueue.at_hint): its pointer, no reference */
-    static CYTHON_INLINE PyObject *gse_obj_hint(PyObject *o) { return o; }
-    """
-    PyObject* gse_obj_hint(object o)
 
 cdef class HtsimSwitchNode
 
