@@ -88,25 +88,32 @@ class PortCounters(Handler):
     event queue calls):
 
     * ``queued_bytes``: the bytes the queue holds now (kept by the queue);
-    * ``s_tx``, ``s_peak``: the sampler's total of bytes sent at its last bin's end, and
-      the queue's peak over the run (it resets ``peak_bytes`` every bin);
+    * ``s_tx``: the sampler's total of bytes sent at its last bin's end;
     * ``s_flag``: set to 1 wherever a rarer value changes (``drops``, ``trims``,
       ``ecn_marks``: here; the pause state: the simulated ports), so that the sampler
-      reads those and the port's pause totals only then, and clears it.
+      reads those and the port's pause totals only then; the sampler sets it to 0 when it
+      has read them, or to 2 when the port was paused then (it reads the pause totals of
+      such a port at every bin, and nothing else of the rarer values);
+    * ``s_index``: the port's index in the sampled network (set by the sampler), so that
+      a bin reads the first line of a busy port and no other;
+    * ``s_peak``: the queue's peak before the sampler's first bin (it resets
+      ``peak_bytes`` every bin, and puts back the run's peak when it closes).
 
-    ``drops`` and ``trims`` come after."""
+    ``tx_packets``, the rarer counters and ``s_peak`` come after (compiled: in the
+    object's second line)."""
 
-    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "tx_packets", "s_tx", "s_peak",
-                 "s_flag", "ecn_marks", "drops", "trims")
+    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "s_tx", "s_flag", "s_index",
+                 "tx_packets", "s_peak", "ecn_marks", "drops", "trims")
 
     def __init__(self):
         self.queued_bytes = 0     # data_bytes + control_bytes of the queue, always
         self.peak_bytes = 0
         self.tx_bytes = 0
-        self.tx_packets = 0
         self.s_tx = 0             # the sampler's (gse.runtimes.sim.sampler)
-        self.s_peak = 0
         self.s_flag = 0           # a rarer value changed since the sampler read them
+        self.s_index = -1
+        self.tx_packets = 0
+        self.s_peak = 0
         self.ecn_marks = 0
         self.drops = 0
         self.trims = 0

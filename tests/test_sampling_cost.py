@@ -122,7 +122,33 @@ def test_pfc_pauses_are_sampled_as_fully_read():
     net, ts, ref = sampled_and_reference("roce", cfg, msgs, PS_PER_US // 2)
     assert sum(p.pauses_received for p in net.ports) > 0
     assert any(ts.port_values["paused"])
+    # and pauses that last whole bins (read from the port's flag alone: s_flag 2)
+    n, paused, pps = ts.nports, ts.port_values["paused"], ts.port_values["paused_ps"]
+    assert any(paused[k] and paused[k - n] and pps[k] == PS_PER_US // 2
+               for k in range(n, len(paused)))
     assert_same(ts, ref)
+
+
+@pytest.mark.parametrize("protocol", ["roce", "gse"])
+def test_the_runs_peak_of_every_queue_is_put_back_when_the_sampler_closes(protocol):
+    """The sampler resets each queue's peak at every bin (its bins' peaks) and keeps the
+    run's only from bins whose peak was above the queue's bytes at their end: the
+    summary's peaks are those of the run without it, each the greatest of its bins' peaks,
+    and every bin's peak is at least the queue's bytes at its end and at its start."""
+    def peaks(sampled):
+        net = build_network(TOPO, protocol, default_config(protocol), 5)
+        net.schedule(mixed(8))
+        sampler = Sampler(net, PS_PER_US // 4) if sampled else None
+        run_observed(net, -1, [sampler])
+        return [p.counters.peak_bytes for p in net.ports], sampler
+    want, _ = peaks(False)
+    got, sampler = peaks(True)
+    assert got == want and max(want) > 0
+    ts = sampler.result()
+    n, q, top = ts.nports, ts.port_values["queue_bytes"], ts.port_values["queue_peak_bytes"]
+    assert all(top[k] >= q[k] for k in range(len(q)))
+    assert all(top[k] >= q[k - n] for k in range(n, len(q)))
+    assert [max(top[i::n]) for i in range(n)] == want      # (sampled from the start)
 
 
 def test_lost_packets_and_a_failed_link_are_sampled_as_fully_read():

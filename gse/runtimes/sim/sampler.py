@@ -27,10 +27,10 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports it reads (three lines of a busy port, each
-its queue and counters), and what it writes: docs/timeseries.md ("Cost") says how both
-are kept small.  What the values mean and the tables they become:
-``gse.metrics.timeseries`` and docs/timeseries.md.
+A bin's cost is cache misses on the ports it reads (one line of a busy port, which is
+its queue and its counters, unless something rarer happened there), and what it writes:
+docs/timeseries.md ("Cost") says how both are kept small.  What the values mean and
+the tables they become: ``gse.metrics.timeseries`` and docs/timeseries.md.
 """
 
 from array import array
@@ -46,17 +46,17 @@ except (ImportError, AttributeError):
 from gse.agents.receiver import ReceiverSide
 from gse.agents.roce_receiver import RoceReceiver
 from gse.metrics.timeseries import PORT_DYNAMIC, TimeSeries, port_static
+from gse.runtimes.sim.network import HostNode, LinkPort
 
 
 NPORT = len(PORT_DYNAMIC)          # values per port per bin, in the order of PORT_DYNAMIC
 HEAD = 3                           # a stored bin starts (bin, port words, host pairs)
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
-# The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
-# in its list (the port's lines 0 and 3, then its line 1: a port is its queue and its
-# counters, one object), gse_prefetch_port and _counters of sampler.pxd (__builtin_prefetch,
-# on borrowed pointers: gse_prefetch.h): the misses on them, most of its time, overlap
-# instead of following one another.  The pure build never calls them.
+# The compiled sample() asks the CPU to fetch the first line of the ports a few places
+# ahead in its list (a port is its queue and its counters, one object), gse_prefetch_port
+# of sampler.pxd (__builtin_prefetch, on a borrowed pointer: gse_prefetch.h): the misses
+# on them overlap instead of following one another.  The pure build never calls it.
 PREFETCH = cython.compiled
 # Compiled, a new storage chunk is an array('q') that is not zero-filled (cpython.array's
 # clone(..., False), declared in sampler.pxd): sample() writes every word that is read
@@ -65,6 +65,58 @@ PREFETCH = cython.compiled
 # build zero-fills.
 RAW_CHUNKS = cython.compiled
 WORDS = array("q")                 # (the type clone() copies)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _rarer(port, since, now, out, k):
+    """A flagged port's rarer values (``sample``): a rarer value or the pause state
+    changed since the last bin's end.  Writes the non-zero ones of (paused, paused time,
+    trims, drops, marks) from ``out[k]``, and the bits of the row's mask they set after
+    them (at ``out[k']``, where the row's next value or the next row goes); returns k'.
+    The paused time at the last bin's end was kept as Q if the port was not paused then,
+    as Q - then - 1 (negative: Q <= then) if it was, which stays exact while it is (Q
+    grows with the clock), so that ``sample`` reads nothing of a port paused all the
+    bin (``s_flag`` 2)."""
+    mask = 0
+    v = port.s_paused
+    if v < 0:
+        v += since + 1
+    if port.paused_since >= 0:
+        q = port.paused_ps + now - port.paused_since
+        port.s_paused = q - now - 1
+        port.s_flag = 2
+        out[k] = 1
+        k += 1
+        mask = 8
+    else:
+        q = port.paused_ps
+        port.s_paused = q
+        port.s_flag = 0
+    if q != v:
+        out[k] = q - v
+        k += 1
+        mask |= 16
+    v = port.trims
+    if v != port.s_trims:
+        out[k] = v - port.s_trims
+        k += 1
+        mask |= 32
+        port.s_trims = v
+    v = port.drops
+    if v != port.s_drops:
+        out[k] = v - port.s_drops
+        k += 1
+        mask |= 64
+        port.s_drops = v
+    v = port.ecn_marks
+    if v != port.s_ecn:
+        out[k] = v - port.s_ecn
+        k += 1
+        mask |= 128
+        port.s_ecn = v
+    out[k] = mask
+    return k
 
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
@@ -94,54 +146,39 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
     page faults) are a third.
 
-    What a busy port's row needs at every bin is three cache lines of the compiled build's
-    port, which is its queue and its counters: its first two (the queue's bytes and peak,
-    the bytes sent, this sampler's totals ``s_tx`` and ``s_peak``, and ``s_flag``, set
-    where a rarer value changed) and its fourth (``busy_until``, the pause, its index).
-    The rest is read only when that flag is set or the port is paused (a drop, trim or
-    ECN mark, a pause or resume: this sampler's totals of those, the port's ``s_*``), and
-    when the port turns idle (to hand it its ``watch``).  ``prev`` holds each host's
+    What a busy port's row needs at every bin is the first cache line of the compiled
+    build's port, which is its queue and its counters: the queue's bytes and peak, the
+    bytes sent, this sampler's total ``s_tx``, its copy of the port's index ``s_index``
+    and ``s_flag``, which the simulation sets to 1 where a rarer value changed (a drop,
+    trim or ECN mark, a PAUSE or a RESUME: ``_rarer`` reads them then, and this sampler's
+    totals of them, the port's ``s_*``) and this sampler to 2 for a port paused at the
+    bin's end (paused all the next bin unless it is set to 1 again: nothing more to
+    read).  The second line is read when the bin's peak is above the queue's bytes at its
+    end (``s_peak``, the run's peak), the fourth (``busy_until``) when the port holds
+    nothing, is not paused and sent nothing in the bin, and the fifth when it turns idle
+    (to hand it its ``watch``).  ``prev`` holds each host's
     accepted payload at the previous bin's end."""
     k = pos + HEAD
     n = len(busy)
     w = 0                             # busy[:w]: the ports kept for the next bin
     for x in range(n):
-        if PREFETCH:                  # (compiled) fetch what the ports ahead will read
+        if PREFETCH:                  # (compiled) fetch the line the ports ahead will read
             if x + 4 < n:
-                gse_prefetch_port(busy, x + 4)        # its first and fourth lines
-            if x + 2 < n:
-                gse_prefetch_counters(busy, x + 2)    # its second
-        port = busy[x]
+                gse_prefetch_port(busy, x + 4)
+        port = cython.cast(LinkPort, busy[x])     # (every one is: no type test)
         # the port is its queue's counters (it derives from them): its own fields, the
-        # queue's bytes now (queued_bytes) among them
+        # queue's bytes now (queued_bytes) among them, in its first line
         o = port.queued_bytes
         p = port.peak_bytes
-        if p > port.s_peak:
+        if p > o and p > port.s_peak:
+            # (the run's peak: a bin whose peak is its end's occupancy, p == o, has one
+            # at least as high after it, the next bin's or, when the sampler closes, the
+            # queue's peak since its last bin; s_peak is in the port's second line)
             port.s_peak = p
         port.peak_bytes = o
         v = port.tx_bytes
         tx = v - port.s_tx
         port.s_tx = v
-        paused = pps = trims = drops = ecn = 0
-        if port.paused_since >= 0 or port.s_flag:
-            # a rarer value or the pause state changed, or the port is paused
-            port.s_flag = 0
-            if port.paused_since >= 0:
-                paused = 1
-                v = port.paused_ps + now - port.paused_since
-            else:
-                v = port.paused_ps
-            pps = v - port.s_paused
-            port.s_paused = v
-            v = port.trims
-            trims = v - port.s_trims
-            port.s_trims = v
-            v = port.drops
-            drops = v - port.s_drops
-            port.s_drops = v
-            v = port.ecn_marks
-            ecn = v - port.s_ecn
-            port.s_ecn = v
         r = k
         k += 1
         mask = 0
@@ -157,31 +194,28 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
             out[k] = tx
             k += 1
             mask |= 4
-        if paused:
+        paused = 0
+        f = port.s_flag
+        if f == 2:
+            # paused at the last bin's end and nothing changed since (a PAUSE, a RESUME, a
+            # drop, trim or mark would have set the flag to 1): paused all the bin
+            paused = 1
             out[k] = 1
-            k += 1
-            mask |= 8
-        if pps:
-            out[k] = pps
-            k += 1
-            mask |= 16
-        if trims:
-            out[k] = trims
-            k += 1
-            mask |= 32
-        if drops:
-            out[k] = drops
-            k += 1
-            mask |= 64
-        if ecn:
-            out[k] = ecn
-            k += 1
-            mask |= 128
+            out[k + 1] = now - since
+            k += 2
+            mask |= 24
+        elif f:
+            k = _rarer(port, since, now, out, k)
+            mask |= out[k]            # (_rarer's mask, past the values it wrote)
+            paused = mask & 8
         if mask:
-            out[r] = (port.index << 8) | mask
+            out[r] = (port.s_index << 8) | mask
         else:
             k = r
-        if o or port.busy_until > now or paused:
+        # kept if it may have something to report at the next bin: it holds packets, is
+        # paused, sent in this bin (it may still be sending: read again, it reports
+        # nothing more than it has), or is sending (its fourth line, read only then)
+        if o or tx or paused or port.busy_until > now:
             if w != x:
                 busy[w] = port        # (drops busy[w]'s reference: read in this bin)
             w += 1
@@ -192,7 +226,7 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     out[pos + 1] = k - pos - HEAD
     r = k
     for x in range(len(hosts)):
-        node = hosts[x]
+        node = cython.cast(HostNode, hosts[x])    # (every one is: no type test)
         h = node.index
         rv = receivers[h]
         if isinstance(rv, ReceiverSide):          # (compiled: a C field, not a getattr)
@@ -303,6 +337,7 @@ class Sampler:
             c.s_tx = c.tx_bytes
             c.s_peak = c.peak_bytes
             c.s_flag = 1                  # (the first bin reads every port in full)
+            c.s_index = p.index
             p.s_trims = c.trims
             p.s_drops = c.drops
             p.s_ecn = c.ecn_marks
@@ -314,7 +349,8 @@ class Sampler:
         #                                           first; those turning busy join it)
         self.host_busy: list[Any] = list(self.hosts)   # the hosts to read (all at first,
         #                                                then those a packet reached)
-        self.most = HEAD + (1 + NPORT) * self.n + 2 * len(self.receivers)   # a bin at most
+        # a bin at most (and a word: _rarer's mask after the last port's values)
+        self.most = HEAD + (1 + NPORT) * self.n + 2 * len(self.receivers) + 1
         self.chunks: list[array] = []
         self.ends: list[int] = []             # the used length of each chunk
         self.out = array("q")
@@ -352,6 +388,8 @@ class Sampler:
             c = p.counters
             if c.s_peak > c.peak_bytes:
                 c.peak_bytes = c.s_peak   # the run's peak, as the summary reports it
+            if c.s_flag == 2:
+                c.s_flag = 0              # (read as paused: nothing left unread)
         if self.chunks:
             self.ends[len(self.ends) - 1] = self.pos
             last = self.out
