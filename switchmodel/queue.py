@@ -92,27 +92,26 @@ class PortCounters(Handler):
     * ``s_flag``: set to 1 wherever a rarer value changes (``drops``, ``trims``,
       ``ecn_marks``: here; the pause state: the simulated ports), so that the sampler
       reads those and the port's pause totals only then; the sampler sets it to 0 when it
-      has read them, or to 2 when the port was paused then (it reads the pause totals of
-      such a port at every bin, and nothing else of the rarer values);
+      has read them, or to 2 when the port was paused then (paused all its next bin
+      unless the flag is set to 1 again: nothing more to read);
     * ``s_index``: the port's index in the sampled network (set by the sampler), so that
-      a bin reads the first line of a busy port and no other;
-    * ``s_peak``: the queue's peak before the sampler's first bin (it resets
-      ``peak_bytes`` every bin, and puts back the run's peak when it closes).
+      a bin reads no further than the counters' first two lines (compiled) of a busy port;
+    * ``s_peak``: the queue's peak over the run (the sampler resets ``peak_bytes`` every
+      bin, and puts the run's peak back when it closes).
 
-    ``tx_packets``, the rarer counters and ``s_peak`` come after (compiled: in the
-    object's second line)."""
+    ``drops`` and ``trims`` come after."""
 
-    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "s_tx", "s_flag", "s_index",
-                 "tx_packets", "s_peak", "ecn_marks", "drops", "trims")
+    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "tx_packets", "s_tx", "s_flag",
+                 "s_index", "s_peak", "ecn_marks", "drops", "trims")
 
     def __init__(self):
         self.queued_bytes = 0     # data_bytes + control_bytes of the queue, always
         self.peak_bytes = 0
         self.tx_bytes = 0
+        self.tx_packets = 0
         self.s_tx = 0             # the sampler's (gse.runtimes.sim.sampler)
         self.s_flag = 0           # a rarer value changed since the sampler read them
         self.s_index = -1
-        self.tx_packets = 0
         self.s_peak = 0
         self.ecn_marks = 0
         self.drops = 0

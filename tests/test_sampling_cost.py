@@ -131,10 +131,10 @@ def test_pfc_pauses_are_sampled_as_fully_read():
 
 @pytest.mark.parametrize("protocol", ["roce", "gse"])
 def test_the_runs_peak_of_every_queue_is_put_back_when_the_sampler_closes(protocol):
-    """The sampler resets each queue's peak at every bin (its bins' peaks) and keeps the
-    run's only from bins whose peak was above the queue's bytes at their end: the
-    summary's peaks are those of the run without it, each the greatest of its bins' peaks,
-    and every bin's peak is at least the queue's bytes at its end and at its start."""
+    """The sampler resets each queue's peak at every bin (its bins' peaks) and puts the
+    run's back when it closes: the summary's peaks are those of the run without it, each
+    the greatest of its bins' peaks, and every bin's peak is at least the queue's bytes
+    at its end and at its start."""
     def peaks(sampled):
         net = build_network(TOPO, protocol, default_config(protocol), 5)
         net.schedule(mixed(8))

@@ -27,7 +27,7 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports it reads (one line of a busy port, which is
+A bin's cost is cache misses on the ports it reads (two lines of a busy port, which is
 its queue and its counters, unless something rarer happened there), and what it writes:
 docs/timeseries.md ("Cost") says how both are kept small.  What the values mean and
 the tables they become: ``gse.metrics.timeseries`` and docs/timeseries.md.
@@ -53,8 +53,8 @@ NPORT = len(PORT_DYNAMIC)          # values per port per bin, in the order of PO
 HEAD = 3                           # a stored bin starts (bin, port words, host pairs)
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
-# The compiled sample() asks the CPU to fetch the first line of the ports a few places
-# ahead in its list (a port is its queue and its counters, one object), gse_prefetch_port
+# The compiled sample() asks the CPU to fetch the first two lines of the ports a few
+# places ahead in its list (a port is its queue and its counters, one object), gse_prefetch_port
 # of sampler.pxd (__builtin_prefetch, on a borrowed pointer: gse_prefetch.h): the misses
 # on them overlap instead of following one another.  The pure build never calls it.
 PREFETCH = cython.compiled
@@ -146,17 +146,17 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
     page faults) are a third.
 
-    What a busy port's row needs at every bin is the first cache line of the compiled
-    build's port, which is its queue and its counters: the queue's bytes and peak, the
-    bytes sent, this sampler's total ``s_tx``, its copy of the port's index ``s_index``
-    and ``s_flag``, which the simulation sets to 1 where a rarer value changed (a drop,
-    trim or ECN mark, a PAUSE or a RESUME: ``_rarer`` reads them then, and this sampler's
-    totals of them, the port's ``s_*``) and this sampler to 2 for a port paused at the
-    bin's end (paused all the next bin unless it is set to 1 again: nothing more to
-    read).  The second line is read when the bin's peak is above the queue's bytes at its
-    end (``s_peak``, the run's peak), the fourth (``busy_until``) when the port holds
-    nothing, is not paused and sent nothing in the bin, and the fifth when it turns idle
-    (to hand it its ``watch``).  ``prev`` holds each host's
+    What a busy port's row needs at every bin is the first two cache lines of the
+    compiled build's port, which is its queue and its counters: the queue's bytes and
+    peak, the bytes sent, this sampler's total ``s_tx``, its copy of the port's index
+    ``s_index`` and ``s_flag``, which the simulation sets to 1 where a rarer value
+    changed (a drop, trim or ECN mark, a PAUSE or a RESUME: ``_rarer`` reads them then,
+    and this sampler's totals of them, the port's ``s_*``) and this sampler to 2 for a
+    port paused at the bin's end (paused all the next bin unless it is set to 1 again:
+    nothing more to read), and ``s_peak``, the run's peak.  The fourth line
+    (``busy_until``) is read when the port holds nothing, is not paused and sent nothing
+    in the bin, and the fifth when it turns idle (to hand it its ``watch``).
+    ``prev`` holds each host's
     accepted payload at the previous bin's end."""
     k = pos + HEAD
     n = len(busy)
@@ -167,13 +167,10 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
                 gse_prefetch_port(busy, x + 4)
         port = cython.cast(LinkPort, busy[x])     # (every one is: no type test)
         # the port is its queue's counters (it derives from them): its own fields, the
-        # queue's bytes now (queued_bytes) among them, in its first line
+        # queue's bytes now (queued_bytes) among them, in its first two lines
         o = port.queued_bytes
         p = port.peak_bytes
-        if p > o and p > port.s_peak:
-            # (the run's peak: a bin whose peak is its end's occupancy, p == o, has one
-            # at least as high after it, the next bin's or, when the sampler closes, the
-            # queue's peak since its last bin; s_peak is in the port's second line)
+        if p > port.s_peak:
             port.s_peak = p
         port.peak_bytes = o
         v = port.tx_bytes
