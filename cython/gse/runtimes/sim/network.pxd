@@ -35,7 +35,7 @@ cdef class LinkPort(OutputQueue):
     # (the object's fourth line, after the queue's counters and the pure build's tails:)
     # what an offer and a transmission read, and a sampler of a port that holds nothing,
     # is not paused and sent nothing in its bin (of other busy ports it reads the
-    # counters' first line only), then the pending wake-up and the failure hook
+    # counters' first two lines only), then the pending wake-up and the failure hook
     cdef public long long busy_until
     cdef public long long paused_since
     cdef public long long index
