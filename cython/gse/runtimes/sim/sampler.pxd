@@ -19,6 +19,8 @@ cdef object WORDS
 cdef Py_ssize_t NPORT
 cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
+cdef long long NARROW
+cdef Py_ssize_t MAX_INDEX
 
 
 @cython.locals(mask="long long", v="long long", q="long long")
@@ -37,12 +39,13 @@ cpdef Py_ssize_t sample(list busy, list hosts, list receivers, long long since,
 
 
 @cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
-               w="long long", mask="Py_ssize_t", below="Py_ssize_t", pop="long long[:]")
+               w="long long", mask="Py_ssize_t", below="Py_ssize_t", pop="long long[:]",
+               hi="long long", j="Py_ssize_t")
 cpdef scatter(long long[:] chunk, Py_ssize_t end, Py_ssize_t n, Py_ssize_t f,
               long long[:] col)
 
 
-@cython.locals(k="Py_ssize_t", base="Py_ssize_t", s="Py_ssize_t")
+@cython.locals(k="Py_ssize_t", base="Py_ssize_t", s="Py_ssize_t", w="long long")
 cpdef scatter_hosts(long long[:] chunk, Py_ssize_t end, Py_ssize_t m, long long[:] col)
 
 
