@@ -130,9 +130,10 @@ def _rarer(port, since, now, out, k):
 @cython.wraparound(False)    # that a whole bin fits), busy (w <= x) or prev (a host's)
 def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     """Bin ``b``, from ``since`` to ``now``, written into ``out`` from ``pos``: its
-    head (``b``, the number of words of port rows, the number of host pairs), a row for
-    every port with anything to report, then a (host, value) pair for every host whose
-    accepted payload grew; returns the position after them.
+    head (``b``, the number of words of port rows, the number of words of hosts), a row
+    for every port with anything to report, then a word (two if the value is 2**31 or
+    more: ``NARROW``) for every host whose accepted payload grew, the host and the
+    growth; returns the position after them.
 
     The ports read are those of ``busy``: the ports busy or paused at ``since``, then
     those that turned so since (``LinkPort.touch`` appends them: their ``watch`` is this
@@ -148,7 +149,9 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
 
     A row is one word, the port's index shifted left by 8 with a bit per value of
     ``PORT_DYNAMIC`` that is not zero, then those values in that order (``POP[mask]`` of
-    them); a port whose values are all zero (idle, nothing queued, not paused) gets none.
+    them; the last in the high half of the first word instead when it is below
+    ``NARROW``); a port whose values are all zero (idle, nothing queued, not paused) gets
+    none.
     Most values of a busy port are zero in a bin (no pause, trim, drop or mark), so a
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
     page faults) are a third.
