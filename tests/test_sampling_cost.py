@@ -122,7 +122,33 @@ def test_pfc_pauses_are_sampled_as_fully_read():
     net, ts, ref = sampled_and_reference("roce", cfg, msgs, PS_PER_US // 2)
     assert sum(p.pauses_received for p in net.ports) > 0
     assert any(ts.port_values["paused"])
+    # and pauses that last whole bins (read from the port's flag alone: s_flag 2)
+    n, paused, pps = ts.nports, ts.port_values["paused"], ts.port_values["paused_ps"]
+    assert any(paused[k] and paused[k - n] and pps[k] == PS_PER_US // 2
+               for k in range(n, len(paused)))
     assert_same(ts, ref)
+
+
+@pytest.mark.parametrize("protocol", ["roce", "gse"])
+def test_the_runs_peak_of_every_queue_is_put_back_when_the_sampler_closes(protocol):
+    """The sampler resets each queue's peak at every bin (its bins' peaks) and puts the
+    run's back when it closes: the summary's peaks are those of the run without it, each
+    the greatest of its bins' peaks, and every bin's peak is at least the queue's bytes
+    at its end and at its start."""
+    def peaks(sampled):
+        net = build_network(TOPO, protocol, default_config(protocol), 5)
+        net.schedule(mixed(8))
+        sampler = Sampler(net, PS_PER_US // 4) if sampled else None
+        run_observed(net, -1, [sampler])
+        return [p.counters.peak_bytes for p in net.ports], sampler
+    want, _ = peaks(False)
+    got, sampler = peaks(True)
+    assert got == want and max(want) > 0
+    ts = sampler.result()
+    n, q, top = ts.nports, ts.port_values["queue_bytes"], ts.port_values["queue_peak_bytes"]
+    assert all(top[k] >= q[k] for k in range(len(q)))
+    assert all(top[k] >= q[k - n] for k in range(n, len(q)))
+    assert [max(top[i::n]) for i in range(n)] == want      # (sampled from the start)
 
 
 def test_lost_packets_and_a_failed_link_are_sampled_as_fully_read():
@@ -216,3 +242,28 @@ def test_the_stored_chunks_end_at_their_last_row_and_pickle_the_same_every_run()
     assert len(one.chunks) > 1
     assert [len(c) for c in one.chunks] == one.ends
     assert pickle.dumps(one.result()) == pickle.dumps(two.result())
+
+
+def test_a_stored_row_holds_its_last_value_in_its_head_only_when_it_fits():
+    """``sample`` stores a row's last value (and a host's growth) in the high half of its
+    head word (of its word) when it is below 2**31, in a word of its own otherwise: the
+    columns read back both forms exactly (hand-built rows, as no simulated bin sends 2 GiB)."""
+    from array import array
+    from gse.runtimes.sim.sampler import Bins
+    big, narrow = (1 << 40) + 5, (1 << 31) - 1
+    n, m = 5, 3
+    rows = [(3 << 8) | 0b101, 7, big,                    # values 0 and 2, both in words
+            (narrow << 32) | (4 << 8) | 0b110, 9,          # 1 a word, 2 in the head
+            (11 << 32) | (1 << 8) | 0b100]                 # 2 alone, in the head
+    hosts = [(narrow << 32) | 2,                           # host 2 grew by 2**31 - 1
+             1, 1 << 31]                                   # host 1 by 2**31: two words
+    chunk = array("q", [1, len(rows), len(hosts)] + rows + hosts)
+    bins = Bins([array("q", [0, 0, 0]), chunk], [3, len(chunk)], n, m, 2,
+                array("q", range(m)))
+    names = [name for name, _ in PORT_DYNAMIC]
+    assert list(bins.column("port", names[0])) == [0] * n + [0, 0, 0, 7, 0]
+    assert list(bins.column("port", names[1])) == [0] * n + [0, 0, 0, 0, 9]
+    assert list(bins.column("port", names[2])) == [0] * n + [0, 11, 0, big, narrow]
+    for name in names[3:]:
+        assert list(bins.column("port", name)) == [0] * (2 * n)
+    assert list(bins.column("host", "rx_payload_bytes")) == [0] * m + [0, 1 << 31, narrow]

@@ -97,7 +97,8 @@ class LinkPort(OutputQueue):
         # them, counters.s_flag, so that a sampler reads the pause totals only then:
         # gse.runtimes.sim.sampler)
         # what that sampler read here at the last bin's end, of the rarer values: totals of
-        # trims, drops, ECN marks and paused ps (read when the counters are marked)
+        # trims, drops, ECN marks and paused ps (read when the counters are marked; the
+        # paused ps of a port paused then as a negative offset: sampler._rarer)
         self.s_trims = self.s_drops = self.s_ecn = self.s_paused = 0
 
     def fire(self, a, b):

@@ -27,10 +27,10 @@ Compiled (``cython/gse/runtimes/sim/sampler.pxd``): the sampler is an extension 
 a bin is one C call, field reads written as sparse rows (``sample``) into ``array('q')``
 chunks; the dense table is built from them by C loops, each column when it is first read
 (``DenseColumns``), without numpy (whose import alone cost more than sampling a run).
-A bin's cost is cache misses on the ports it reads (three lines of a busy port, each
-its queue and counters), and what it writes: docs/timeseries.md ("Cost") says how both
-are kept small.  What the values mean and the tables they become:
-``gse.metrics.timeseries`` and docs/timeseries.md.
+A bin's cost is cache misses on the ports it reads (two lines of a busy port, which is
+its queue and its counters, unless something rarer happened there), and what it writes:
+docs/timeseries.md ("Cost") says how both are kept small.  What the values mean and
+the tables they become: ``gse.metrics.timeseries`` and docs/timeseries.md.
 """
 
 from array import array
@@ -46,17 +46,24 @@ except (ImportError, AttributeError):
 from gse.agents.receiver import ReceiverSide
 from gse.agents.roce_receiver import RoceReceiver
 from gse.metrics.timeseries import PORT_DYNAMIC, TimeSeries, port_static
+from gse.runtimes.sim.network import HostNode, LinkPort
 
 
 NPORT = len(PORT_DYNAMIC)          # values per port per bin, in the order of PORT_DYNAMIC
 HEAD = 3                           # a stored bin starts (bin, port words, host pairs)
 CHUNK = 1 << 16                    # values per storage chunk (512 KiB)
 POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of mask x
-# The compiled sample() asks the CPU to fetch the lines of the ports a few places ahead
-# in its list (the port's lines 0 and 3, then its line 1: a port is its queue and its
-# counters, one object), gse_prefetch_port and _counters of sampler.pxd (__builtin_prefetch,
-# on borrowed pointers: gse_prefetch.h): the misses on them, most of its time, overlap
-# instead of following one another.  The pure build never calls them.
+# A row's last value, and a host's growth, below NARROW is stored in the high half of the
+# row's head (its low half: the port's index << 8 | the mask) or of the host's word (the
+# host in its low half), not in a word of its own: a value stored is never 0, so a head
+# whose high half is 0 has its values all after it, exact for any value.  A RoCE run at
+# 1 us stores about a third fewer words so (fewer fresh pages, each a page fault).
+NARROW = 1 << 31
+MAX_INDEX = 1 << 24                # the port indices a head's low half holds
+# The compiled sample() asks the CPU to fetch the first two lines of the ports a few
+# places ahead in its list (a port is its queue and its counters, one object), gse_prefetch_port
+# of sampler.pxd (__builtin_prefetch, on a borrowed pointer: gse_prefetch.h): the misses
+# on them overlap instead of following one another.  The pure build never calls it.
 PREFETCH = cython.compiled
 # Compiled, a new storage chunk is an array('q') that is not zero-filled (cpython.array's
 # clone(..., False), declared in sampler.pxd): sample() writes every word that is read
@@ -67,13 +74,66 @@ RAW_CHUNKS = cython.compiled
 WORDS = array("q")                 # (the type clone() copies)
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def _rarer(port, since, now, out, k):
+    """A flagged port's rarer values (``sample``): a rarer value or the pause state
+    changed since the last bin's end.  Writes the non-zero ones of (paused, paused time,
+    trims, drops, marks) from ``out[k]``, and the bits of the row's mask they set after
+    them (at ``out[k']``, where the row's next value or the next row goes); returns k'.
+    The paused time at the last bin's end was kept as Q if the port was not paused then,
+    as Q - then - 1 (negative: Q <= then) if it was, which stays exact while it is (Q
+    grows with the clock), so that ``sample`` reads nothing of a port paused all the
+    bin (``s_flag`` 2)."""
+    mask = 0
+    v = port.s_paused
+    if v < 0:
+        v += since + 1
+    if port.paused_since >= 0:
+        q = port.paused_ps + now - port.paused_since
+        port.s_paused = q - now - 1
+        port.s_flag = 2
+        out[k] = 1
+        k += 1
+        mask = 8
+    else:
+        q = port.paused_ps
+        port.s_paused = q
+        port.s_flag = 0
+    if q != v:
+        out[k] = q - v
+        k += 1
+        mask |= 16
+    v = port.trims
+    if v != port.s_trims:
+        out[k] = v - port.s_trims
+        k += 1
+        mask |= 32
+        port.s_trims = v
+    v = port.drops
+    if v != port.s_drops:
+        out[k] = v - port.s_drops
+        k += 1
+        mask |= 64
+        port.s_drops = v
+    v = port.ecn_marks
+    if v != port.s_ecn:
+        out[k] = v - port.s_ecn
+        k += 1
+        mask |= 128
+        port.s_ecn = v
+    out[k] = mask
+    return k
+
+
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
 @cython.wraparound(False)    # that a whole bin fits), busy (w <= x) or prev (a host's)
 def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     """Bin ``b``, from ``since`` to ``now``, written into ``out`` from ``pos``: its
-    head (``b``, the number of words of port rows, the number of host pairs), a row for
-    every port with anything to report, then a (host, value) pair for every host whose
-    accepted payload grew; returns the position after them.
+    head (``b``, the number of words of port rows, the number of words of hosts), a row
+    for every port with anything to report, then a word (two if the value is 2**31 or
+    more: ``NARROW``) for every host whose accepted payload grew, the host and the
+    growth; returns the position after them.
 
     The ports read are those of ``busy``: the ports busy or paused at ``since``, then
     those that turned so since (``LinkPort.touch`` appends them: their ``watch`` is this
@@ -89,31 +149,35 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
 
     A row is one word, the port's index shifted left by 8 with a bit per value of
     ``PORT_DYNAMIC`` that is not zero, then those values in that order (``POP[mask]`` of
-    them); a port whose values are all zero (idle, nothing queued, not paused) gets none.
+    them; the last in the high half of the first word instead when it is below
+    ``NARROW``); a port whose values are all zero (idle, nothing queued, not paused) gets
+    none.
     Most values of a busy port are zero in a bin (no pause, trim, drop or mark), so a
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
     page faults) are a third.
 
-    What a busy port's row needs at every bin is three cache lines of the compiled build's
-    port, which is its queue and its counters: its first two (the queue's bytes and peak,
-    the bytes sent, this sampler's totals ``s_tx`` and ``s_peak``, and ``s_flag``, set
-    where a rarer value changed) and its fourth (``busy_until``, the pause, its index).
-    The rest is read only when that flag is set or the port is paused (a drop, trim or
-    ECN mark, a pause or resume: this sampler's totals of those, the port's ``s_*``), and
-    when the port turns idle (to hand it its ``watch``).  ``prev`` holds each host's
+    What a busy port's row needs at every bin is the first two cache lines of the
+    compiled build's port, which is its queue and its counters: the queue's bytes and
+    peak, the bytes sent, this sampler's total ``s_tx``, its copy of the port's index
+    ``s_index`` and ``s_flag``, which the simulation sets to 1 where a rarer value
+    changed (a drop, trim or ECN mark, a PAUSE or a RESUME: ``_rarer`` reads them then,
+    and this sampler's totals of them, the port's ``s_*``) and this sampler to 2 for a
+    port paused at the bin's end (paused all the next bin unless it is set to 1 again:
+    nothing more to read), and ``s_peak``, the run's peak.  The fourth line
+    (``busy_until``) is read when the port holds nothing, is not paused and sent nothing
+    in the bin, and the fifth when it turns idle (to hand it its ``watch``).
+    ``prev`` holds each host's
     accepted payload at the previous bin's end."""
     k = pos + HEAD
     n = len(busy)
     w = 0                             # busy[:w]: the ports kept for the next bin
     for x in range(n):
-        if PREFETCH:                  # (compiled) fetch what the ports ahead will read
+        if PREFETCH:                  # (compiled) fetch the line the ports ahead will read
             if x + 4 < n:
-                gse_prefetch_port(busy, x + 4)        # its first and fourth lines
-            if x + 2 < n:
-                gse_prefetch_counters(busy, x + 2)    # its second
-        port = busy[x]
+                gse_prefetch_port(busy, x + 4)
+        port = cython.cast(LinkPort, busy[x])     # (every one is: no type test)
         # the port is its queue's counters (it derives from them): its own fields, the
-        # queue's bytes now (queued_bytes) among them
+        # queue's bytes now (queued_bytes) among them, in its first two lines
         o = port.queued_bytes
         p = port.peak_bytes
         if p > port.s_peak:
@@ -122,26 +186,6 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
         v = port.tx_bytes
         tx = v - port.s_tx
         port.s_tx = v
-        paused = pps = trims = drops = ecn = 0
-        if port.paused_since >= 0 or port.s_flag:
-            # a rarer value or the pause state changed, or the port is paused
-            port.s_flag = 0
-            if port.paused_since >= 0:
-                paused = 1
-                v = port.paused_ps + now - port.paused_since
-            else:
-                v = port.paused_ps
-            pps = v - port.s_paused
-            port.s_paused = v
-            v = port.trims
-            trims = v - port.s_trims
-            port.s_trims = v
-            v = port.drops
-            drops = v - port.s_drops
-            port.s_drops = v
-            v = port.ecn_marks
-            ecn = v - port.s_ecn
-            port.s_ecn = v
         r = k
         k += 1
         mask = 0
@@ -157,31 +201,33 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
             out[k] = tx
             k += 1
             mask |= 4
-        if paused:
+        paused = 0
+        f = port.s_flag
+        if f == 2:
+            # paused at the last bin's end and nothing changed since (a PAUSE, a RESUME, a
+            # drop, trim or mark would have set the flag to 1): paused all the bin
+            paused = 1
             out[k] = 1
-            k += 1
-            mask |= 8
-        if pps:
-            out[k] = pps
-            k += 1
-            mask |= 16
-        if trims:
-            out[k] = trims
-            k += 1
-            mask |= 32
-        if drops:
-            out[k] = drops
-            k += 1
-            mask |= 64
-        if ecn:
-            out[k] = ecn
-            k += 1
-            mask |= 128
+            out[k + 1] = now - since
+            k += 2
+            mask |= 24
+        elif f:
+            k = _rarer(port, since, now, out, k)
+            mask |= out[k]            # (_rarer's mask, past the values it wrote)
+            paused = mask & 8
         if mask:
-            out[r] = (port.index << 8) | mask
+            v = out[k - 1]            # the row's last value, in its head's high half if
+            if 0 < v < NARROW:        # it fits (a value stored is never 0)
+                k -= 1
+                out[r] = (v << 32) | (port.s_index << 8) | mask
+            else:
+                out[r] = (port.s_index << 8) | mask
         else:
             k = r
-        if o or port.busy_until > now or paused:
+        # kept if it may have something to report at the next bin: it holds packets, is
+        # paused, sent in this bin (it may still be sending: read again, it reports
+        # nothing more than it has), or is sending (its fourth line, read only then)
+        if o or tx or paused or port.busy_until > now:
             if w != x:
                 busy[w] = port        # (drops busy[w]'s reference: read in this bin)
             w += 1
@@ -192,7 +238,7 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     out[pos + 1] = k - pos - HEAD
     r = k
     for x in range(len(hosts)):
-        node = hosts[x]
+        node = cython.cast(HostNode, hosts[x])    # (every one is: no type test)
         h = node.index
         rv = receivers[h]
         if isinstance(rv, ReceiverSide):          # (compiled: a C field, not a getattr)
@@ -205,12 +251,17 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
             v = rv.payload_bytes
         node.watch = hosts
         if v != prev[h]:
-            out[k] = h
-            out[k + 1] = v - prev[h]
-            k += 2
+            tx = v - prev[h]
+            if 0 < tx < NARROW:       # one word: the growth in the high half
+                out[k] = (tx << 32) | h
+                k += 1
+            else:                     # two: the host, then the growth
+                out[k] = h
+                out[k + 1] = tx
+                k += 2
             prev[h] = v
     del hosts[:]
-    out[pos + 2] = (k - r) >> 1
+    out[pos + 2] = k - r
     return k
 
 
@@ -225,14 +276,21 @@ def scatter(chunk, end, n, f, col):
     while k < end:
         base = chunk[k] * n
         stop = k + HEAD + chunk[k + 1]
-        last = stop + 2 * chunk[k + 2]
+        last = stop + chunk[k + 2]
         k += HEAD
         while k < stop:
             w = chunk[k]
             mask = w & 255
+            hi = w >> 32              # the row's last value, if it is there (not 0)
+            j = pop[mask]
             if (mask >> f) & 1:
-                col[base + (w >> 8)] = chunk[k + 1 + pop[mask & below]]
-            k += 1 + pop[mask]
+                if hi and (mask >> (f + 1)) == 0:
+                    col[base + ((w >> 8) & 0xFFFFFF)] = hi
+                else:
+                    col[base + ((w >> 8) & 0xFFFFFF)] = chunk[k + 1 + pop[mask & below]]
+            k += 1 + j
+            if hi:
+                k -= 1
         k = last
 
 
@@ -245,10 +303,15 @@ def scatter_hosts(chunk, end, m, col):
     while k < end:
         base = chunk[k] * m
         s = k + HEAD + chunk[k + 1]
-        k = s + 2 * chunk[k + 2]
+        k = s + chunk[k + 2]
         while s < k:
-            col[base + chunk[s]] = chunk[s + 1]
-            s += 2
+            w = chunk[s]
+            if w >> 32:               # one word: the growth in the high half
+                col[base + (w & 0xFFFFFFFF)] = w >> 32
+                s += 1
+            else:
+                col[base + w] = chunk[s + 1]
+                s += 2
 
 
 @cython.boundscheck(False)
@@ -279,6 +342,10 @@ class Sampler:
             raise ValueError("the sampling interval must be positive, got %r ps" % (bin_ps,))
         self.ports = list(net.ports)
         self.hosts = list(net.hosts)
+        if len(self.ports) > MAX_INDEX or len(self.hosts) > MAX_INDEX:
+            raise ValueError("the sampler stores at most %d ports and hosts, the network has "
+                             "%d ports and %d hosts" % (MAX_INDEX, len(self.ports),
+                                                         len(self.hosts)))
         for what, items in (("port", self.ports), ("host", self.hosts)):
             for i, p in enumerate(items):
                 if p.index != i:
@@ -303,6 +370,7 @@ class Sampler:
             c.s_tx = c.tx_bytes
             c.s_peak = c.peak_bytes
             c.s_flag = 1                  # (the first bin reads every port in full)
+            c.s_index = p.index
             p.s_trims = c.trims
             p.s_drops = c.drops
             p.s_ecn = c.ecn_marks
@@ -314,7 +382,8 @@ class Sampler:
         #                                           first; those turning busy join it)
         self.host_busy: list[Any] = list(self.hosts)   # the hosts to read (all at first,
         #                                                then those a packet reached)
-        self.most = HEAD + (1 + NPORT) * self.n + 2 * len(self.receivers)   # a bin at most
+        # a bin at most (and a word: _rarer's mask after the last port's values)
+        self.most = HEAD + (1 + NPORT) * self.n + 2 * len(self.receivers) + 1
         self.chunks: list[array] = []
         self.ends: list[int] = []             # the used length of each chunk
         self.out = array("q")
@@ -352,6 +421,8 @@ class Sampler:
             c = p.counters
             if c.s_peak > c.peak_bytes:
                 c.peak_bytes = c.s_peak   # the run's peak, as the summary reports it
+            if c.s_flag == 2:
+                c.s_flag = 0              # (read as paused: nothing left unread)
         if self.chunks:
             self.ends[len(self.ends) - 1] = self.pos
             last = self.out

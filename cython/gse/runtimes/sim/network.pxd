@@ -33,8 +33,9 @@ cdef class LinkPort(OutputQueue):
     # read or write, in that order; then what a sampler reads of a port that is paused or
     # marked (counters.s_flag) and the rest.  queue is the port itself, for its readers.
     # (the object's fourth line, after the queue's counters and the pure build's tails:)
-    # what a sampler reads of every busy port at every bin (with the counters' first two
-    # lines), then the pending wake-up and the failure hook
+    # what an offer and a transmission read, and a sampler of a port that holds nothing,
+    # is not paused and sent nothing in its bin (of other busy ports it reads the
+    # counters' first two lines only), then the pending wake-up and the failure hook
     cdef public long long busy_until
     cdef public long long paused_since
     cdef public long long index
@@ -53,7 +54,7 @@ cdef class LinkPort(OutputQueue):
     cdef public long long delay
     cdef public object deliver
     # the rest: PFC's, the sampler's totals of the rarer values (read when counters.s_flag
-    # is set or the port is paused), the wire's faults, what reports read
+    # is 1), the wire's faults, what reports read
     cdef public object owner
     cdef public long long paused_ps
     cdef public long long s_trims

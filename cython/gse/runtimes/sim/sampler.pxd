@@ -12,7 +12,6 @@ from gse.runtimes.sim.network cimport HostNode, LinkPort
 
 cdef extern from "gse_prefetch.h":
     void gse_prefetch_port(list ports, Py_ssize_t i)
-    void gse_prefetch_counters(list ports, Py_ssize_t i)
 
 cdef bint PREFETCH
 cdef bint RAW_CHUNKS
@@ -20,25 +19,33 @@ cdef object WORDS
 cdef Py_ssize_t NPORT
 cdef Py_ssize_t HEAD
 cdef Py_ssize_t CHUNK
+cdef long long NARROW
+cdef Py_ssize_t MAX_INDEX
+
+
+@cython.locals(mask="long long", v="long long", q="long long")
+cdef Py_ssize_t _rarer(LinkPort port, long long since, long long now, long long[::1] out,
+                       Py_ssize_t k) except -1
 
 
 @cython.locals(x="Py_ssize_t", n="Py_ssize_t", w="Py_ssize_t", h="Py_ssize_t",
-               k="Py_ssize_t", r="Py_ssize_t", mask="long long",
+               k="Py_ssize_t", r="Py_ssize_t", mask="long long", f="int",
                port=LinkPort, node=HostNode, gr=ReceiverSide,
-               rr=RoceReceiver, o="long long", p="long long", v="long long", tx="long long", paused="long long",
-               pps="long long", trims="long long", drops="long long", ecn="long long")
+               rr=RoceReceiver, o="long long", p="long long", v="long long", tx="long long",
+               paused="long long")
 cpdef Py_ssize_t sample(list busy, list hosts, list receivers, long long since,
                         long long now, long long b, long long[::1] out, Py_ssize_t pos,
                         long long[::1] prev) except -1
 
 
 @cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
-               w="long long", mask="Py_ssize_t", below="Py_ssize_t", pop="long long[:]")
+               w="long long", mask="Py_ssize_t", below="Py_ssize_t", pop="long long[:]",
+               hi="long long", j="Py_ssize_t")
 cpdef scatter(long long[:] chunk, Py_ssize_t end, Py_ssize_t n, Py_ssize_t f,
               long long[:] col)
 
 
-@cython.locals(k="Py_ssize_t", base="Py_ssize_t", s="Py_ssize_t")
+@cython.locals(k="Py_ssize_t", base="Py_ssize_t", s="Py_ssize_t", w="long long")
 cpdef scatter_hosts(long long[:] chunk, Py_ssize_t end, Py_ssize_t m, long long[:] col)
 
 
