@@ -242,10 +242,10 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
         h = node.index
         rv = receivers[h]
         if isinstance(rv, ReceiverSide):          # (compiled: a C field, not a getattr)
-            gr = rv
+            gr = cython.cast(ReceiverSide, rv)    # (tested: no second type test)
             v = gr.payload_bytes
         elif isinstance(rv, RoceReceiver):
-            rr = rv
+            rr = cython.cast(RoceReceiver, rv)
             v = rr.payload_bytes
         else:
             v = rv.payload_bytes
