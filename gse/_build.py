@@ -29,7 +29,6 @@ import importlib.machinery
 import json
 import os
 import sys
-import time
 import warnings
 
 ENV_PURE = "GSE_PURE_PYTHON"
@@ -106,8 +105,10 @@ MANIFEST = "BUILD.json"
 # them all (611 kB; hashlib's import alone about 3 ms); a source whose stat differs from
 # its stamp in any way is hashed again.  ctime and the inode change with every write,
 # rename or copy, whatever its mtime is set back to; a source written in the last
-# RACY_NS before it is stamped is left out (hashed every time until older), for
-# file systems whose clocks tick too coarsely to tell two writes apart.
+# RACY_NS before it is stamped is left out (hashed every time until older), for file
+# systems whose clocks tick too coarsely to tell two writes apart.  "Now" is the file
+# system's clock, the new stamp file's mtime (and ``time``, which the sans-I/O packages
+# importing this module may not import, is not needed).
 STAMPS = "STAMPS.json"
 RACY_NS = 2 * 10**9
 
@@ -231,7 +232,6 @@ def _stale_source(root, manifest):
     if not isinstance(known, dict):
         known = {}
     stamps = {}
-    settled = time.time_ns() - RACY_NS
     for rel, sha in sorted(manifest.get("sources", {}).items()):
         p = os.path.join(root, rel)
         try:
@@ -241,20 +241,32 @@ def _stale_source(root, manifest):
         stamp = [sha, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         if known.get(rel) != stamp and digest(p) != sha:
             return rel
-        if max(st.st_mtime_ns, st.st_ctime_ns) < settled:
-            stamps[rel] = stamp
+        stamps[rel] = stamp
     if stamps != known:
-        tmp = "%s.%d.tmp" % (spath, os.getpid())
-        try:
-            with open(tmp, "w") as f:
-                json.dump(stamps, f)
-            os.replace(tmp, spath)
-        except OSError:         # (an installed package's folder may be read-only)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        _write_stamps(spath, stamps, known)
     return None
+
+
+def _write_stamps(spath, stamps, known):
+    """``stamps`` less those of sources written within ``RACY_NS`` of now, as the new stamp
+    file is dated by the file system, into ``spath`` if that changes it."""
+    tmp = "%s.%d.tmp" % (spath, os.getpid())
+    try:
+        with open(tmp, "w") as f:
+            settled = os.fstat(f.fileno()).st_mtime_ns - RACY_NS
+            stamps = {rel: stamp for rel, stamp in stamps.items()
+                      if max(stamp[2], stamp[3]) < settled}
+            if stamps != known:
+                json.dump(stamps, f)
+        if stamps != known:
+            os.replace(tmp, spath)
+            return
+    except OSError:             # (an installed package's folder may be read-only)
+        pass
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def _decide():

@@ -2,40 +2,19 @@
 
 Each twin here (``bits``, ``timers``, ``sendlog``, ``fifo``) is driven with the same random
 operations as its reference, errors included; split from ``tests/test_compiled.py``, which
-keeps the build's own checks, the event queue's twins and whole runs.
+keeps the build's own checks and whole runs (the event queue's twins:
+tests/test_compiled_eventq.py).
 """
 
-import importlib.util
-import os
 import random
 
 import pytest
 
 from gse import _build
-
-ROOT = _build.ROOT
-
-
-def _module_file(name):
-    return os.path.join(ROOT, *name.split(".")) + ".py"
-
-
-# A twin test compares the compiled module with its pure reference; in the pure-Python
-# pass both sides are the reference, so it would compare the module with itself.
-twin = pytest.mark.skipif(_build.build() != "compiled",
-                          reason="compares the compiled twin with the pure reference: in the "
-                                 "pure-Python pass both sides are the reference")
+from twins import pure_module as _pure_module, twin
 
 
 # -- the bit helpers' twins agree ----------------------------------------------------------
-
-def _pure_module(name):
-    spec = importlib.util.spec_from_file_location("_reference_" + name.replace(".", "_"),
-                                                  _module_file(name))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @twin
 @pytest.mark.parametrize("seed", range(4))

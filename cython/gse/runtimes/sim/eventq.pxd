@@ -91,6 +91,8 @@ cdef class EventQueue:
     cdef int _settle(self) except -1
     cdef void _release(self) noexcept
     cdef int _refuse(self, long long t) except -1
+    cdef inline Py_ssize_t _take_slot(self) except -1
+    cdef inline void _file(self, long long bucket, gse_evkey_t key) noexcept
     cdef int _fifo_flush(self) except -1
     cdef int _fifo_push(self, long long t, object fn, object a, object b,
                         PyObject* hint) except -1

@@ -31,7 +31,7 @@ once) goes to a same-instant FIFO instead: no slot, no key, no bucket; it runs a
 ring's events of that time (filed before the clock reached it: smaller sequence numbers)
 and after the FIFO's earlier ones: ``run`` drains the FIFO once the ring's next event is
 later (a FIFO left from outside a run joins the ring first), so the order is the ring's own.
-``tests/test_compiled.py`` drives both twins with the same random schedules (sparse,
+``tests/test_compiled_eventq.py`` drives both twins with the same random schedules (sparse,
 dense, with stops) and compares what they run.
 """
 
@@ -349,6 +349,25 @@ cdef class EventQueue:
             raise ValueError("event scheduled in the past: %d < now %d" % (t, self.now))
         raise OverflowError("event queue: more than %d events scheduled" % GSE_SEQ_LIMIT)
 
+    cdef inline Py_ssize_t _take_slot(self) except -1:
+        """A slot for an event: the free list's first, or a new one (grown if full)."""
+        cdef Py_ssize_t slot = self._free
+        if slot >= 0:
+            self._free = self._slot[slot].next
+            return slot
+        if self._nslots == self._scap:
+            self._grow_slots()
+        self._nslots += 1
+        return self._nslots - 1
+
+    cdef inline void _file(self, long long bucket, gse_evkey_t key) noexcept:
+        """A key into its bucket of the ring, or the heap if beyond the ring."""
+        if bucket < self._cb + GSE_NB:
+            self._ring_insert(bucket, key)
+        else:
+            gse_heap_push(self._heap, self._n, key)
+            self._n += 1
+
     cdef int _fifo_flush(self) except -1:
         """The same-instant FIFO's events into the ring or the heap, each with its sequence
         number and a slot: its time is no longer the current one (a stop at ``until``
@@ -358,40 +377,27 @@ cdef class EventQueue:
         cdef Py_ssize_t slot
         cdef gse_evslot_t* sl
         cdef gse_fifo_ev_t* e
-        cdef gse_evkey_t key
         while self._fn:
             if bucket < self._cb:
                 self._rewind(bucket)
             self._room(bucket)
-            if self._free < 0 and self._nslots == self._scap:
-                self._grow_slots()
+            slot = self._take_slot()
             e = &self._fq[self._fh]            # (nothing below raises)
-            if self._free >= 0:
-                slot = self._free
-                self._free = self._slot[slot].next
-            else:
-                slot = self._nslots
-                self._nslots += 1
             sl = &self._slot[slot]
             sl.fn = e.fn                       # the references, moved
             sl.a = e.a
             sl.b = e.b
             sl.handler = <int32_t>(e.sf & 3)
             e.fn = e.a = e.b = NULL
-            key = gse_key(self._ft, e.sf >> 2, slot)
+            self._file(bucket, gse_key(self._ft, e.sf >> 2, slot))
             self._fh = (self._fh + 1) & (self._fcap - 1)
             self._fn -= 1
-            if bucket < self._cb + GSE_NB:
-                self._ring_insert(bucket, key)
-            else:
-                gse_heap_push(self._heap, self._n, key)
-                self._n += 1
         return 0
 
     cdef int _fifo_push(self, long long t, object fn, object a, object b,
                         PyObject* hint) except -1:
-        """``_schedule``'s event for the current time, into the same-instant FIFO (a
-        method of its own, so that ``_schedule`` stays small enough to be inlined)."""
+        """``_schedule``'s event for the current time, into the same-instant FIFO (apart,
+        so that ``_schedule`` stays small enough to be inlined)."""
         cdef gse_fifo_ev_t* e
         cdef int32_t flags
         if self._fn and self._ft != t:
@@ -418,16 +424,10 @@ cdef class EventQueue:
         """File an event at ``t``: the checks, the ring's room, a slot from the free list,
         the key in its bucket or the heap.  ``at`` and ``at_hint`` differ only in how the
         first argument is kept: a reference to ``a``, or (``hint`` not NULL) the hint's
-        pointer without one.
-
-        An event for the current time goes to the same-instant FIFO instead (no slot, no
-        key): every event of the ring or heap at that time was filed before the clock
-        reached it, with a smaller sequence number, so it runs after them, in the order
-        scheduled, as from the ring (``run`` drains it after the ring's last event at that
-        time)."""
+        pointer without one.  An event for the current time goes to the same-instant FIFO
+        (the module's docstring says why the order is the same)."""
         cdef Py_ssize_t slot
         cdef gse_evslot_t* sl
-        cdef gse_evkey_t key
         cdef long long bucket
         if t < self.now or self.seq + 1 >= GSE_SEQ_LIMIT:
             self._refuse(t)
@@ -439,14 +439,7 @@ cdef class EventQueue:
         if (bucket == self._cb or bucket >= self._cb + GSE_NB
                 or (self._pool.free < 0 and self._pool.used == self._pool.cap)):
             self._room(bucket)           # (a chunk to take: the usual case, inline)
-        if self._free >= 0:                    # (nothing below raises)
-            slot = self._free
-            self._free = self._slot[slot].next
-        else:
-            if self._nslots == self._scap:
-                self._grow_slots()
-            slot = self._nslots
-            self._nslots += 1
+        slot = self._take_slot()               # (nothing below raises)
         sl = &self._slot[slot]
         gse_put(&sl.fn, fn)
         sl.handler = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
@@ -457,12 +450,7 @@ cdef class EventQueue:
             gse_put(&sl.a, a)
         gse_put(&sl.b, b)
         self.seq += 1
-        key = gse_key(t, self.seq, slot)
-        if bucket < self._cb + GSE_NB:
-            self._ring_insert(bucket, key)
-        else:
-            gse_heap_push(self._heap, self._n, key)
-            self._n += 1
+        self._file(bucket, gse_key(t, self.seq, slot))
         return 0
 
     cpdef at(self, long long t, object fn, object a, object b):
@@ -538,9 +526,8 @@ cdef class EventQueue:
                     fn(a, b)
                 if self._fn and not (self._cur.i < self._cur.n
                                      and gse_time_of(self._cur.keys[self._cur.i]) == self.now):
-                    # the same-instant FIFO, after the ring's last event at t: its events
-                    # schedule later ones or more for t, into the FIFO (this loop's); none
-                    # can reach the ring at t (filed for now, they come here)
+                    # the same-instant FIFO after the ring's last event at t (its events'
+                    # events for t join it here, never the ring)
                     while self._fn:
                         e = &self._fq[self._fh]
                         self._fh = (self._fh + 1) & (self._fcap - 1)
@@ -598,13 +585,9 @@ cdef inquiry _base_clear = (<PyTypeObject*>EventQueue).tp_clear
 
 cdef int _traverse(PyObject* o, visitproc visit, void* arg) except -1:
     cdef EventQueue q = <EventQueue><object>o
-    cdef int r = gse_slots_visit(q._slot, q._nslots, visit, arg)
-    if r:
-        return r
-    r = gse_fifo_visit(q._fq, q._fh, q._fn, q._fcap, visit, arg)
-    if r:
-        return r
-    return _base_traverse(o, visit, arg)
+    return (gse_slots_visit(q._slot, q._nslots, visit, arg)
+            or gse_fifo_visit(q._fq, q._fh, q._fn, q._fcap, visit, arg)
+            or _base_traverse(o, visit, arg))
 
 
 cdef int _clear(object o) except -1:
