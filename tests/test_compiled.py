@@ -52,15 +52,20 @@ def test_describe_names_the_build():
     assert "build: %s" % _build.build() in _build.format_info(info)
 
 
-def test_decide_on_a_tree(tmp_path):
-    """Pure when asked, when nothing was built, when a source changed after the build."""
-    root = str(tmp_path)
+def _copy_sources(root):
+    """The build's sources (``_build.sources_of``) copied into a tree at ``root``."""
     for name in _build.MODULES:
         for rel in _build.sources_of(name, ROOT):
             dst = os.path.join(root, rel)
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             with open(os.path.join(ROOT, rel), "rb") as f, open(dst, "wb") as g:
                 g.write(f.read())
+
+
+def test_decide_on_a_tree(tmp_path):
+    """Pure when asked, when nothing was built, when a source changed after the build."""
+    root = str(tmp_path)
+    _copy_sources(root)
     assert _build.decide(root, {"GSE_PURE_PYTHON": "1"})[0] == "pure"
     build, reason, _ = _build.decide(root, {})
     assert build == "pure" and "no compiled build" in reason
@@ -89,12 +94,7 @@ def test_decide_stats_stamped_sources_and_still_sees_an_edit(tmp_path, monkeypat
     at the next start; an edit is still seen: one that keeps the size and sets the mtime
     back (ctime changes), one that replaces the file (another inode), a stale stamp file."""
     root = str(tmp_path)
-    for name in _build.MODULES:
-        for rel in _build.sources_of(name, ROOT):
-            dst = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            with open(os.path.join(ROOT, rel), "rb") as f, open(dst, "wb") as g:
-                g.write(f.read())
+    _copy_sources(root)
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     for pkg in _build.PACKAGES + (_build.MANIFEST_PACKAGE,):
         os.makedirs(_build.compiled_dir(pkg, root), exist_ok=True)

@@ -39,20 +39,6 @@ def _bisect_left(a, x):
     return lo
 
 
-def _bisect_right(a, x):
-    """``bisect.bisect_right``, as ``_bisect_left``."""
-    lo = 0
-    hi = len(a)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        v = a[mid]
-        if x < v:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
 class FairQueue:
     __slots__ = ("fifos", "keys", "ready", "cursor", "count", "last_key", "last_fifo")
 
@@ -119,7 +105,7 @@ class FairQueue:
         if not fifo:
             del ready[i]
         keys = self.keys
-        j = _bisect_right(keys, key)
+        j = _bisect_left(keys, key + 1)     # (bisect_right: the keys are integers)
         self.cursor = keys[j] if j < len(keys) else None
         self.count -= 1
         return pkt

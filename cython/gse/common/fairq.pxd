@@ -11,9 +11,6 @@ cdef long long PEER_LIMIT
 @cython.locals(lo="Py_ssize_t", hi="Py_ssize_t", mid="Py_ssize_t", v="long long")
 cdef Py_ssize_t _bisect_left(list a, long long x) except -1
 
-@cython.locals(lo="Py_ssize_t", hi="Py_ssize_t", mid="Py_ssize_t", v="long long")
-cdef Py_ssize_t _bisect_right(list a, long long x) except -1
-
 
 cdef class FairQueue:
     cdef public dict fifos
