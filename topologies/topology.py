@@ -236,7 +236,8 @@ class Topology:
         is_switch = bytearray(n)
         for s in self.switches:
             is_switch[s] = 1
-        # per switch: [(local port, neighbour switch)] over live switch-to-switch links
+        # per switch: [(neighbour switch, the neighbour's port back)] over live
+        # switch-to-switch links, in port order
         adj = [None] * n
         max_ports = 1
         for s in self.switches:
@@ -244,13 +245,16 @@ class Topology:
             ports = nodes[s].ports
             if len(ports) > max_ports:
                 max_ports = len(ports)
-            for port, li in enumerate(ports):
+            for li in ports:
                 if li in down:
                     continue
                 link = links[li]
-                v = link.b if link.a == s else link.a
+                if link.a == s:
+                    v, back = link.b, link.b_port
+                else:
+                    v, back = link.a, link.a_port
                 if is_switch[v]:
-                    lst.append((port, v))
+                    lst.append((v, back))
             adj[s] = lst
         attach = []                       # host -> (attachment switch, port) or None
         for h in self.hosts:
@@ -270,21 +274,27 @@ class Topology:
         for g, s in enumerate(groups):
             if s is None:
                 continue                  # the cut-off hosts: () everywhere
+            # one BFS: a switch's next hops are its ports back to the switches one hop
+            # nearer, collected as the BFS crosses those links (nearer ones first)
             dist = [-1] * n
             dist[s] = 0
+            nearer = {}                   # switch -> its ports toward distance - 1
             q = deque((s,))
             while q:
                 u = q.popleft()
                 du = dist[u] + 1
-                for _, v in adj[u]:
-                    if dist[v] < 0:
+                for v, back in adj[u]:
+                    dv = dist[v]
+                    if dv < 0:
                         dist[v] = du
                         q.append(v)
-            for u in self.switches:
-                if u == s or dist[u] < 0:
-                    continue
-                want = dist[u] - 1
-                hops = tuple(port for port, v in adj[u] if dist[v] == want)
+                        nearer[v] = [back]
+                    elif dv == du:
+                        nearer[v].append(back)
+            for u, ports in nearer.items():
+                if len(ports) > 1:
+                    ports.sort()          # ascending local ports, as documented
+                hops = tuple(ports)
                 rows[u][g] = intern.setdefault(hops, hops)
             rows[s][g] = None             # the group's own switch: the host's port
         table = [None] * n
