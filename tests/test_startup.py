@@ -99,14 +99,16 @@ def test_a_roce_run_loads_neither_gse_agents_nor_what_only_parsing_needs():
     ``inspect``, ``ast`` and ``dis``); ``decimal`` only parses a failure schedule;
     ``typing`` is for the type checker (``TYPE_CHECKING = False``: 2.9 ms to import) and
     ``shutil`` (with ``bz2`` and ``lzma``: 2.5 ms) only told argparse the terminal's
-    width (gse.cli.main.terminal_columns)."""
+    width (gse.cli.main.terminal_columns); ``threading`` only told the signal handlers
+    the main thread (``signal.signal`` refuses any other: gse.cli.signals)."""
     code = ("from gse.cli.main import main\n"
             "assert main(['sim', '--k', '4', '--size', '20000', '--protocol', 'roce']) == 0\n")
     loaded = loaded_after(code)
     assert "gse.agents.roce_host" in loaded
     assert loaded.isdisjoint({"gse.agents.gse_host", "gse.agents.plain_host",
                               "switchmodel.fabric"}), sorted(loaded)
-    stdlib = loaded_after(code, ("dataclasses", "inspect", "decimal", "typing", "shutil"))
+    stdlib = loaded_after(code, ("dataclasses", "inspect", "decimal", "typing", "shutil",
+                                  "threading"))
     assert not stdlib, sorted(stdlib)
 
 
