@@ -112,7 +112,7 @@ class Topology:
     """Nodes, links and equal-cost routes of one fabric (see the module docstring)."""
 
     __slots__ = ("name", "nodes", "hosts", "switches", "links", "switch_latency_ps",
-                 "next_hops", "meta", "_by_name", "_final", "_segments")
+                 "next_hops", "meta", "_by_name", "_final", "_segments", "_rtt_terms")
 
     def __init__(self, name, switch_latency_ps=0):
         _check_delay(switch_latency_ps, "topology %r switch_latency_ps" % (name,))
@@ -127,6 +127,7 @@ class Topology:
         self._by_name = {}
         self._final = False
         self._segments = {}     # (src switch, dst switch) -> the switch part of a path
+        self._rtt_terms = {}    # (link, data bytes, ack bytes) -> its part of a base RTT
 
     # -- building -------------------------------------------------------------------------
 
@@ -396,10 +397,16 @@ class Topology:
         """
         ends, mid = self.path_profile(src, dst)
         total = 2 * self.switch_latency_ps * (len(mid) + 1)
+        terms = self._rtt_terms         # each link's part, computed once per packet sizes
         for links in (ends, mid):
             for link in links:
-                total += (2 * link.delay_ps + serialisation_ps(data_wire_bytes, link.gbps)
-                          + serialisation_ps(ack_wire_bytes, link.gbps))
+                key = (link.index, data_wire_bytes, ack_wire_bytes)
+                term = terms.get(key)
+                if term is None:
+                    term = terms[key] = (2 * link.delay_ps
+                                         + serialisation_ps(data_wire_bytes, link.gbps)
+                                         + serialisation_ps(ack_wire_bytes, link.gbps))
+                total += term
         return total
 
     def bottleneck_gbps(self, src, dst):
