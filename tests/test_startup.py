@@ -108,8 +108,11 @@ def test_a_roce_run_loads_neither_gse_agents_nor_what_only_parsing_needs():
     assert loaded.isdisjoint({"gse.agents.gse_host", "gse.agents.plain_host",
                               "switchmodel.fabric"}), sorted(loaded)
     stdlib = loaded_after(code, ("dataclasses", "inspect", "decimal", "typing", "shutil",
-                                  "threading"))
-    assert not stdlib, sorted(stdlib)
+                                  "threading", "cython"))
+    top = {m.split(".")[0] for m in stdlib}
+    if "cython" in top:         # the pure build's Cython shadow module imports typing itself
+        top -= {"cython", "typing"}
+    assert not top, sorted(stdlib)
 
 
 def test_a_closed_pipe_ends_the_command_quietly():
