@@ -112,7 +112,7 @@ class Topology:
     """Nodes, links and equal-cost routes of one fabric (see the module docstring)."""
 
     __slots__ = ("name", "nodes", "hosts", "switches", "links", "switch_latency_ps",
-                 "next_hops", "meta", "_by_name", "_final", "_segments")
+                 "next_hops", "meta", "_by_name", "_final", "_segments", "_rtt_terms")
 
     def __init__(self, name, switch_latency_ps=0):
         _check_delay(switch_latency_ps, "topology %r switch_latency_ps" % (name,))
@@ -127,6 +127,7 @@ class Topology:
         self._by_name = {}
         self._final = False
         self._segments = {}     # (src switch, dst switch) -> the switch part of a path
+        self._rtt_terms = {}    # (link, data bytes, ack bytes) -> its part of a base RTT
 
     # -- building -------------------------------------------------------------------------
 
@@ -236,7 +237,8 @@ class Topology:
         is_switch = bytearray(n)
         for s in self.switches:
             is_switch[s] = 1
-        # per switch: [(local port, neighbour switch)] over live switch-to-switch links
+        # per switch: [(neighbour switch, the neighbour's port back)] over live
+        # switch-to-switch links, in port order
         adj = [None] * n
         max_ports = 1
         for s in self.switches:
@@ -244,13 +246,16 @@ class Topology:
             ports = nodes[s].ports
             if len(ports) > max_ports:
                 max_ports = len(ports)
-            for port, li in enumerate(ports):
+            for li in ports:
                 if li in down:
                     continue
                 link = links[li]
-                v = link.b if link.a == s else link.a
+                if link.a == s:
+                    v, back = link.b, link.b_port
+                else:
+                    v, back = link.a, link.a_port
                 if is_switch[v]:
-                    lst.append((port, v))
+                    lst.append((v, back))
             adj[s] = lst
         attach = []                       # host -> (attachment switch, port) or None
         for h in self.hosts:
@@ -270,21 +275,27 @@ class Topology:
         for g, s in enumerate(groups):
             if s is None:
                 continue                  # the cut-off hosts: () everywhere
+            # one BFS: a switch's next hops are its ports back to the switches one hop
+            # nearer, collected as the BFS crosses those links (nearer ones first)
             dist = [-1] * n
             dist[s] = 0
+            nearer = {}                   # switch -> its ports toward distance - 1
             q = deque((s,))
             while q:
                 u = q.popleft()
                 du = dist[u] + 1
-                for _, v in adj[u]:
-                    if dist[v] < 0:
+                for v, back in adj[u]:
+                    dv = dist[v]
+                    if dv < 0:
                         dist[v] = du
                         q.append(v)
-            for u in self.switches:
-                if u == s or dist[u] < 0:
-                    continue
-                want = dist[u] - 1
-                hops = tuple(port for port, v in adj[u] if dist[v] == want)
+                        nearer[v] = [back]
+                    elif dv == du:
+                        nearer[v].append(back)
+            for u, ports in nearer.items():
+                if len(ports) > 1:
+                    ports.sort()          # ascending local ports, as documented
+                hops = tuple(ports)
                 rows[u][g] = intern.setdefault(hops, hops)
             rows[s][g] = None             # the group's own switch: the host's port
         table = [None] * n
@@ -386,10 +397,16 @@ class Topology:
         """
         ends, mid = self.path_profile(src, dst)
         total = 2 * self.switch_latency_ps * (len(mid) + 1)
+        terms = self._rtt_terms         # each link's part, computed once per packet sizes
         for links in (ends, mid):
             for link in links:
-                total += (2 * link.delay_ps + serialisation_ps(data_wire_bytes, link.gbps)
-                          + serialisation_ps(ack_wire_bytes, link.gbps))
+                key = (link.index, data_wire_bytes, ack_wire_bytes)
+                term = terms.get(key)
+                if term is None:
+                    term = terms[key] = (2 * link.delay_ps
+                                         + serialisation_ps(data_wire_bytes, link.gbps)
+                                         + serialisation_ps(ack_wire_bytes, link.gbps))
+                total += term
         return total
 
     def bottleneck_gbps(self, src, dst):

@@ -17,7 +17,7 @@ takes with ``next_event()`` after every call, as aioquic's connections do;
 ``gse.agents.driver`` is the loop every runtime drives an agent with.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from gse.common.fifo import Fifo
 from gse.common.timers import TimerHeap
@@ -29,7 +29,9 @@ from gse.common.timers import TimerHeap
 # for the retransmission timer to let it go; "ack": all of it is out, unacknowledged.
 CAUSES = ("path", "grant", "send", "timer", "ack")
 
+TYPE_CHECKING = False   # typing's own, without importing typing (2.9 ms of a start)
 if TYPE_CHECKING:    # hints only: the compiled build cimports Packet (interface.pxd)
+    from typing import Any
     from gse.wire import packet as wire
 
 

@@ -45,22 +45,29 @@ def prepare(scenario, protocols=None, lenient=None, log=print):
     protocols = list(protocols or scenario.protocols)
     if lenient is None:
         lenient = len(protocols) > 1
-    if scenario.workload["kind"] in REPLAY_KINDS:
-        from gse.api.replay import PreparedReplay
-        return PreparedReplay(scenario, protocols, lenient)
-    return Prepared(scenario, protocols, lenient, log)
+    from gse.runtimes.sim.observe import quiet_gc
+    with quiet_gc():    # long-lived pieces, no garbage: no collection passes over them
+        if scenario.workload["kind"] in REPLAY_KINDS:
+            from gse.api.replay import PreparedReplay
+            return PreparedReplay(scenario, protocols, lenient)
+        return Prepared(scenario, protocols, lenient, log)
 
 
 def run_protocol(prepared, protocol, observers=()):
     """One protocol on prepared pieces; the summary describes what was run."""
     if not isinstance(prepared, Prepared):
         return prepared.run(protocol, observers)       # a replay (gse.api.replay)
+    from gse.runtimes.sim.observe import quiet_gc
     from gse.runtimes.sim.run import run_simulation
     s, cfg = prepared.scenario, prepared.configs[protocol]
-    res = run_simulation(prepared.topology, prepared.messages, protocol, cfg, s.seed, s.loss,
-                         s.corrupt, prepared.until_ps, prepared.sample_ps, list(observers),
-                         triggers=prepared.triggers, faults=prepared.faults,
-                         detect_ps=prepared.detect_ps, stall_ps=prepared.stall_ps)
+    # the collector is off for the run already (run_observed); off too while the network
+    # is built and the records summed up: long-lived objects, no garbage to find
+    with quiet_gc():
+        res = run_simulation(prepared.topology, prepared.messages, protocol, cfg, s.seed,
+                             s.loss, s.corrupt, prepared.until_ps, prepared.sample_ps,
+                             list(observers), triggers=prepared.triggers,
+                             faults=prepared.faults, detect_ps=prepared.detect_ps,
+                             stall_ps=prepared.stall_ps)
     build.describe(res.summary, s, cfg)
     return Result(s, protocol, res)
 

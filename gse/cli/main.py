@@ -49,9 +49,42 @@ def command_of(argv):
     return None
 
 
+def terminal_columns():
+    """``shutil.get_terminal_size().columns`` without importing ``shutil`` (with its
+    ``zlib``, ``bz2`` and ``lzma``: 2.5 ms of every start): ``$COLUMNS``, else stdout's
+    terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, as wide as the terminal (``terminal_columns``): argparse
+    makes one per option it adds, and its own asks ``shutil`` the width."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An ``argparse.ArgumentParser`` with ``HelpFormatter`` by default (its commands'
+    parsers are of its class, so theirs too)."""
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
 def build_parser(modules=COMMANDS):
-    parser = argparse.ArgumentParser(prog="gse", description="GSE vs RoCEv2+PFC: simulate, "
-                                     "run over UDP or Mininet, replay training traces")
+    parser = ArgumentParser(prog="gse", description="GSE vs RoCEv2+PFC: simulate, "
+                            "run over UDP or Mininet, replay training traces")
     parser.add_argument("--version", action="version",
                         version="gse %s, %s" % (__version__, _build.describe()))
     sub = parser.add_subparsers(dest="command", required=True)
@@ -61,11 +94,17 @@ def build_parser(modules=COMMANDS):
     return parser, handlers
 
 
-def main(argv=None):
+def parse(argv=None):
+    """(args, handlers): the command's module loaded, ``argv`` parsed."""
     words = sys.argv[1:] if argv is None else argv
     command = command_of(words)
     parser, handlers = build_parser((COMMAND_MODULES[command],) if command else COMMANDS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv), handlers
+
+
+def main(argv=None, parsed=None):
+    """Run the command ``argv`` names (``parsed``: what ``parse(argv)`` returned)."""
+    args, handlers = parse(argv) if parsed is None else parsed
     try:
         return handlers[args.command](args)
     except BrokenPipeError:
@@ -91,8 +130,20 @@ def entry(argv=None):
     open are flushed and closed, stdout and stderr flushed); only garbage in reference
     cycles among the frozen objects is not collected, as the memory goes with the
     process.  The commands close what they write before they return (``with``), and
-    tests/test_cli.py checks a run's outputs through this entry, in a process."""
-    code = main(argv)
+    tests/test_cli.py checks a run's outputs through this entry, in a process.
+
+    The collector is also off while the command's modules are imported and the options
+    parsed (nothing there is garbage): its passes over the interpreter's objects as they
+    grew were some 3 ms of a RoCE run's start-up (docs/scale.md)."""
+    gc.disable()        # the command's modules loaded: no garbage, no collection passes
+    try:
+        parsed = parse(argv)
+    finally:
+        if gc.get_freeze_count() == 0:  # as gse.runtimes.sim.observe.promote_young
+            gc.freeze()
+            gc.unfreeze()
+        gc.enable()
+    code = main(argv, parsed)
     gc.freeze()
     return code
 

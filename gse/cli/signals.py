@@ -19,7 +19,6 @@ will not wait.
 import os
 import signal
 import sys
-import threading
 
 from gse.cli.progress import WallSteps
 from gse.metrics.stall import describe_stall
@@ -48,11 +47,13 @@ class StopSignals:
         self.saved = {}
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in STOP_SIGNALS:
-                if signal.getsignal(sig) is signal.SIG_IGN:
-                    continue        # ignored by whoever started us (a background job)
+        for sig in STOP_SIGNALS:
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue            # ignored by whoever started us (a background job)
+            try:
                 self.saved[sig] = signal.signal(sig, self._handle)
+            except ValueError:      # not the main thread (so not for any signal), where
+                break               # ``signal`` refuses: no ``threading`` to ask first
         return self
 
     def __exit__(self, *exc):

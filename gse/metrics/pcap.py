@@ -25,14 +25,17 @@ record headers; the frames' Ethernet, IPv4 and UDP headers are packed here (``fr
 the packets of each file (the rest are counted, not written).
 """
 
+from __future__ import annotations
+
 import heapq
 import json
 import os
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False   # typing's own, without importing typing (2.9 ms of a start)
 if TYPE_CHECKING:
+    from typing import Any
     from topologies.topology import Topology
 
 UDP_PORT = 47000

@@ -9,14 +9,17 @@ that saw no queue, no loss and no competitor.  Percentiles use the nearest-rank 
 (p99 of 128 values is the 127th smallest).
 """
 
+from __future__ import annotations
+
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from gse.wire.linkrate import wire_time_ps
 from gse.wire.packet import HEADER_BYTES
 
+TYPE_CHECKING = False   # typing's own, without importing typing (2.9 ms of a start)
 if TYPE_CHECKING:
+    from typing import Any
     from gse.workloads.traffic import Message
     from topologies.topology import Topology
 

@@ -1,11 +1,16 @@
 """Human-readable tables and per-message record files."""
 
+from __future__ import annotations
+
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from gse.metrics.records import MessageRecord, RunResult
 from gse.metrics.stall import describe_causes, time_text
+
+TYPE_CHECKING = False   # typing's own, without importing typing (2.9 ms of a start)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _fmt(v):

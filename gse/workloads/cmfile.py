@@ -46,12 +46,17 @@ they start at their own ``start`` and share the sender with its other messages.
 Messages are returned sorted by ``(start_ps, msg_id)``, like every generator's output.
 """
 
+from __future__ import annotations
+
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from gse.workloads.traffic import MAX_ID, MAX_SIZE, Message
+
+TYPE_CHECKING = False   # typing's own, without importing typing (2.9 ms of a start)
+if TYPE_CHECKING:
+    from typing import Any
 
 PS_PER_US = 1_000_000
 MAX_START_PS = 2 ** 63 - 1

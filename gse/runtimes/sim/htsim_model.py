@@ -57,6 +57,8 @@ from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet, make
 # pipe's head packet, the packet a port dequeues next: gse_obj_hint, gse_queue_head) as its
 # hint, which the event loop prefetches an event ahead; the pure build files them by at.
 C_HINT = cython.compiled
+RING8 = array("q", bytes(8 * 8))   # a pipe's first ring of arrival times, copied (a slice
+                                   # copies; a new array from bytes parses its arguments)
 
 
 class Pipe(Handler):
@@ -74,7 +76,7 @@ class Pipe(Handler):
         self.eq = eq
         self.delay = delay
         self.pkts = [None] * 8       # the packets in flight: a ring from head
-        self.times = array("q", bytes(8 * 8))   # their arrival times, the same ring
+        self.times = RING8[:]        # their arrival times, the same ring (a copy)
         self.head = 0
         self.count = 0
         self.mask = 7                # len(times) - 1, a power of two less one

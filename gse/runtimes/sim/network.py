@@ -412,12 +412,18 @@ class Network:
             self.nodes[nid] = sn
             self.switches.append(sn)
         self.ports = []
+        peers = []                # the node at the far end of each port, in order
         for nid, node in enumerate(topo.nodes):
             owner = self.nodes[nid]
             is_host = node.kind == "host"
             for pidx, lidx in enumerate(node.ports):
                 link = topo.links[lidx]
-                peer, peer_port = topo.peer(nid, pidx)
+                # topo.peer(nid, pidx), read from the link (a Python call per port saved)
+                if link.a == nid and link.a_port == pidx:
+                    peer, peer_port = link.b, link.b_port
+                else:
+                    peer, peer_port = link.a, link.a_port
+                peers.append(peer)
                 # the queue's generator is made when it first draws (an ECN mark below
                 # the certain threshold): seeded the same, without 2.5 KB on every port
                 qrng = partial(random.Random, "%s/queue/%d/%d" % (seed, nid, pidx))
@@ -440,8 +446,7 @@ class Network:
                     owner.ports.append(port)
                 port.index = len(self.ports)
                 self.ports.append(port)
-        for port in self.ports:
-            peer, _ = topo.peer(port.node, port.port)
+        for port, peer in zip(self.ports, peers):
             port.peer = self.nodes[peer]
             port.deliver = event_target(port.peer, port.peer.receive)
 

@@ -26,13 +26,16 @@ observer that ends the run (the watchdog, a signal: ``gse.cli.signals``) changes
 where the run stops, never what happened before.
 """
 
+from __future__ import annotations
+
 import gc
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from gse.metrics.stall import StallWatch, last_change_ps, look_at_hosts, span_of
 
+TYPE_CHECKING = False   # typing's own, without importing typing (2.9 ms of a start)
 if TYPE_CHECKING:
+    from typing import Any
     from gse.protocols import ProtocolConfig
     from gse.workloads.faults import FaultSchedule
 
@@ -48,7 +51,14 @@ class quiet_gc:
     (reference counting frees them; ``gc.collect()`` after a run finds only the network's
     own graph), so the collector is off during the run and back, as it was, after it.
     Nothing the simulation computes depends on when garbage is collected: results are
-    the same."""
+    the same.
+
+    Also around the network's construction and the summary (``gse.api.runner``): what
+    is made there lives as long as the network.  On the way out what was made while
+    quiet joins the oldest generation (``promote_young``), as a collection that found it
+    alive would move it, but without that pass: the first allocation after ``enable``
+    would otherwise collect the young generation, the whole network (5 M instructions,
+    1 ms, at k=8: docs/scale.md)."""
 
     def __enter__(self):
         self.enabled = gc.isenabled()
@@ -57,8 +67,18 @@ class quiet_gc:
 
     def __exit__(self, *exc):
         if self.enabled:
+            promote_young()
             gc.enable()
         return False
+
+
+def promote_young():
+    """Every object the collector tracks joins its oldest generation, the young ones'
+    counts reset (``gc.freeze`` then ``gc.unfreeze``: two list splices), unless objects
+    are frozen (``gc.freeze``'s caller meant them to stay so)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def run_observed(net: Any, until_ps: int = -1, observers: Iterable[Any] = ()) -> str:
