@@ -88,28 +88,31 @@ class PortCounters(Handler):
     event queue calls):
 
     * ``queued_bytes``: the bytes the queue holds now (kept by the queue);
+    * ``s_tx``: the sampler's total of bytes sent at its last bin's end;
     * ``s_flag``: set to 1 wherever a rarer value changes (``drops``, ``trims``,
       ``ecn_marks``: here; the pause state: the simulated ports), so that the sampler
       reads those and the port's pause totals only then; the sampler sets it to 0 when it
       has read them, or to 2 when the port was paused then (paused all its next bin
       unless the flag is set to 1 again: nothing more to read);
     * ``s_index``: the port's index in the sampled network (set by the sampler), so that
-      a bin reads no further than the counters' first line (compiled) of a busy port; the
-      sampler keeps its totals of a port (bytes sent at its last bin's end, the run's
-      peak) in an array of its own at that index, not here.
+      a bin reads no further than the counters' first two lines (compiled) of a busy port;
+    * ``s_peak``: the queue's peak over the run (the sampler resets ``peak_bytes`` every
+      bin, and puts the run's peak back when it closes).
 
     ``drops`` and ``trims`` come after."""
 
-    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "tx_packets", "s_flag",
-                 "s_index", "ecn_marks", "drops", "trims")
+    __slots__ = ("queued_bytes", "peak_bytes", "tx_bytes", "tx_packets", "s_tx", "s_flag",
+                 "s_index", "s_peak", "ecn_marks", "drops", "trims")
 
     def __init__(self):
         self.queued_bytes = 0     # data_bytes + control_bytes of the queue, always
         self.peak_bytes = 0
         self.tx_bytes = 0
         self.tx_packets = 0
+        self.s_tx = 0             # the sampler's (gse.runtimes.sim.sampler)
         self.s_flag = 0           # a rarer value changed since the sampler read them
-        self.s_index = -1         # (the sampler's: gse.runtimes.sim.sampler)
+        self.s_index = -1
+        self.s_peak = 0
         self.ecn_marks = 0
         self.drops = 0
         self.trims = 0

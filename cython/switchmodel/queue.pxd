@@ -29,22 +29,22 @@ cdef tuple COUNTERS
 cdef class PortCounters(Handler):
     # the root of a simulated port (gse.runtimes.sim.network.LinkPort derives from
     # OutputQueue, which derives from this): its fields come first, after the header and
-    # the vtable; in the object's first line, all that a dequeue writes and a sampler
-    # reads of a busy port at every bin (queued_bytes, peak_bytes, tx_bytes, tx_packets,
-    # then the sampler's s_flag and s_index, two ints in one word; the sampler's totals
-    # are in an array of its own, at s_index), then in its second the rarer counters (read
-    # when s_flag says so) and 16 bytes of padding, where the sampler's totals were, so
-    # that the queue's and the port's fields keep their lines (network.pxd)
+    # the vtable; in the object's first line, what a dequeue writes and a sampler reads
+    # of a busy port at every bin (queued_bytes, peak_bytes, tx_bytes, tx_packets, the
+    # sampler's s_tx), then in its second, the sampler's s_flag and s_index (two ints in
+    # one word, read at every bin) and s_peak (read when a bin's peak may be the run's),
+    # then the rarer counters (read when s_flag says so)
     cdef public long long queued_bytes
     cdef public long long peak_bytes
     cdef public long long tx_bytes
     cdef public long long tx_packets
+    cdef public long long s_tx
     cdef public int s_flag
     cdef public int s_index
+    cdef public long long s_peak
     cdef public long long ecn_marks
     cdef public long long drops
     cdef public long long trims
-    cdef long long pad_[2]
 
 
 cdef class OutputQueue(PortCounters):

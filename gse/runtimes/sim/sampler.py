@@ -60,7 +60,7 @@ POP = array("q", [bin(x).count("1") for x in range(256)])   # values in a row of
 # 1 us stores about a third fewer words so (fewer fresh pages, each a page fault).
 NARROW = 1 << 31
 MAX_INDEX = 1 << 24                # the port indices a head's low half holds
-# The compiled sample() asks the CPU to fetch the first line of the ports a few
+# The compiled sample() asks the CPU to fetch the first two lines of the ports a few
 # places ahead in its list (a port is its queue and its counters, one object), gse_prefetch_port
 # of sampler.pxd (__builtin_prefetch, on a borrowed pointer: gse_prefetch.h): the misses
 # on them overlap instead of following one another.  The pure build never calls it.
@@ -128,7 +128,7 @@ def _rarer(port, since, now, out, k):
 
 @cython.boundscheck(False)   # every index below is within the chunk (the caller checks
 @cython.wraparound(False)    # that a whole bin fits), busy (w <= x) or prev (a host's)
-def sample(busy, hosts, receivers, since, now, b, out, pos, prev, acc):
+def sample(busy, hosts, receivers, since, now, b, out, pos, prev):
     """Bin ``b``, from ``since`` to ``now``, written into ``out`` from ``pos``: its
     head (``b``, the number of words of port rows, the number of words of hosts), a row
     for every port with anything to report, then a word (two if the value is 2**31 or
@@ -156,19 +156,18 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev, acc):
     row is about 3 words, not 9, and a bin's writes (and so its cost to the caches and in
     page faults) are a third.
 
-    What a busy port's row needs at every bin is the first cache line of the compiled
-    build's port, which is its queue and its counters: the queue's bytes and peak, the
-    bytes sent, this sampler's copy of the port's index ``s_index`` and ``s_flag``, which
-    the simulation sets to 1 where a rarer value changed (a drop, trim or ECN mark, a
-    PAUSE or a RESUME: ``_rarer`` reads them then, and this sampler's totals of them, the
-    port's ``s_*``) and this sampler to 2 for a port paused at the bin's end (paused all
-    the next bin unless it is set to 1 again: nothing more to read); and this sampler's
-    totals of the port, ``acc[2 * s_index]`` (the bytes sent at the last bin's end) and
-    ``acc[2 * s_index + 1]`` (the run's peak), in a dense array of 16 bytes a port that
-    the simulation never touches.  The fourth line (``busy_until``) is read when the port
-    holds nothing, is not paused and sent nothing in the bin, and the fifth when it turns
-    idle (to hand it its ``watch``).  ``prev`` holds each host's accepted payload at the
-    previous bin's end."""
+    What a busy port's row needs at every bin is the first two cache lines of the
+    compiled build's port, which is its queue and its counters: the queue's bytes and
+    peak, the bytes sent, this sampler's total ``s_tx``, its copy of the port's index
+    ``s_index`` and ``s_flag``, which the simulation sets to 1 where a rarer value
+    changed (a drop, trim or ECN mark, a PAUSE or a RESUME: ``_rarer`` reads them then,
+    and this sampler's totals of them, the port's ``s_*``) and this sampler to 2 for a
+    port paused at the bin's end (paused all the next bin unless it is set to 1 again:
+    nothing more to read), and ``s_peak``, the run's peak.  The fourth line
+    (``busy_until``) is read when the port holds nothing, is not paused and sent nothing
+    in the bin, and the fifth when it turns idle (to hand it its ``watch``).
+    ``prev`` holds each host's
+    accepted payload at the previous bin's end."""
     k = pos + HEAD
     n = len(busy)
     w = 0                             # busy[:w]: the ports kept for the next bin
@@ -178,16 +177,15 @@ def sample(busy, hosts, receivers, since, now, b, out, pos, prev, acc):
                 gse_prefetch_port(busy, x + 4)
         port = cython.cast(LinkPort, busy[x])     # (every one is: no type test)
         # the port is its queue's counters (it derives from them): its own fields, the
-        # queue's bytes now (queued_bytes) among them, in its first line
-        i = 2 * port.s_index          # (its totals: acc[i], acc[i + 1])
+        # queue's bytes now (queued_bytes) among them, in its first two lines
         o = port.queued_bytes
         p = port.peak_bytes
-        if p > acc[i + 1]:
-            acc[i + 1] = p
+        if p > port.s_peak:
+            port.s_peak = p
         port.peak_bytes = o
         v = port.tx_bytes
-        tx = v - acc[i]
-        acc[i] = v
+        tx = v - port.s_tx
+        port.s_tx = v
         r = k
         k += 1
         mask = 0
@@ -335,8 +333,7 @@ class Sampler:
     a view of an array per call, as a plain class must, was most of a quiet bin's cost)."""
 
     __slots__ = ("ports", "hosts", "bin_ps", "next_stop", "edges", "since", "topo",
-                 "receivers", "nic_index", "host_gbps", "prev", "pview", "acc", "aview",
-                 "n", "busy",
+                 "receivers", "nic_index", "host_gbps", "prev", "pview", "n", "busy",
                  "host_busy", "most", "chunks", "ends", "out", "view", "size", "pos",
                  "closed")
 
@@ -365,16 +362,13 @@ class Sampler:
         self.receivers = [h.agent.receiver for h in net.hosts]
         self.nic_index = array("q", [h.nic.index for h in net.hosts])
         self.host_gbps = [h.nic.mbps / 1000.0 for h in net.hosts]
-        # per port, the bytes sent at the last bin's end and the run's peak (sample())
-        self.acc = array("q", [0]) * (2 * len(self.ports))
-        self.aview = self.acc                 # (compiled: a typed view, taken once)
         for p in self.ports:
             c = p.queue.counters
             if p.counters is not c:
                 raise ValueError("port %d's counters are not its queue's (replaced after the "
                                  "network was built?)" % (p.index,))
-            self.acc[2 * p.index] = c.tx_bytes
-            self.acc[2 * p.index + 1] = c.peak_bytes
+            c.s_tx = c.tx_bytes
+            c.s_peak = c.peak_bytes
             c.s_flag = 1                  # (the first bin reads every port in full)
             c.s_index = p.index
             p.s_trims = c.trims
@@ -425,8 +419,8 @@ class Sampler:
         for p in self.ports:
             p.watch = None
             c = p.counters
-            if self.acc[2 * p.index + 1] > c.peak_bytes:
-                c.peak_bytes = self.acc[2 * p.index + 1]  # the run's peak, as reported
+            if c.s_peak > c.peak_bytes:
+                c.peak_bytes = c.s_peak   # the run's peak, as the summary reports it
             if c.s_flag == 2:
                 c.s_flag = 0              # (read as paused: nothing left unread)
         if self.chunks:
@@ -459,7 +453,7 @@ class Sampler:
             self.ends.append(0)
             self.pos = 0
         self.pos = sample(self.busy, self.host_busy, self.receivers, self.since, now,
-                          len(self.edges) - 1, self.view, self.pos, self.pview, self.aview)
+                          len(self.edges) - 1, self.view, self.pos, self.pview)
         self.since = now
         self.edges.append(now)
 

@@ -13,11 +13,12 @@
 
 #include <Python.h>
 
-/* The port's first cache line: its header, then the counters' first fields, all that a
+/* The port's first two cache lines: its header, then the counters' fields, all that a
  * bin reads of a busy port that is neither paused nor flagged, and holds packets or sent
- * some (network.pxd, queue.pxd; the sampler's totals of it are in its own array). */
+ * some (network.pxd, queue.pxd). */
 #define gse_prefetch_port(list, i) do {                                      \
         __builtin_prefetch((char *)PyList_GET_ITEM((list), (i)));            \
+        __builtin_prefetch((char *)PyList_GET_ITEM((list), (i)) + 64);       \
     } while (0)
 
 #endif

@@ -28,14 +28,14 @@ cdef Py_ssize_t _rarer(LinkPort port, long long since, long long now, long long[
                        Py_ssize_t k) except -1
 
 
-@cython.locals(x="Py_ssize_t", n="Py_ssize_t", w="Py_ssize_t", h="Py_ssize_t", i="Py_ssize_t",
+@cython.locals(x="Py_ssize_t", n="Py_ssize_t", w="Py_ssize_t", h="Py_ssize_t",
                k="Py_ssize_t", r="Py_ssize_t", mask="long long", f="int",
                port=LinkPort, node=HostNode, gr=ReceiverSide,
                rr=RoceReceiver, o="long long", p="long long", v="long long", tx="long long",
                paused="long long")
 cpdef Py_ssize_t sample(list busy, list hosts, list receivers, long long since,
                         long long now, long long b, long long[::1] out, Py_ssize_t pos,
-                        long long[::1] prev, long long[::1] acc) except -1
+                        long long[::1] prev) except -1
 
 
 @cython.locals(k="Py_ssize_t", base="Py_ssize_t", stop="Py_ssize_t", last="Py_ssize_t",
@@ -67,8 +67,6 @@ cdef class Sampler:
     cdef public list host_gbps
     cdef public object prev
     cdef long long[::1] pview
-    cdef public object acc
-    cdef long long[::1] aview
     cdef public Py_ssize_t n
     cdef public list busy
     cdef public list host_busy
