@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -113,12 +114,18 @@ def in_process(root, protocol, samples, k, size, seed, rounds, order):
     topo = fat_tree(k)
     msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
     cpu = {us: [] for us in [0.0] + samples}
+    after = {}                        # (run, the run before it): [(cpu, fresh-page faults)]
+    before = None
     for turn in orders(samples, rounds, order):
         for us in turn:
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             c0 = time.process_time()
             run_simulation(topo, msgs, protocol, default_config(protocol), seed,
                            sample_ps=int(round(us * PS_PER_US)))
             cpu[us].append(time.process_time() - c0)
+            after.setdefault((us, before), []).append(
+                (cpu[us][-1], resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0))
+            before = us
     base = cpu[0.0]
     for us in samples:
         ratios = [s / b for s, b in zip(cpu[us], base)]
@@ -126,6 +133,14 @@ def in_process(root, protocol, samples, k, size, seed, rounds, order):
             protocol, us, statistics.median(cpu[us]), statistics.median(base),
             100 * (statistics.median(cpu[us]) / statistics.median(base) - 1),
             by_order(ratios, rounds, order)))
+    print("%-11s by the run before (median cpu s, page faults; the process's first run "
+          "apart): %s" % (protocol, ", ".join(
+              "%s after %s %.4f %d" % (
+                  "%g" % us if us else "unsampled",
+                  "-" if b is None else "%g" % b if b else "unsampled",
+                  statistics.median(c for c, _ in v), statistics.median(f for _, f in v))
+              for (us, b), v in sorted(after.items(), key=lambda kv: (kv[0][0],
+                                                                      kv[0][1] or 0)))))
 
 
 class Timed:
