@@ -19,7 +19,11 @@ same memory layout for all: steadier ratios; CPU of ``run_simulation`` only).  `
 runs every round in one process too, on the bare event loop (``run_observed``), and also
 times the sampler's own calls (CPU time of its ``at_stop``, read with ``time.thread_time``
 around each): on a shared machine the run's total moves by more than the sampler costs,
-its own time much less.  ``--root DIR`` measures the tree at DIR (another checkout) with
+its own time much less.  ``--order abba`` (the default of both) runs the unsampled run
+first in the even rounds and last in the odd ones and prints the rounds' ratios of each
+half too (a sampled run right after another one reuses the memory its rows were freed
+from: docs/scale.md, issue 30's last section); ``--order ab`` puts it first in every
+round, as before.  ``--root DIR`` measures the tree at DIR (another checkout) with
 this script.
 Figures are printed, never asserted.  Run it under ``flock /tmp/gse-bench.lock`` on a
 shared machine.
@@ -30,6 +34,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -77,7 +82,27 @@ def child(root, protocol, sample_us, k, size, seed):
                       "total_s": time.perf_counter() - t0}))
 
 
-def in_process(root, protocol, samples, k, size, seed, rounds):
+def orders(samples, rounds, order):
+    """The runs of each round, in turn: the unsampled one first in every round (``ab``),
+    or first in the even rounds and last in the odd ones (``abba``: a run that follows
+    its own kind as often as the other, so that what one run leaves behind, in the heap
+    or the caches, weighs on both alike)."""
+    first = [0.0] + samples
+    return [first if order == "ab" or r % 2 == 0 else first[::-1] for r in range(rounds)]
+
+
+def by_order(ratios, rounds, order):
+    """The median ratio of every round, then (``abba``) of the rounds with the unsampled
+    run first and of those with it last, as text."""
+    text = "rounds %+.1f%%" % (100 * (statistics.median(ratios) - 1))
+    if order == "abba" and rounds > 1:
+        text += " (unsampled first %+.1f%%, last %+.1f%%)" % (
+            100 * (statistics.median(ratios[0::2]) - 1),
+            100 * (statistics.median(ratios[1::2]) - 1))
+    return text
+
+
+def in_process(root, protocol, samples, k, size, seed, rounds, order):
     """One process, ``rounds`` rounds of the unsampled run and every sampled one in turn
     (the same memory layout for all: steadier ratios than across processes)."""
     sys.path.insert(0, root)
@@ -89,19 +114,33 @@ def in_process(root, protocol, samples, k, size, seed, rounds):
     topo = fat_tree(k)
     msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
     cpu = {us: [] for us in [0.0] + samples}
-    for _ in range(rounds):
-        for us in cpu:
+    after = {}                        # (run, the run before it): [(cpu, fresh-page faults)]
+    before = None
+    for turn in orders(samples, rounds, order):
+        for us in turn:
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             c0 = time.process_time()
             run_simulation(topo, msgs, protocol, default_config(protocol), seed,
                            sample_ps=int(round(us * PS_PER_US)))
             cpu[us].append(time.process_time() - c0)
+            after.setdefault((us, before), []).append(
+                (cpu[us][-1], resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0))
+            before = us
     base = cpu[0.0]
     for us in samples:
-        paired = statistics.median(s / b for s, b in zip(cpu[us], base))
-        print("%-11s %7g  cpu %.3f s against %.3f s unsampled: %+.1f%% [rounds %+.1f%%]" % (
+        ratios = [s / b for s, b in zip(cpu[us], base)]
+        print("%-11s %7g  cpu %.3f s against %.3f s unsampled: %+.1f%% [%s]" % (
             protocol, us, statistics.median(cpu[us]), statistics.median(base),
             100 * (statistics.median(cpu[us]) / statistics.median(base) - 1),
-            100 * (paired - 1)))
+            by_order(ratios, rounds, order)))
+    print("%-11s by the run before (median cpu s, page faults; the process's first run "
+          "apart): %s" % (protocol, ", ".join(
+              "%s after %s %.4f %d" % (
+                  "%g" % us if us else "unsampled",
+                  "-" if b is None else "%g" % b if b else "unsampled",
+                  statistics.median(c for c, _ in v), statistics.median(f for _, f in v))
+              for (us, b), v in sorted(after.items(), key=lambda kv: (kv[0][0],
+                                                                      kv[0][1] or 0)))))
 
 
 class Timed:
@@ -124,7 +163,7 @@ class Timed:
         self.cpu += time.thread_time() - t0
 
 
-def split(root, protocol, samples, k, size, seed, rounds):
+def split(root, protocol, samples, k, size, seed, rounds, order):
     """``rounds`` rounds of the bare loop, unsampled and sampled in turn, in one process:
     the total's overhead, the sampler's own CPU and the rest."""
     sys.path.insert(0, root)
@@ -138,8 +177,8 @@ def split(root, protocol, samples, k, size, seed, rounds):
     topo = fat_tree(k)
     msgs = traffic.permutation(len(topo.hosts), size, random.Random("%s/traffic" % seed))
     runs = {us: [] for us in [0.0] + samples}
-    for _ in range(rounds):
-        for us in runs:
+    for turn in orders(samples, rounds, order):
+        for us in turn:
             net = build_network(topo, protocol, default_config(protocol), seed)
             net.schedule(msgs)
             obs = [Timed(Sampler(net, int(round(us * PS_PER_US))))] if us else []
@@ -151,11 +190,11 @@ def split(root, protocol, samples, k, size, seed, rounds):
     for us in samples:
         cpu = statistics.median(r[0] for r in runs[us])
         own = statistics.median(r[1] for r in runs[us])
-        print("%-11s %7g  loop %.3f s against %.3f s: %+.1f%% [rounds %+.1f%%]; the sampler's "
+        ratios = [r[0] / b[0] for r, b in zip(runs[us], runs[0.0])]
+        print("%-11s %7g  loop %.3f s against %.3f s: %+.1f%% [%s]; the sampler's "
               "own %.1f ms (%.1f%% of the unsampled loop), %.2f us per bin" % (
                   protocol, us, cpu, base, 100 * (cpu / base - 1),
-                  100 * (statistics.median(r[0] / b[0] for r, b in
-                                           zip(runs[us], runs[0.0])) - 1),
+                  by_order(ratios, rounds, order),
                   1000 * own, 100 * own / base, 1e6 * own / max(1, runs[us][0][2])))
 
 
@@ -179,14 +218,17 @@ def main():
                     help="all rounds in one process per protocol (CPU of run_simulation)")
     ap.add_argument("--split", action="store_true",
                     help="all rounds in one process, the sampler's own CPU time apart")
+    ap.add_argument("--order", choices=("abba", "ab"), default="abba",
+                    help="--in-process and --split: the unsampled run first in every "
+                    "other round (abba, the default) or in every round (ab)")
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
-    ap.add_argument("--in-process-child", nargs=8, help=argparse.SUPPRESS)
+    ap.add_argument("--in-process-child", nargs=9, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.in_process_child:
-        root, p, us, k, size, seed, rounds, how = args.in_process_child
+        root, p, us, k, size, seed, rounds, how, order = args.in_process_child
         (split if how == "split" else in_process)(
             root, p, [float(x) for x in us.split(",")], int(k), int(size), int(seed),
-            int(rounds))
+            int(rounds), order)
         return 0
     if args.child:
         root, p, s, k, size, seed = args.child
@@ -195,12 +237,12 @@ def main():
     args.root = os.path.abspath(args.root)
     if args.in_process or args.split:
         print("%s: k=%d permutation of %d-byte messages, %d rounds in one process per "
-              "protocol" % (args.root, args.k, args.size, args.repeat))
+              "protocol, order %s" % (args.root, args.k, args.size, args.repeat, args.order))
         for protocol in args.protocols.split(","):
             subprocess.run([sys.executable, __file__, "--in-process-child", args.root,
                             protocol, ",".join(map(str, args.sample_us)), str(args.k),
                             str(args.size), str(args.seed), str(args.repeat),
-                            "split" if args.split else "total"],
+                            "split" if args.split else "total", args.order],
                            check=True, cwd=args.root)
         return 0
     print("%s: k=%d permutation of %d-byte messages, %d rounds; each round runs the "
