@@ -103,4 +103,4 @@ cdef class EventQueue:
     cdef int at_fire(self, long long t, Handler fn, PyObject* hint) except -1
     cpdef bint run(self, long long until=*) except -1
     cpdef Py_ssize_t pending(self)
-    cpdef bint due_now(self)
+    cpdef bint due_now(self) noexcept

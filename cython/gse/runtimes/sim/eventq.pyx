@@ -553,7 +553,7 @@ cdef class EventQueue:
     cpdef Py_ssize_t pending(self):
         return self._nring + self._n + self._fn
 
-    cpdef bint due_now(self):
+    cpdef bint due_now(self) noexcept:
         """Whether an event is pending at the current time: the head of the current
         time's bucket if the ring covers it (each bucket is sorted, and none holds an
         earlier event), else the heap's first."""
