@@ -52,8 +52,9 @@ from gse.runtimes.sim.network import HostNode, HostPort, LinkPort, SwitchNode
 from gse.wire import linkrate
 from gse.wire.packet import PAUSE, PRIO_CONTROL, PRIO_DATA, RESUME, Packet, make_packet
 
-# Compiled, the events are filed by EventQueue.at_hint, as network.py's port wake-ups are:
-# no method dispatch nor references to None, and the object the event reads first (a
+# Compiled, the events are filed by EventQueue.at_fire (at_hint for a typed Handler, its
+# event the object's fire: no isinstance), as network.py's port wake-ups are: no method
+# dispatch nor references to None, and the object the event reads first (a
 # pipe's head packet, the packet a port dequeues next: gse_obj_hint, gse_queue_head) as its
 # hint, which the event loop prefetches an event ahead; the pure build files them by at.
 C_HINT = cython.compiled
@@ -95,7 +96,7 @@ class Pipe(Handler):
         n = self.count
         if n == 0:
             if C_HINT:
-                self.eq.at_hint(t, self.fn, gse_obj_hint(pkt))  # noqa: F821 (pxd)
+                self.eq.at_fire(t, self, gse_obj_hint(pkt))  # noqa: F821 (pxd)
             else:
                 self.eq.at(t, self.fn, None, None)
         elif n > self.mask:
@@ -149,7 +150,7 @@ class Pipe(Handler):
         if self.count:
             h = self.head
             if C_HINT:
-                self.eq.at_hint(self.times[h], self.fn, gse_obj_hint(self.pkts[h]))  # noqa: F821
+                self.eq.at_fire(self.times[h], self, gse_obj_hint(self.pkts[h]))  # noqa: F821
             else:
                 self.eq.at(self.times[h], self.fn, None, None)
         if now_pkt is not None:
@@ -208,7 +209,7 @@ class HtsimSwitchPort(LinkPort):
         self.tx_pkt = pkt
         self.wake_pending = True
         if C_HINT:
-            self.eq.at_hint(self.busy_until, self.wake_fn, gse_queue_head(self))  # noqa: F821
+            self.eq.at_fire(self.busy_until, self, gse_queue_head(self))  # noqa: F821
         else:
             self.eq.at(self.busy_until, self.wake_fn, None, None)
 
@@ -264,7 +265,7 @@ class HtsimHostPort(HostPort):
         self.tx_pkt = pkt
         self.wake_pending = True
         if C_HINT:
-            self.eq.at_hint(self.busy_until, self.wake_fn, cython.NULL)
+            self.eq.at_fire(self.busy_until, self, cython.NULL)
         else:
             self.eq.at(self.busy_until, self.wake_fn, None, None)
 

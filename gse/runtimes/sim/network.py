@@ -41,7 +41,7 @@ from switchmodel.queue import ENQUEUED, OutputQueue
 from switchmodel.switch import Switch, tier_salt
 
 # Compiled, a port's next wake-up carries the packet it will dequeue as a hint
-# (EventQueue.at_hint, read by gse_queue_head of cython/switchmodel/gse_qlink.h, declared
+# (EventQueue.at_fire, read by gse_queue_head of cython/switchmodel/gse_qlink.h, declared
 # in network.pxd), which the event loop prefetches an event ahead; the pure build has no
 # hints and schedules the wake-up bare.
 C_HINT = cython.compiled
@@ -142,7 +142,7 @@ class LinkPort(OutputQueue):
             # serialisation time or more) is in the cache when dequeue reads it; a hint,
             # not a reference, as taking one (a read-modify-write of its line) waited here
             if C_HINT:
-                self.eq.at_hint(self.busy_until, self.wake_fn, gse_queue_head(self))
+                self.eq.at_fire(self.busy_until, self, gse_queue_head(self))
             else:
                 self.eq.at(self.busy_until, self.wake_fn, None, None)
         else:

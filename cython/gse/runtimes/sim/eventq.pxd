@@ -95,11 +95,12 @@ cdef class EventQueue:
     cdef inline void _file(self, long long bucket, gse_evkey_t key) noexcept
     cdef int _fifo_flush(self) except -1
     cdef int _fifo_push(self, long long t, object fn, object a, object b,
-                        PyObject* hint) except -1
+                        PyObject* hint, int32_t handler) except -1
     cdef inline int _schedule(self, long long t, object fn, object a, object b,
-                              PyObject* hint) except -1
+                              PyObject* hint, int32_t handler) except -1
     cpdef at(self, long long t, object fn, object a, object b)
     cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1
+    cdef int at_fire(self, long long t, Handler fn, PyObject* hint) except -1
     cpdef bint run(self, long long until=*) except -1
     cpdef Py_ssize_t pending(self)
-    cpdef bint due_now(self)
+    cpdef bint due_now(self) noexcept

@@ -8,9 +8,9 @@ and one slot: a 32-byte C struct (two a cache line) holding the callable and its
 arguments (as owned references, which the type's ``tp_traverse`` shows to the garbage
 collector) and whether the callable is a :class:`Handler` (run through its C method
 ``fire``, without a Python call).  Popping an event reads its key from the current
-bucket's sorted array and that one line, and asks for the next event's slot while the current one runs (not its
-target and arguments too: reaching them through the slot's pointers made k=32 runs
-3.5-5% slower, docs/scale.md).  Slots are reused through a free list, so their number is
+bucket's sorted array and that one line, and asks for the next event's slot while the
+current one runs (not its target and arguments too: reaching them through the slot's
+pointers made k=32 runs 3.5-5% slower, docs/scale.md).  Slots are reused through a free list, so their number is
 the most events ever pending at once, not a function of the time span.
 
 A simulator's events are dense and near: a packet delivered a link delay later, a port
@@ -21,10 +21,9 @@ occupied ones; an event further ahead waits in a 4-ary heap and moves into the r
 the ring's horizon reaches it.  Scheduling appends a key to its bucket's array, however
 many events the bucket holds (a large fabric puts tens to hundreds in each: k=16 about
 50); when the ring reaches a bucket, its keys become the current bucket's array, sorted
-(a natural merge sort: they come as a few runs in order), which the few events scheduled into the
-current bucket join in their place.  Order is exact, not approximate: the current bucket holds the earliest
-events, popped in the order of their whole keys.  Time only moves
-forward except when ``run(until)`` stopped short of the next event; an event scheduled
+(a natural merge sort: they come as a few runs in order), which the few events scheduled
+into the current bucket join in their place.  Order is exact: the current bucket holds
+the earliest events, popped in the order of their whole keys.  Time only moves forward except when ``run(until)`` stopped short of the next event; an event scheduled
 before the current bucket then sends the ring back to the heap and restarts from there.
 An event scheduled for the current time (a switch's zero-latency pipe, a handover at
 once) goes to a same-instant FIFO instead: no slot, no key, no bucket; it runs after the
@@ -395,7 +394,7 @@ cdef class EventQueue:
         return 0
 
     cdef int _fifo_push(self, long long t, object fn, object a, object b,
-                        PyObject* hint) except -1:
+                        PyObject* hint, int32_t handler) except -1:
         """``_schedule``'s event for the current time, into the same-instant FIFO (apart,
         so that ``_schedule`` stays small enough to be inlined)."""
         cdef gse_fifo_ev_t* e
@@ -407,7 +406,7 @@ cdef class EventQueue:
         self._ft = t                           # (nothing below raises)
         e = &self._fq[(self._fh + self._fn) & (self._fcap - 1)]
         gse_put(&e.fn, fn)
-        flags = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
+        flags = handler if handler >= 0 else GSE_EV_HANDLER if isinstance(fn, Handler) else 0
         if hint != NULL:
             e.a = hint
             flags |= GSE_EV_HINT
@@ -420,19 +419,20 @@ cdef class EventQueue:
         return 0
 
     cdef inline int _schedule(self, long long t, object fn, object a, object b,
-                              PyObject* hint) except -1:
+                              PyObject* hint, int32_t handler) except -1:
         """File an event at ``t``: the checks, the ring's room, a slot from the free list,
         the key in its bucket or the heap.  ``at`` and ``at_hint`` differ only in how the
         first argument is kept: a reference to ``a``, or (``hint`` not NULL) the hint's
         pointer without one.  An event for the current time goes to the same-instant FIFO
-        (the module's docstring says why the order is the same)."""
+        (the module's docstring says why the order is the same).  ``handler``: the flag,
+        known (``at_fire``) or -1: ``isinstance`` (a walk of ``fn``'s type's MRO)."""
         cdef Py_ssize_t slot
         cdef gse_evslot_t* sl
         cdef long long bucket
         if t < self.now or self.seq + 1 >= GSE_SEQ_LIMIT:
             self._refuse(t)
         if t == self.now:
-            return self._fifo_push(t, fn, a, b, hint)
+            return self._fifo_push(t, fn, a, b, hint, handler)
         bucket = t >> GSE_SHIFT
         if bucket < self._cb:
             self._rewind(bucket)
@@ -442,7 +442,8 @@ cdef class EventQueue:
         slot = self._take_slot()               # (nothing below raises)
         sl = &self._slot[slot]
         gse_put(&sl.fn, fn)
-        sl.handler = GSE_EV_HANDLER if isinstance(fn, Handler) else 0
+        sl.handler = (handler if handler >= 0
+                      else GSE_EV_HANDLER if isinstance(fn, Handler) else 0)
         if hint != NULL:
             sl.a = hint
             sl.handler |= GSE_EV_HINT
@@ -454,18 +455,19 @@ cdef class EventQueue:
         return 0
 
     cpdef at(self, long long t, object fn, object a, object b):
-        self._schedule(t, fn, a, b, NULL)
+        self._schedule(t, fn, a, b, NULL, -1)
 
     cdef int at_hint(self, long long t, object fn, PyObject* hint) except -1:
-        """``at(t, fn, None, None)``, with ``hint`` kept in the event's first argument
-        without a reference: the run loop prefetches it an event ahead (as it does a first
-        argument) and hands the event None.  Taking a reference to an object is a write
-        that waits for its line: where the event's object is cold when scheduled (the
-        packet a port's next wake-up will dequeue) the hint brings it in for nothing.
-        The object may be gone when the event runs (it is never read, only prefetched).
-        A NULL hint is an event with None as its first argument.  The pure build has no
-        hints: its callers schedule ``at(t, fn, None, None)``."""
-        return self._schedule(t, fn, None, None, hint)
+        """``at(t, fn, None, None)``, ``hint`` kept in the first argument without a
+        reference (a write that would wait for a cold line): the run loop prefetches it an
+        event ahead and hands the event None; it may be gone by then (never read).  NULL:
+        None.  The pure build has no hints (``at(t, fn, None, None)``)."""
+        return self._schedule(t, fn, None, None, hint, -1)
+
+    cdef int at_fire(self, long long t, Handler fn, PyObject* hint) except -1:
+        """``at_hint`` for a ``Handler`` typed by its caller: no ``isinstance`` per event
+        (the pure build's callers schedule ``at(t, fn, None, None)``)."""
+        return self._schedule(t, fn, None, None, hint, GSE_EV_HANDLER)
 
     def hint_at(self, long long t, fn, hint):
         """``at_hint`` from Python (the pure build's twin: ``at(t, fn, None, None)``)."""
@@ -551,7 +553,7 @@ cdef class EventQueue:
     cpdef Py_ssize_t pending(self):
         return self._nring + self._n + self._fn
 
-    cpdef bint due_now(self):
+    cpdef bint due_now(self) noexcept:
         """Whether an event is pending at the current time: the head of the current
         time's bucket if the ring covers it (each bucket is sorted, and none holds an
         earlier event), else the heap's first."""
@@ -588,7 +590,6 @@ cdef int _traverse(PyObject* o, visitproc visit, void* arg) except -1:
     return (gse_slots_visit(q._slot, q._nslots, visit, arg)
             or gse_fifo_visit(q._fq, q._fh, q._fn, q._fcap, visit, arg)
             or _base_traverse(o, visit, arg))
-
 
 cdef int _clear(object o) except -1:
     (<EventQueue>o)._release()
