@@ -21,12 +21,6 @@ Two models (``PfcConfig.model``):
 
 from array import array
 
-try:
-    import cython  # the per-packet accounting's directives: no-ops in pure Python
-    cython.compiled
-except (ImportError, AttributeError):
-    from gse import _no_cython as cython
-
 MODELS = ("802.1qbb", "htsim")
 
 
@@ -88,8 +82,6 @@ class PfcState:
     def xoff(self):
         return _xoff(self)
 
-    @cython.boundscheck(False)   # port: an ingress port of this switch, never negative
-    @cython.wraparound(False)
     def on_enqueue(self, port, size):
         """A data packet from ``port`` was queued; True if a PAUSE must go upstream."""
         b = self.ingress_bytes[port]
@@ -107,8 +99,6 @@ class PfcState:
             return True
         return False
 
-    @cython.boundscheck(False)   # port: an ingress port of this switch, never negative
-    @cython.wraparound(False)
     def on_dequeue(self, port, size):
         """A data packet from ``port`` left; True if a RESUME must go upstream."""
         b = self.ingress_bytes[port]
@@ -123,8 +113,6 @@ class PfcState:
                 return True
         return False
 
-    @cython.boundscheck(False)   # port: an ingress port of this switch, never negative
-    @cython.wraparound(False)
     def on_release(self, port, size):
         """htsim model: a packet from ``port`` finished leaving its egress port; True if a
         RESUME must go upstream (strictly below XON, queue_lossless_input.cpp)."""
