@@ -16,7 +16,7 @@ cdef class PfcState
 
 
 @cython.locals(cfg=PfcConfig, free="long long")
-cdef inline long long _xoff(PfcState st) except? -1
+cdef long long _xoff(PfcState st) except? -1
 
 
 cdef class PfcState:
