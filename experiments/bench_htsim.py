@@ -24,7 +24,11 @@ The table gives, per matrix, the median over the rounds of each side and the rat
 project / htsim of those medians, plus the median and range of the per-round ratios (the
 two runs of a round are adjacent in time, so a change in the machine's load weighs on
 both alike).  ``events`` and ``CPU ns/event`` are the project's (htsim does not print its
-event count): the per-event cost per fabric size.  Figures are printed, never asserted.
+event count): the per-event cost per fabric size.  htsim's row gives its CPU over the
+project's events on the same matrix in brackets, a yardstick for how htsim's own cost
+per unit of work grows with the fabric; with several matrices a last line gives each
+side's per-event cost against the first matrix's (the seed's question: does the cost per
+event stay flat as the fabric grows?).  Figures are printed, never asserted.
 
 htsim is neither shipped nor built here: ``--htsim-dir`` names a build of uet-htsim's
 ``htsim/sim`` (binaries in ``datacenter/``, matrices in
@@ -325,6 +329,8 @@ def summarise(name, k, n_flows, rounds):
             s["cpu_ns_per_event"] = 1e9 * s["cpu_s"] / s["events"] if s["events"] else None
         row[side] = s
     h, p = row["htsim"], row["project"]
+    # htsim prints no event count: its CPU over the project's events on the same matrix
+    h["cpu_ns_per_project_event"] = 1e9 * h["cpu_s"] / p["events"] if p["events"] else None
     row["ratio"] = {key: p[key] / h[key] for key in ("wall_s", "cpu_s", "rss_mib")}
     row["ratio"]["fct_us"] = {q: (p["fct_us"][q] / h["fct_us"][q]
                                   if p["fct_us"][q] and h["fct_us"][q] else None)
@@ -378,7 +384,9 @@ def format_table(rows):
             lines.append("| %s (k=%d) | %s | %.3f | %.3f | %.1f | %s | %s | %d/%d | %s / %s / %s |"
                          % (r["cm"], r["k"], side, s["wall_s"], s["cpu_s"], s["rss_mib"],
                             _num(s.get("events"), "%.0f"),
-                            _num(s.get("cpu_ns_per_event"), "%.0f"), s["finished"],
+                            _num(s.get("cpu_ns_per_event"), "%.0f")
+                            if side == "project" else
+                            _num(s.get("cpu_ns_per_project_event"), "(%.0f)"), s["finished"],
                             r["flows"], _num(f["p50"], "%.1f"), _num(f["p99"], "%.1f"),
                             _num(f["max"], "%.1f")))
         q = r["ratio"]
@@ -397,7 +405,30 @@ def format_table(rows):
                      % (r["cm"], statistics.median(c), c[0], c[-1], statistics.median(w), w[0],
                         w[-1], r["project"]["loop_s"], r["project"]["cpu_s"],
                         ", ".join("%.1f" % x for x in r["loads"])))
+    lines.extend(growth_lines(rows))
     return "\n".join(lines)
+
+
+def growth_lines(rows):
+    """Each matrix's per-event cost against the first's, the project's (its own events)
+    and htsim's (its CPU per project event): how each side's cost per unit of work grows
+    with the fabric.  Nothing when there is one matrix or an event count is missing."""
+    if len(rows) < 2:
+        return []
+    first = rows[0]
+    base_p = first["project"].get("cpu_ns_per_event")
+    base_h = first["htsim"].get("cpu_ns_per_project_event")
+    if not base_p or not base_h:
+        return []
+    out = []
+    for r in rows[1:]:
+        p = r["project"].get("cpu_ns_per_event")
+        h = r["htsim"].get("cpu_ns_per_project_event")
+        if p and h:
+            out.append("%s (k=%d) against %s (k=%d), CPU per event: project %.2fx, htsim "
+                       "(per project event) %.2fx" % (r["cm"], r["k"], first["cm"],
+                                                      first["k"], p / base_p, h / base_h))
+    return out
 
 
 def parse_args(argv=None):

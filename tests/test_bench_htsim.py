@@ -124,6 +124,21 @@ def test_summary_medians_ratios_and_the_table():
     assert "median 0.50 (0.30-2.00)" in table
     short = bench_htsim.summarise("a.cm", 8, 2, rounds[:2] + [_round(3, 1.0, 1.0, [105.0])])
     assert not short["all_finished"] and "NOT ALL" in bench_htsim.format_table([short])
+    # htsim's CPU over the project's events (1.5 s / 1,000 events), in brackets
+    assert row["htsim"]["cpu_ns_per_project_event"] == pytest.approx(1.5e6)
+    assert "| a.cm (k=8) | htsim | 3.000 | 1.500 | 10.0 | - | (1500000) |" in table
+    assert "against" not in table          # one matrix: no growth line
+
+
+def test_growth_of_the_per_event_cost_across_matrices():
+    small = bench_htsim.summarise("s.cm", 8, 2, [_round(1, 1.0, 0.5, [105.0, 210.0])])
+    big = [_round(1, 40.0, 10.0, [105.0, 210.0])]
+    for r in big:
+        r["project"]["events"] = 4000        # 4x the events: 20x and 10x the CPU
+    large = bench_htsim.summarise("l.cm", 32, 2, big)
+    table = bench_htsim.format_table([small, large])
+    assert ("l.cm (k=32) against s.cm (k=8), CPU per event: project 5.00x, htsim "
+            "(per project event) 10.00x") in table
 
 
 def _live(tmp_path, protocol, exe):
