@@ -22,9 +22,9 @@ around each): on a shared machine the run's total moves by more than the sampler
 its own time much less.  ``--order abba`` (the default of both) runs the unsampled run
 first in the even rounds and last in the odd ones and prints the rounds' ratios of each
 half too (a sampled run right after another one reuses the memory its rows were freed
-from: docs/scale.md, issue 30's last section); ``--order ab`` puts it first in every
-round, as before.  ``--root DIR`` measures the tree at DIR (another checkout) with
-this script.
+from: docs/scale.md, "the benchmark's order"); ``--order ab`` puts it first in every
+round, as before.  ``--root DIR`` measures the tree at DIR (another checkout) with this
+script.
 Figures are printed, never asserted.  Run it under ``flock /tmp/gse-bench.lock`` on a
 shared machine.
 """
