@@ -48,32 +48,104 @@ def test_event_queue_twins_run_the_same_order(seed):
     assert _drive(EventQueue, seed) == _drive(_pure_eventq(), seed)
 
 
-def _drive_dense(eq_cls, seed):
-    """Dense, near events (a simulator's: ps apart, within a few us, some far) with
-    stops at ``until`` and events scheduled from outside between the stops, at ``now``
-    too (which may lie before the queue's current position); ``due_now`` asked in every
-    event and at every stop."""
+class _Dense:
+    """Dense, near events (a simulator's: ps apart, within a few us, some far), events
+    scheduled from outside between the stops, at ``now`` too (which may lie before the
+    queue's current position)."""
+    stops, depth, due_after_extras = 30, 6, False
+
+    @staticmethod
+    def children(rng):
+        return rng.choice((0, 1, 1, 2))
+
+    @staticmethod
+    def delay(rng):
+        return rng.choice((0, rng.randrange(2000), rng.randrange(10**6), rng.randrange(10**7),
+                           rng.randrange(10**9)))
+
+    @staticmethod
+    def initial(rng):
+        return rng.randrange(1, 300)
+
+    @staticmethod
+    def start(rng):
+        return rng.randrange(10**5)
+
+    @staticmethod
+    def until(rng):
+        return rng.choice((0, 1, rng.randrange(5000), rng.randrange(10**6),
+                           rng.randrange(10**8)))
+
+    @staticmethod
+    def extras(rng):
+        return rng.randrange(4)
+
+    @staticmethod
+    def extra_delay(rng):
+        return rng.choice((0, 0, 1, rng.randrange(10**4), rng.randrange(10**7)))
+
+
+class _Crowded:
+    """Hundreds of events a bucket (1,024 ps; a large fabric running in lockstep): many
+    more than a chunk of keys holds, scheduled out of order within their buckets, more
+    scheduled into the bucket being run, stops inside the crowd (``due_now`` also after
+    the events scheduled at the stop's time)."""
+    stops, depth, due_after_extras = 25, 3, True
+
+    @staticmethod
+    def children(rng):
+        return rng.choice((0, 1, 2))
+
+    @staticmethod
+    def delay(rng):
+        return rng.choice((0, rng.randrange(64), rng.randrange(4096),
+                           10**7 + rng.randrange(4096)))
+
+    @staticmethod
+    def initial(rng):
+        return 2000
+
+    @staticmethod
+    def start(rng):
+        return rng.randrange(6) * 1024 + rng.choice((0, 0, rng.randrange(16),
+                                                     rng.randrange(1024)))
+
+    @staticmethod
+    def until(rng):
+        return rng.choice((0, 1, rng.randrange(2048)))
+
+    @staticmethod
+    def extras(rng):
+        return rng.choice((0, rng.randrange(40)))
+
+    @staticmethod
+    def extra_delay(rng):
+        return rng.choice((0, rng.randrange(3000), rng.randrange(3000)))
+
+
+def _drive_stops(eq_cls, seed, regime):
+    """``regime``'s random schedule (``_Dense``, ``_Crowded``): events that schedule
+    events, stops at ``until`` with events scheduled from outside after each, ``due_now``
+    asked in every event and at every stop."""
     rng = random.Random(seed)
     eq = eq_cls()
     log = []
 
     def fire(tag, depth):
         log.append((eq.now, tag, eq.due_now()))
-        for i in range(rng.choice((0, 1, 1, 2)) if depth < 6 else 0):
-            eq.at(eq.now + rng.choice((0, rng.randrange(2000), rng.randrange(10**6),
-                                       rng.randrange(10**7), rng.randrange(10**9))),
-                  fire, "%s.%d" % (tag, i), depth + 1)
+        for i in range(regime.children(rng) if depth < regime.depth else 0):
+            eq.at(eq.now + regime.delay(rng), fire, "%s.%d" % (tag, i), depth + 1)
 
-    for i in range(rng.randrange(1, 300)):
-        eq.at(rng.randrange(10**5), fire, str(i), 0)
+    for i in range(regime.initial(rng)):
+        eq.at(regime.start(rng), fire, str(i), 0)
     results = []
-    for stop in range(30):
-        until = eq.now + rng.choice((0, 1, rng.randrange(5000), rng.randrange(10**6),
-                                     rng.randrange(10**8)))
+    for stop in range(regime.stops):
+        until = eq.now + regime.until(rng)
         results.append((eq.run(until), eq.now, eq.pending(), eq.events, eq.due_now()))
-        for j in range(rng.randrange(4)):
-            eq.at(eq.now + rng.choice((0, 0, 1, rng.randrange(10**4), rng.randrange(10**7))),
-                  fire, "x%d.%d" % (stop, j), 0)
+        for j in range(regime.extras(rng)):
+            eq.at(eq.now + regime.extra_delay(rng), fire, "x%d.%d" % (stop, j), 0)
+        if regime.due_after_extras:
+            results.append(eq.due_now())
     results.append((eq.run(), eq.now, eq.pending(), eq.events))
     return log, results
 
@@ -82,48 +154,19 @@ def _drive_dense(eq_cls, seed):
 @pytest.mark.parametrize("seed", range(12))
 def test_event_queue_twins_run_the_same_order_dense(seed):
     from gse.runtimes.sim.eventq import EventQueue
-    ours, ref = _drive_dense(EventQueue, seed), _drive_dense(_pure_eventq(), seed)
+    ours = _drive_stops(EventQueue, seed, _Dense)
+    ref = _drive_stops(_pure_eventq(), seed, _Dense)
     assert len(ours[0]) > 100
     assert any(due for _, _, due in ours[0]) and not all(due for _, _, due in ours[0])
     assert ours == ref
-
-
-def _drive_crowded(eq_cls, seed):
-    """Hundreds of events a bucket (1,024 ps; a large fabric running in lockstep): many
-    more than a chunk of keys holds, scheduled out of order within their buckets, more
-    scheduled into the bucket being run, stops inside the crowd (``due_now`` at every
-    stop and in every event, events scheduled at the stop's time)."""
-    rng = random.Random(seed)
-    eq = eq_cls()
-    log = []
-
-    def fire(tag, depth):
-        log.append((eq.now, tag, eq.due_now()))
-        for i in range(rng.choice((0, 1, 2)) if depth < 3 else 0):
-            eq.at(eq.now + rng.choice((0, rng.randrange(64), rng.randrange(4096),
-                                       10**7 + rng.randrange(4096))),
-                  fire, "%s.%d" % (tag, i), depth + 1)
-
-    for i in range(2000):
-        eq.at(rng.randrange(6) * 1024 + rng.choice((0, 0, rng.randrange(16),
-                                                   rng.randrange(1024))), fire, str(i), 0)
-    results = []
-    for stop in range(25):
-        until = eq.now + rng.choice((0, 1, rng.randrange(2048)))
-        results.append((eq.run(until), eq.now, eq.pending(), eq.events, eq.due_now()))
-        for j in range(rng.choice((0, rng.randrange(40)))):
-            eq.at(eq.now + rng.choice((0, rng.randrange(3000), rng.randrange(3000))), fire,
-                  "x%d.%d" % (stop, j), 0)
-        results.append(eq.due_now())
-    results.append((eq.run(), eq.now, eq.pending(), eq.events))
-    return log, results
 
 
 @twin
 @pytest.mark.parametrize("seed", range(6))
 def test_event_queue_twins_run_the_same_order_crowded(seed):
     from gse.runtimes.sim.eventq import EventQueue
-    ours, ref = _drive_crowded(EventQueue, seed), _drive_crowded(_pure_eventq(), seed)
+    ours = _drive_stops(EventQueue, seed, _Crowded)
+    ref = _drive_stops(_pure_eventq(), seed, _Crowded)
     assert len(ours[0]) > 2000
     assert any(ours[1][1::2]) and not all(ours[1][1::2])      # due at some stops
     assert ours == ref
